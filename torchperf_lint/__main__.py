@@ -1,0 +1,3 @@
+from torchperf_lint.cli import main
+
+main()

@@ -1,0 +1,91 @@
+"""The data every other layer exchanges: locations, edits, fixes and diagnostics.
+
+Rows and columns are 1-based and count Unicode code points, as in Ruff's JSON output.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Applicability(str, enum.Enum):
+    """How freely a fix may be applied (Ruff's safety model)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A 1-based row and a 1-based column counted in code points."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between `start` (inclusive) and `end` (exclusive) with `content`."""
+
+    start: Location
+    end: Location
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A rewrite that resolves one diagnostic: a set of non-overlapping edits."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+    def applies(self, unsafe_fixes: bool) -> bool:
+        """Whether `--fix` (with or without `--unsafe-fixes`) would apply this fix."""
+        if self.applicability is Applicability.SAFE:
+            return True
+        return unsafe_fixes and self.applicability is Applicability.UNSAFE
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding of one rule in one file (or one notebook cell)."""
+
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Fix | None = None
+    noqa_row: int | None = None
+    cell: int | None = None
+    url: str | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.filename, self.cell or 0, self.location, self.code)
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be linted: unreadable, undecodable or unparsable."""
+
+    filename: str
+    reason: str
+    location: Location | None = None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.filename, 0, self.location or Location(0, 0), "")
+
+
+@dataclass
+class FileResult:
+    """Everything the linter learnt about one file."""
+
+    filename: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: FileError | None = None

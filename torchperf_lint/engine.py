@@ -1,0 +1,170 @@
+"""One file in, diagnostics out: decode, parse once, build facts, run rules, honour `# noqa`."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchperf_lint.diagnostics import (
+    Diagnostic,
+    Edit,
+    FileError,
+    FileResult,
+    Fix,
+    Location,
+)
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.noqa import NoqaDirectives
+from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    """What runs on one file: the selected rule classes and the options they read."""
+
+    rules: tuple[type[Rule], ...]
+    options: RuleOptions = field(default_factory=RuleOptions)
+
+
+class SourceError(Exception):
+    """A file's bytes could not be turned into a module: the reason is the message."""
+
+    def __init__(self, reason: str, location: Location | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.location = location
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    """Text plus what is needed to write it back byte-for-byte the same way."""
+
+    text: str
+    encoding: str
+    bom: bool
+
+
+def decode(data: bytes) -> DecodedSource:
+    """Decode Python source as the interpreter would (BOM, PEP 263 cookie, else UTF-8)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(f"cannot detect the encoding: {error}") from None
+    bom = encoding == "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        raise SourceError(f"cannot decode as {encoding}: {error}") from None
+    return DecodedSource(text=text, encoding=encoding, bom=bom)
+
+
+def parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        location = Location(error.raw_line, error.raw_column + 1)
+        raise SourceError(f"syntax error: {error.message}", location) from None
+    except (RecursionError, MemoryError) as error:
+        raise SourceError(f"cannot parse: {type(error).__name__}") from None
+
+
+def may_contain_pytorch(text: str) -> bool:
+    """Files without `torch` in their text cannot hold PyTorch code and are not parsed."""
+    return "torch" in text
+
+
+def lint_text(
+    text: str, filename: str, settings: LintSettings, cell: int | None = None
+) -> list[Diagnostic]:
+    """Diagnostics for Python source `text`; raises `SourceError` when it does not parse."""
+    if not may_contain_pytorch(text) or not settings.rules:
+        return []
+    noqa = NoqaDirectives.from_source(text)
+    if noqa.whole_file:
+        return []
+    module = parse(text)
+    facts = FileFacts(module, PurePath(filename))
+    found: list[tuple[type[Rule], Finding]] = []
+    for rule_class in settings.rules:
+        if noqa.file_ignores(rule_class.code):
+            continue
+        rule = rule_class(settings.options)
+        found.extend((rule_class, finding) for finding in rule.check(facts))
+    if not found:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    diagnostics = []
+    for rule_class, finding in found:
+        diagnostic = _diagnostic(rule_class, finding, positions, filename, cell)
+        if not noqa.suppresses(diagnostic.location.row, rule_class.code, rule_class.name):
+            diagnostics.append(diagnostic)
+    return sorted(diagnostics, key=lambda d: d.sort_key)
+
+
+def lint_file(path: Path, filename: str, settings: LintSettings) -> FileResult:
+    """Read, decode and lint one `.py` file; problems become a `FileError`, never an exception."""
+    result = FileResult(filename=filename)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        result.error = FileError(filename, f"cannot read: {error.strerror or error}")
+        return result
+    try:
+        source = decode(data)
+        result.diagnostics = lint_text(source.text, filename, settings)
+    except SourceError as error:
+        result.error = FileError(filename, error.reason, error.location)
+    return result
+
+
+def _location(position) -> Location:  # noqa: ANN001 - libcst CodePosition
+    return Location(position.line, position.column + 1)
+
+
+def _diagnostic(
+    rule: type[Rule], finding: Finding, positions, filename: str, cell: int | None
+) -> Diagnostic:
+    span = positions[finding.node]
+    start = _location(span.start)
+    fix = None
+    if finding.fix is not None:
+        fix = Fix(
+            applicability=finding.fix.applicability,
+            message=finding.fix.message,
+            edits=tuple(_edit(edit, positions) for edit in finding.fix.edits),
+        )
+    return Diagnostic(
+        code=rule.code,
+        name=rule.name,
+        message=finding.message or rule.message,
+        filename=filename,
+        location=start,
+        end_location=_location(span.end),
+        fix=fix,
+        noqa_row=start.row,
+        cell=cell,
+        url=rule.url(),
+    )
+
+
+def _edit(edit: NodeEdit, positions) -> Edit:
+    span = positions[edit.node]
+    if edit.mode == "insert_before":
+        start = _location(span.start)
+        return Edit(start, start, edit.content)
+    if edit.mode == "delete_lines":
+        return Edit(Location(span.start.line, 1), Location(span.end.line + 1, 1), "")
+    return Edit(_location(span.start), _location(span.end), edit.content)
+
+
+def rules_for(codes: Sequence[str]) -> tuple[type[Rule], ...]:
+    """Rule classes for exact codes, in catalog order (for tests and tools)."""
+    from torchperf_lint.rules import BY_CODE
+
+    return tuple(BY_CODE[code] for code in sorted(codes))

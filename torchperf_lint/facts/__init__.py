@@ -1,0 +1,81 @@
+"""Per-file analyses every rule can ask for, each computed at most once per file.
+
+`FileFacts` parses nothing itself: it takes the parsed module, indexes it in one traversal,
+and builds each analysis (names, loops, guards, CUDA use, DataLoaders, tensor expressions)
+the first time a rule asks for it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import PurePath
+
+import libcst as cst
+
+from torchperf_lint.facts.dataloaders import DataLoaders
+from torchperf_lint.facts.devices import module_uses_cuda
+from torchperf_lint.facts.guards import Guards
+from torchperf_lint.facts.index import SyntaxIndex, build_index
+from torchperf_lint.facts.loops import Loops
+from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.scopes import Scopes
+from torchperf_lint.facts.tensors import TensorExpressions
+
+
+def is_test_file(path: PurePath) -> bool:
+    """Under `tests/` or `test/`, `test_*.py`, `*_test.py` or `conftest.py`."""
+    name = path.name
+    return (
+        any(part in ("tests", "test") for part in path.parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+class FileFacts:
+    """The shared analyses of one parsed file."""
+
+    def __init__(self, module: cst.Module, path: PurePath) -> None:
+        self.module = module
+        self.path = path
+
+    @cached_property
+    def index(self) -> SyntaxIndex:
+        return build_index(self.module)
+
+    @cached_property
+    def names(self) -> NameResolver:
+        return NameResolver(self.index)
+
+    @cached_property
+    def scopes(self) -> Scopes:
+        return Scopes(self.index)
+
+    @cached_property
+    def dataloaders(self) -> DataLoaders:
+        return DataLoaders(self.index, self.scopes, self.names)
+
+    @cached_property
+    def loops(self) -> Loops:
+        return Loops(self.index, self.scopes, self.names, self.dataloaders.iterates_a_loader)
+
+    @cached_property
+    def guards(self) -> Guards:
+        return Guards(self.scopes, self.names)
+
+    @cached_property
+    def tensors(self) -> TensorExpressions:
+        return TensorExpressions(self.index, self.scopes, self.names)
+
+    @cached_property
+    def uses_cuda(self) -> bool:
+        return module_uses_cuda(self.index, self.scopes, self.names)
+
+    @cached_property
+    def is_test_file(self) -> bool:
+        return is_test_file(self.path)
+
+    def code(self, node: cst.CSTNode) -> str:
+        """The source text of `node` (or of a new node built from this module's nodes)."""
+        return self.module.code_for_node(node)

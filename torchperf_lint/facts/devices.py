@@ -1,0 +1,71 @@
+"""Whether a module uses CUDA (RULES.md, "The module uses CUDA")."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.scopes import Scopes
+
+_DEVICE_KEYWORDS = frozenset({"device", "device_type"})
+_DEVICE_CALLS = frozenset({
+    "torch.device", "torch.amp.autocast", "torch.amp.GradScaler", "torch.cuda.device",
+})
+
+
+def is_cuda_literal(node: cst.BaseExpression) -> bool:
+    """A string literal naming a CUDA device: `"cuda"`, `'cuda:0'`."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+    return False
+
+
+def mentions_cuda_device(node: cst.BaseExpression, scopes: Scopes, depth: int = 0) -> bool:
+    """A CUDA literal, a conditional with one in a branch, or a name bound to either."""
+    if is_cuda_literal(node):
+        return True
+    if isinstance(node, cst.IfExp):
+        return is_cuda_literal(node.body) or is_cuda_literal(node.orelse)
+    if isinstance(node, cst.Call) and node.args and depth < 3:
+        # torch.device("cuda"), torch.device(f"cuda:{rank}") style wrappers.
+        return mentions_cuda_device(node.args[0].value, scopes, depth + 1) or _is_cuda_fstring(
+            node.args[0].value
+        )
+    if isinstance(node, (cst.Name, cst.Attribute)) and depth < 3:
+        return any(mentions_cuda_device(v, scopes, depth + 1) for v in scopes.bound_values(node))
+    return _is_cuda_fstring(node)
+
+
+def _is_cuda_fstring(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.FormattedString) and node.parts:
+        first = node.parts[0]
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+    return False
+
+
+def module_uses_cuda(index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> bool:
+    """Any `.cuda()`, or a CUDA device passed as a device, a `.to()` target or a device type."""
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not _is_namespace(
+            func.value, names
+        ):
+            return True
+        for position, arg in enumerate(call.args):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            device_position = position == 0 and keyword is None and (
+                (isinstance(func, cst.Attribute) and func.attr.value == "to")
+                or names.call_name(call) in _DEVICE_CALLS
+            )
+            if (keyword in _DEVICE_KEYWORDS or device_position) and mentions_cuda_device(
+                arg.value, scopes
+            ):
+                return True
+    return False
+
+
+def _is_namespace(node: cst.BaseExpression, names: NameResolver) -> bool:
+    """`torch.cuda` is a module, not a tensor: `torch.cuda()` does not exist anyway."""
+    return names.qualified_name(node) == "torch"

@@ -1,0 +1,86 @@
+"""Conditions around a node: periodic guards, flags, and whether autograd is switched off."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchperf_lint.facts.index import ScopeNode
+from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.scopes import Scopes
+
+_GRAD_DISABLING = frozenset({"torch.no_grad", "torch.inference_mode"})
+
+
+def is_modulo_test(test: cst.BaseExpression) -> bool:
+    """`E % K == C`, `E % K != C`, `not E % K`, or an `and` with one of those as an operand."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return is_modulo_test(test.left) or is_modulo_test(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_modulo(test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return _is_modulo(test.left) or _is_modulo(target.comparator)
+    return False
+
+
+def _is_modulo(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.BinaryOperation) and isinstance(
+        expression.operator, cst.Modulo
+    )
+
+
+class Guards:
+    """Answers "does this run every iteration?" and "is autograd recording here?"."""
+
+    def __init__(self, scopes: Scopes, names: NameResolver) -> None:
+        self.scopes = scopes
+        self.names = names
+
+    def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
+        """The `if step % n == 0:` whose body holds `node` (below `within`, if given)."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is within or isinstance(parent, ScopeNode):
+                return None
+            if isinstance(parent, cst.If) and child is parent.body and is_modulo_test(parent.test):
+                return parent
+        return None
+
+    def under_condition(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only under some `if` (either branch) in its function."""
+        for parent in self.scopes.ancestors(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, (cst.If, cst.IfExp)):
+                return True
+        return False
+
+    def is_grad_disabling(self, expression: cst.BaseExpression) -> bool:
+        """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
+        if isinstance(expression, cst.Call):
+            name = self.names.call_name(expression)
+            if name in _GRAD_DISABLING:
+                return True
+            if name == "torch.set_grad_enabled" and expression.args:
+                value = expression.args[0].value
+                return isinstance(value, cst.Name) and value.value == "False"
+            return False
+        return self.names.qualified_name(expression) in _GRAD_DISABLING
+
+    def decorated_grad_disabled(self, function: cst.FunctionDef) -> bool:
+        return any(self.is_grad_disabling(d.decorator) for d in function.decorators)
+
+    def grad_disabled(self, node: cst.CSTNode) -> bool:
+        """Under `with torch.no_grad():` in the same function, or in a `@torch.no_grad()` def."""
+        in_own_function = True
+        for parent in self.scopes.ancestors(node):
+            if isinstance(parent, cst.FunctionDef):
+                if self.decorated_grad_disabled(parent):
+                    return True
+                in_own_function = False
+            elif isinstance(parent, (cst.Lambda, cst.ClassDef)):
+                in_own_function = False
+            elif in_own_function and isinstance(parent, cst.With):
+                if any(self.is_grad_disabling(item.item) for item in parent.items):
+                    return True
+        return False

@@ -1,0 +1,140 @@
+"""Training, evaluation and hot loops, and the loop each call runs in (RULES.md, "Terms").
+
+A call belongs to its *nearest* enclosing `for`/`while` in the same function: a `.item()` in
+an epoch loop that only contains the training loop runs once per epoch. Comprehensions belong
+to the enclosing loop. A `for` loop's iterable is evaluated once, so it belongs to the loop
+around it; a `while` loop's test runs every iteration, so it belongs to the loop itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
+from torchperf_lint.facts.names import NameResolver, last_identifier
+from torchperf_lint.facts.scopes import Scopes
+
+LoopNode = cst.For | cst.While
+
+# Callables whose result is an optimizer or a gradient scaler, so `.step()` on it is a training step.
+_STEPPER_PREFIXES = ("torch.optim.", "torch.amp.GradScaler", "torch.cuda.amp.GradScaler")
+_LR_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
+# Wrappers that iterate their first argument: `enumerate(loader)`, `tqdm(loader)`.
+_ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "islice", "track"})
+
+
+@dataclass
+class LoopFacts:
+    """What one loop does in its own body (nested loops and nested defs excluded)."""
+
+    node: LoopNode
+    function: cst.FunctionDef | None
+    own_calls: list[cst.Call] = field(default_factory=list)
+    backward_calls: list[cst.Call] = field(default_factory=list)
+    step_calls: list[cst.Call] = field(default_factory=list)
+    iterates_dataloader: bool = False
+
+    @property
+    def is_training(self) -> bool:
+        """Calls `.backward()` or an optimizer/scaler `.step()` in its own body."""
+        return bool(self.backward_calls or self.step_calls)
+
+    @property
+    def is_hot(self) -> bool:
+        """A training loop, or a loop over a DataLoader."""
+        return self.is_training or self.iterates_dataloader
+
+
+class Loops:
+    """Classifies every loop of a module and maps calls to their nearest loop."""
+
+    def __init__(
+        self,
+        index: SyntaxIndex,
+        scopes: Scopes,
+        names: NameResolver,
+        iterates_a_loader: Callable[[LoopNode], bool],
+    ) -> None:
+        self.scopes = scopes
+        self.names = names
+        self.by_node: dict[LoopNode, LoopFacts] = {
+            loop: LoopFacts(loop, scopes.enclosing_function(loop), iterates_dataloader=iterates_a_loader(loop))
+            for loop in index.loops
+        }
+        self._call_loop: dict[cst.Call, LoopFacts | None] = {}
+        for call in index.calls:
+            loop = self.nearest_loop(call)
+            self._call_loop[call] = loop
+            if loop is None:
+                continue
+            loop.own_calls.append(call)
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            if method == "backward":
+                loop.backward_calls.append(call)
+            elif method == "step" and self.is_optimizer_or_scaler(call.func.value):
+                loop.step_calls.append(call)
+
+    def nearest_loop(self, node: cst.CSTNode) -> LoopFacts | None:
+        """The loop whose every iteration runs `node`, or None outside loops."""
+        if node in self._call_loop:
+            return self._call_loop[node]
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return None
+            if isinstance(parent, cst.For) and child is parent.body:
+                return self.by_node[parent]
+            if isinstance(parent, cst.While) and (child is parent.body or child is parent.test):
+                return self.by_node[parent]
+        return None
+
+    def loop_of_call(self, call: cst.Call) -> LoopFacts | None:
+        return self._call_loop.get(call)
+
+    def enclosing_loops(self, node: cst.CSTNode) -> list[LoopFacts]:
+        """Every loop in the same function whose body contains `node`, innermost first."""
+        found = []
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                break
+            if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
+                found.append(self.by_node[parent])
+        return found
+
+    @property
+    def all(self) -> list[LoopFacts]:
+        return list(self.by_node.values())
+
+    @cached_property
+    def training_loops(self) -> list[LoopFacts]:
+        return [loop for loop in self.by_node.values() if loop.is_training]
+
+    def is_optimizer_or_scaler(self, receiver: cst.BaseExpression) -> bool:
+        """`optimizer`, `self.scaler`, or a name bound to `torch.optim.X(...)`/`GradScaler(...)`."""
+        identifier = last_identifier(receiver)
+        if identifier is None:
+            return False
+        lowered = identifier.lower()
+        if "optim" in lowered or "scaler" in lowered:
+            return True
+        for value in self.scopes.bound_values(receiver):
+            if isinstance(value, cst.Call):
+                name = self.names.call_name(value) or ""
+                if name.startswith(_STEPPER_PREFIXES) and not name.startswith(_LR_SCHEDULER_PREFIX):
+                    return True
+        return False
+
+
+def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:
+    """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like."""
+    if not isinstance(loop, cst.For):
+        return None
+    expression: cst.BaseExpression = loop.iter
+    while isinstance(expression, cst.Call) and expression.args:
+        if last_identifier(expression.func) not in _ITERATION_WRAPPERS:
+            break
+        expression = expression.args[0].value
+    return expression

@@ -1,0 +1,137 @@
+"""Qualified names through imports and aliases, with local definitions shadowing them.
+
+`import torch as T` makes `T.optim.Adam` resolve to `torch.optim.Adam`;
+`from torch.utils.data import DataLoader as DL` makes `DL` resolve to
+`torch.utils.data.DataLoader`; a `class DataLoader:` in the file makes `DataLoader` resolve to
+nothing at all, so no rule mistakes the user's class for PyTorch's.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from torchperf_lint.facts.index import SyntaxIndex
+
+# PyTorch re-exports the same object under several paths; rules speak of the public one.
+CANONICAL_NAMES = {
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.autograd.grad_mode.no_grad": "torch.no_grad",
+    "torch.autograd.no_grad": "torch.no_grad",
+    "torch.autograd.grad_mode.inference_mode": "torch.inference_mode",
+    "torch.autograd.inference_mode": "torch.inference_mode",
+    "torch.autograd.grad_mode.enable_grad": "torch.enable_grad",
+    "torch.autograd.grad_mode.set_grad_enabled": "torch.set_grad_enabled",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": (
+        "torch.nn.parallel.DistributedDataParallel"
+    ),
+    "torch.amp.autocast_mode.autocast": "torch.amp.autocast",
+    "torch.autocast": "torch.amp.autocast",
+    "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
+    "torch.cuda.amp.autocast_mode.autocast": "torch.cuda.amp.autocast",
+    "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
+    "torch.utils.checkpoint.checkpoint_sequential": "torch.utils.checkpoint.checkpoint_sequential",
+}
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def last_identifier(node: cst.BaseExpression) -> str | None:
+    """`c` for `a.b.c` or `c`; the name a reader would call the thing by."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+class NameResolver:
+    """Maps expressions to fully qualified names using the module's imports."""
+
+    def __init__(self, index: SyntaxIndex) -> None:
+        self.aliases: dict[str, str] = {}
+        self.local_definitions: set[str] = set()
+        for statement in index.imports:
+            self._add_import(statement)
+        for definition in (*index.functions, *index.classes):
+            self.local_definitions.add(definition.name.value)
+        # A module-level or function-level assignment to an imported name shadows it too
+        # (`DataLoader = MyLoader`), unless it is a plain alias of another PyTorch name.
+        for assignment in index.assigns:
+            if isinstance(assignment, cst.Assign):
+                for target in assignment.targets:
+                    if isinstance(target.target, cst.Name):
+                        self._bind(target.target.value, assignment.value)
+
+    def _bind(self, name: str, value: cst.BaseExpression) -> None:
+        aliased = self.qualified_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        if aliased is not None and aliased.startswith("torch"):
+            self.aliases.setdefault(name, aliased)
+        elif name in self.aliases:
+            self.local_definitions.add(name)
+
+    def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(statement.names, cst.ImportStar):
+            return
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                full = dotted_name(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases.setdefault(alias.asname.name.value, full)
+                else:
+                    top = full.split(".")[0]
+                    self.aliases.setdefault(top, top)
+            return
+        if statement.relative or statement.module is None:
+            return
+        module = dotted_name(statement.module)
+        if module is None:
+            return
+        for alias in statement.names:
+            imported = dotted_name(alias.name)
+            if imported is None:
+                continue
+            bound = imported
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            self.aliases.setdefault(bound, f"{module}.{imported}")
+
+    def qualified_name(self, node: cst.BaseExpression) -> str | None:
+        """The canonical dotted name `node` refers to, or None when it cannot be known."""
+        if isinstance(node, cst.Name):
+            name = node.value
+            if name in self.local_definitions:
+                return None
+            if name in self.aliases:
+                return CANONICAL_NAMES.get(self.aliases[name], self.aliases[name])
+            if name in _BUILTINS:
+                return f"builtins.{name}"
+            return None
+        if isinstance(node, cst.Attribute):
+            base = self.qualified_name(node.value)
+            if base is None or base.startswith("builtins."):
+                return None
+            full = f"{base}.{node.attr.value}"
+            return CANONICAL_NAMES.get(full, full)
+        return None
+
+    def call_name(self, call: cst.Call) -> str | None:
+        """The qualified name of the callee of `call`."""
+        return self.qualified_name(call.func)

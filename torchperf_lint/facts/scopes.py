@@ -1,0 +1,112 @@
+"""Where a node sits: its enclosing function and class, and what each name is bound to there."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+import libcst as cst
+
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
+from torchperf_lint.facts.names import dotted_name
+
+
+class Scopes:
+    """Parent navigation plus, per function (or the module), the values bound to each name."""
+
+    def __init__(self, index: SyntaxIndex) -> None:
+        self.parents = index.parents
+        # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
+        self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
+            defaultdict(list)
+        )
+        for assignment in index.assigns:
+            if assignment.value is None:
+                continue
+            scope = self.enclosing_function(assignment)
+            targets = (
+                [t.target for t in assignment.targets]
+                if isinstance(assignment, cst.Assign)
+                else [assignment.target]
+            )
+            for target in targets:
+                name = dotted_name(target)
+                if name is None:
+                    continue
+                if isinstance(assignment, cst.AugAssign):
+                    value: cst.BaseExpression = cst.BinaryOperation(
+                        left=target, operator=cst.Add(), right=assignment.value
+                    )
+                else:
+                    value = assignment.value
+                key_scope = None if name.startswith("self.") else scope
+                self._bindings[(key_scope, name)].append(value)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """Parents of `node`, nearest first, up to the module."""
+        parent = self.parents.get(node)
+        while parent is not None:
+            yield parent
+            parent = self.parents.get(parent)
+
+    def ancestors_with_child(
+        self, node: cst.CSTNode
+    ) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+        """(parent, the child of it on the way to `node`) pairs, nearest first."""
+        child = node
+        for parent in self.ancestors(node):
+            yield parent, child
+            child = parent
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost `def` containing `node`, or None at module level."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, cst.FunctionDef):
+                return parent
+        return None
+
+    def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+        """Every `def` containing `node`, innermost first."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, cst.FunctionDef):
+                yield parent
+
+    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        for parent in self.ancestors(node):
+            if isinstance(parent, cst.ClassDef):
+                return parent
+        return None
+
+    def within_same_scope(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """Whether `ancestor` contains `node` without a `def`, `lambda` or `class` between."""
+        for parent in self.ancestors(node):
+            if parent is ancestor:
+                return True
+            if isinstance(parent, ScopeNode):
+                return False
+        return False
+
+    def is_parameter(self, name: str, function: cst.FunctionDef | None) -> bool:
+        if function is None:
+            return False
+        params = function.params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        return any(p.name.value == name for p in (*every, *extras))
+
+    def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """Values assigned to the name or `self.attr` that `expression` reads.
+
+        A name is looked up in its own function first, then at module level; a function
+        parameter that is never reassigned has no known value.
+        """
+        name = dotted_name(expression)
+        if name is None:
+            return []
+        if name.startswith("self."):
+            return self._bindings.get((None, name), [])
+        function = self.enclosing_function(expression)
+        local = self._bindings.get((function, name), [])
+        if local or self.is_parameter(name.split(".")[0], function):
+            return local
+        return self._bindings.get((None, name), [])

@@ -1,0 +1,143 @@
+"""Which expressions are tensors (RULES.md, "Tensor expression"). Rules stay silent on the rest.
+
+A tensor expression is a `torch.*` call, a model or criterion call, a value later
+`.backward()`ed, a name bound to one of these, and arithmetic, indexing or method chains on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
+from torchperf_lint.facts.scopes import Scopes
+
+# What people call the modules and loss functions they call on tensors.
+_MODEL_NAME = re.compile(
+    r"(^|_)(model|net|network|criterion|loss_?fn|loss_?func|encoder|decoder|module|head|"
+    r"backbone|classifier|generator|discriminator|critic|actor|policy)s?($|_)|"
+    r"model$|net$",
+    re.IGNORECASE,
+)
+# torch.* callables that return something other than a tensor.
+_NON_TENSOR_TORCH = re.compile(
+    r"^torch\.(device|dtype|cuda\.(?!FloatTensor)|backends|distributed|optim|utils|nn\.(?!functional)"
+    r"|autograd\.profiler|profiler|amp|is_|get_|set_|manual_seed|compile|jit|load$|save$|no_grad"
+    r"|inference_mode|enable_grad|Size|Generator|finfo|iinfo|numel$)"
+)
+# Tensor methods that return something that is no longer a tensor.
+_NON_TENSOR_METHODS = frozenset({
+    "item", "tolist", "numpy", "size", "dim", "numel", "data_ptr", "is_contiguous",
+    "element_size", "stride", "storage", "untyped_storage", "get_device", "nelement",
+    "parameters", "named_parameters", "state_dict", "modules", "children", "keys", "items",
+    "values",
+})
+_MAX_DEPTH = 4
+
+
+class TensorExpressions:
+    """Decides whether an expression is known to evaluate to a tensor."""
+
+    def __init__(self, index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> None:
+        self.scopes = scopes
+        self.names = names
+        self.module_names = self._module_constructions(index)
+        # (function, name) pairs that are `.backward()`ed: `loss` in `loss.backward()`.
+        self.backwarded: set[tuple[cst.FunctionDef | None, str]] = set()
+        for call in index.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                receiver = self._strip_scale(func.value)
+                name = dotted_name(receiver)
+                if name is not None:
+                    self.backwarded.add((scopes.enclosing_function(call), name))
+
+    def _strip_scale(self, receiver: cst.BaseExpression) -> cst.BaseExpression:
+        # scaler.scale(loss).backward() backpropagates `loss`.
+        if isinstance(receiver, cst.Call) and last_identifier(receiver.func) == "scale":
+            if receiver.args:
+                return receiver.args[0].value
+        return receiver
+
+    def _module_constructions(self, index: SyntaxIndex) -> set[str]:
+        """Names bound to `nn.X(...)` or to instances of the file's own `nn.Module` subclasses."""
+        own_modules = {
+            cls.name.value
+            for cls in index.classes
+            if any(
+                (self.names.qualified_name(base.value) or "").startswith("torch.nn.")
+                for base in cls.bases
+            )
+        }
+        bound = set()
+        for assignment in index.assigns:
+            if not isinstance(assignment, cst.Assign) or not isinstance(assignment.value, cst.Call):
+                continue
+            callee = self.names.call_name(assignment.value) or ""
+            own = last_identifier(assignment.value.func) in own_modules
+            if own or (callee.startswith("torch.nn.") and not callee.startswith("torch.nn.utils")):
+                for target in assignment.targets:
+                    name = dotted_name(target.target)
+                    if name is not None:
+                        bound.add(name)
+        return bound
+
+    def is_module_call(self, call: cst.Call) -> bool:
+        """A call of a model, layer or criterion: `model(x)`, `self.encoder(x)`, `criterion(o, y)`."""
+        name = dotted_name(call.func)
+        if name is None:
+            return False
+        if name in self.module_names:
+            return True
+        identifier = last_identifier(call.func) or ""
+        return bool(_MODEL_NAME.search(identifier))
+
+    def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expression, cst.Call):
+            return self._is_tensor_call(expression, depth)
+        if isinstance(expression, (cst.Name, cst.Attribute)):
+            return self._is_tensor_name(expression, depth)
+        if isinstance(expression, cst.Subscript):
+            return self.is_tensor(expression.value, depth + 1)
+        if isinstance(expression, cst.BinaryOperation):
+            return self.is_tensor(expression.left, depth + 1) or self.is_tensor(
+                expression.right, depth + 1
+            )
+        if isinstance(expression, cst.UnaryOperation):
+            return self.is_tensor(expression.expression, depth + 1)
+        return False
+
+    def _is_tensor_call(self, call: cst.Call, depth: int) -> bool:
+        qualified = self.names.call_name(call)
+        if qualified is not None:
+            return qualified.startswith("torch.") and not _NON_TENSOR_TORCH.match(qualified)
+        if self.is_module_call(call):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in _NON_TENSOR_METHODS:
+                return False
+            return self.is_tensor(func.value, depth + 1)
+        return False
+
+    def _is_tensor_name(self, expression: cst.Name | cst.Attribute, depth: int) -> bool:
+        name = dotted_name(expression)
+        if name is None:
+            return False
+        function = self.scopes.enclosing_function(expression)
+        if (function, name) in self.backwarded:
+            return True
+        if isinstance(expression, cst.Attribute) and not name.startswith("self."):
+            # `out.logits`, `loss.data`: an attribute of a tensor-valued name.
+            if self.qualified_torch_constant(expression):
+                return False
+            return self.is_tensor(expression.value, depth + 1)
+        return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
+
+    def qualified_torch_constant(self, expression: cst.BaseExpression) -> bool:
+        """`torch.float16` and friends are not tensors."""
+        return (self.names.qualified_name(expression) or "").startswith("torch.")

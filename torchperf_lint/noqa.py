@@ -1,0 +1,88 @@
+"""`# noqa` comments: per line (`# noqa`, `# noqa: TPL101, dataloader-no-pin-memory`) and per
+file (`# torchperf-lint: noqa`, optionally with codes).
+
+Comments are found with the tokenizer, so `"# noqa"` inside a string is not a directive.
+Codes we do not know (other tools' codes) are kept and ignored: a `# noqa: E501, TPL101`
+line is common and must work.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+_LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
+_FILE = re.compile(
+    r"#\s*torchperf-lint\s*:\s*noqa(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?",
+    re.IGNORECASE,
+)
+ALL = frozenset({"*"})
+
+
+def _codes(match: re.Match) -> frozenset[str]:
+    listed = match.group("codes")
+    if not listed:
+        return ALL
+    return frozenset(code.strip().upper() for code in listed.split(","))
+
+
+@dataclass
+class NoqaDirectives:
+    """The suppressions written in one source text."""
+
+    by_row: dict[int, frozenset[str]] = field(default_factory=dict)
+    file_codes: frozenset[str] = frozenset()
+    comment_rows: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_source(cls, text: str) -> NoqaDirectives:
+        directives = cls()
+        if "noqa" not in text.lower():
+            return directives
+        for row, comment in _comments(text):
+            directives.comment_rows[row] = comment
+            whole = _FILE.search(comment)
+            if whole:
+                directives.file_codes = directives.file_codes | _codes(whole)
+                continue
+            line = _LINE.search(comment)
+            if line:
+                directives.by_row[row] = _codes(line)
+        return directives
+
+    @property
+    def whole_file(self) -> bool:
+        return self.file_codes == ALL or "*" in self.file_codes
+
+    def file_ignores(self, code: str) -> bool:
+        return self.whole_file or code in self.file_codes
+
+    def suppresses(self, row: int, code: str, name: str) -> bool:
+        codes = self.by_row.get(row)
+        if codes is None:
+            return False
+        return codes is ALL or code in codes or name.upper() in codes
+
+
+def _comments(text: str) -> list[tuple[int, str]]:
+    found = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                found.append((token.start[0], token.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        # The parser reports broken files; here we keep what was read before the error.
+        pass
+    return found
+
+
+def unknown_codes(directives: NoqaDirectives, known: set[str], prefix: str = "TPL") -> list[tuple[int, str]]:
+    """(row, code) pairs naming a `TPL` code that does not exist: a warning, never an error."""
+    unknown = []
+    for row, codes in sorted(directives.by_row.items()):
+        for code in sorted(codes - ALL):
+            if code.startswith(prefix) and code not in known:
+                unknown.append((row, code))
+    return unknown

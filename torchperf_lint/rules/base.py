@@ -1,0 +1,142 @@
+"""What a rule is: its public identity, its documentation, and its check.
+
+A rule subclasses `Rule`, sets its metadata as class attributes, writes its documentation as
+the class docstring (the six sections every page has), and yields `Finding`s from `check`.
+Findings point at CST nodes; the engine turns nodes into rows and columns only for files
+that have findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.facts import FileFacts
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
+DOCS_URL = "https://github.com/torchperf-lint/torchperf-lint/blob/main/rules/{code}-{name}.md"
+
+
+@dataclass(frozen=True)
+class NodeEdit:
+    """Replace `node`'s source with `content`, insert `content` before it, or delete its lines.
+
+    Replacements are LibCST node replacements: build the new node with `with_changes` and
+    pass `Rule.code_of(new_node)`. Only the node's own span changes; `insert_before` adds text
+    at the node's first character; `delete_lines` removes the whole lines the node spans.
+    """
+
+    node: cst.CSTNode
+    content: str = ""
+    mode: Literal["replace", "insert_before", "delete_lines"] = "replace"
+
+
+@dataclass(frozen=True)
+class ProposedFix:
+    applicability: Applicability
+    message: str
+    edits: tuple[NodeEdit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule's verdict on one node: where, what (default: the rule's message), and the fix."""
+
+    node: cst.CSTNode
+    message: str | None = None
+    fix: ProposedFix | None = None
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """The settings rules may read (from `[tool.torchperf-lint]` and the CLI)."""
+
+    target_device: Literal["auto", "cuda", "cpu"] = "auto"
+    torch_version: tuple[int, int] = (2, 3)
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the metadata and implement `check`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    default: ClassVar[bool]
+    fix_applicability: ClassVar[Applicability | None] = None  # None: the rule never fixes.
+    options: RuleOptions
+
+    def __init__(self, options: RuleOptions | None = None) -> None:
+        self.options = options or RuleOptions()
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    # Helpers every rule uses to build its findings.
+
+    def finding(self, node: cst.CSTNode, fix: ProposedFix | None = None, **details: object) -> Finding:
+        message = self.message.format(**details) if details else None
+        return Finding(node=node, message=message, fix=fix)
+
+    @staticmethod
+    def code_of(facts: FileFacts, node: cst.CSTNode) -> str:
+        """Source text for a replacement node, without the parentheses around it (those
+        stay in the file: a node's reported span excludes them)."""
+        if isinstance(node, cst.BaseExpression) and (node.lpar or node.rpar):
+            node = node.with_changes(lpar=(), rpar=())
+        return facts.code(node)
+
+    def replace(
+        self, facts: FileFacts, old: cst.CSTNode, new: cst.CSTNode, message: str,
+        applicability: Applicability | None = None,
+    ) -> ProposedFix:
+        """A fix that replaces `old` with `new`."""
+        return ProposedFix(
+            applicability=applicability or self.fix_applicability or Applicability.UNSAFE,
+            message=message,
+            edits=(NodeEdit(old, self.code_of(facts, new)),),
+        )
+
+    # Documentation.
+
+    @classmethod
+    def documentation(cls) -> dict[str, str]:
+        """The docstring's six sections, by heading."""
+        return parse_sections(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The docstring's first line."""
+        return (cls.__doc__ or "").strip().splitlines()[0]
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code, name=cls.name)
+
+
+def parse_sections(docstring: str) -> dict[str, str]:
+    """Split a Markdown docstring into its `## Heading` sections."""
+    text = _dedent(docstring)
+    sections: dict[str, str] = {}
+    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        sections[heading.strip()] = body.strip("\n").rstrip()
+    return sections
+
+
+def _dedent(docstring: str) -> str:
+    lines = docstring.expandtabs().splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    margin = min(indents, default=0)
+    return "\n".join([lines[0].strip()] + [line[margin:] for line in lines[1:]]) if lines else ""

@@ -1,0 +1,5 @@
+"""TPL4xx — compilation."""
+
+from __future__ import annotations
+
+RULES: tuple = ()

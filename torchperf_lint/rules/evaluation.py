@@ -1,0 +1,5 @@
+"""TPL7xx — evaluation."""
+
+from __future__ import annotations
+
+RULES: tuple = ()

@@ -1,0 +1,5 @@
+"""TPL5xx — memory and the autograd graph."""
+
+from __future__ import annotations
+
+RULES: tuple = ()

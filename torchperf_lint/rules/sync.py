@@ -1,0 +1,5 @@
+"""TPL2xx — host-device synchronization."""
+
+from __future__ import annotations
+
+RULES: tuple = ()
