@@ -55,6 +55,13 @@ class Guards:
                 return True
         return False
 
+    def under_main_guard(self, node: cst.CSTNode) -> bool:
+        """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
+                return True
+        return False
+
     def is_grad_disabling(self, expression: cst.BaseExpression) -> bool:
         """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
         if isinstance(expression, cst.Call):
@@ -84,3 +91,14 @@ class Guards:
                 if any(self.is_grad_disabling(item.item) for item in parent.items):
                     return True
         return False
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    has_name = any(isinstance(side, cst.Name) and side.value == "__name__" for side in sides)
+    has_main = any(
+        isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides
+    )
+    return has_name and has_main and isinstance(test.comparisons[0].operator, cst.Equal)

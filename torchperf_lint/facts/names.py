@@ -12,7 +12,7 @@ import builtins
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
 
 # PyTorch re-exports the same object under several paths; rules speak of the public one.
 CANONICAL_NAMES = {
@@ -64,26 +64,50 @@ class NameResolver:
     """Maps expressions to fully qualified names using the module's imports."""
 
     def __init__(self, index: SyntaxIndex) -> None:
+        self.parents = index.parents
         self.aliases: dict[str, str] = {}
-        self.local_definitions: set[str] = set()
+        # name -> the scopes (a def or class node, None for the module) that define it locally.
+        self.local_definitions: dict[str, set[cst.CSTNode | None]] = {}
         for statement in index.imports:
             self._add_import(statement)
         for definition in (*index.functions, *index.classes):
-            self.local_definitions.add(definition.name.value)
-        # A module-level or function-level assignment to an imported name shadows it too
-        # (`DataLoader = MyLoader`), unless it is a plain alias of another PyTorch name.
+            self._define(definition.name.value, self._scope_of(definition))
+        # An assignment to an imported name shadows it too (`DataLoader = MyLoader`), unless
+        # it is a plain alias of another PyTorch name (`DL = torch.utils.data.DataLoader`).
         for assignment in index.assigns:
             if isinstance(assignment, cst.Assign):
                 for target in assignment.targets:
                     if isinstance(target.target, cst.Name):
-                        self._bind(target.target.value, assignment.value)
+                        self._bind(target.target, assignment.value)
 
-    def _bind(self, name: str, value: cst.BaseExpression) -> None:
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        parent = self.parents.get(node)
+        while parent is not None and not isinstance(parent, ScopeNode):
+            parent = self.parents.get(parent)
+        return parent
+
+    def _define(self, name: str, scope: cst.CSTNode | None) -> None:
+        self.local_definitions.setdefault(name, set()).add(scope)
+
+    def _bind(self, target: cst.Name, value: cst.BaseExpression) -> None:
         aliased = self.qualified_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
         if aliased is not None and aliased.startswith("torch"):
-            self.aliases.setdefault(name, aliased)
-        elif name in self.aliases:
-            self.local_definitions.add(name)
+            self.aliases.setdefault(target.value, aliased)
+        elif target.value in self.aliases:
+            self._define(target.value, self._scope_of(target))
+
+    def _is_shadowed(self, node: cst.Name) -> bool:
+        scopes = self.local_definitions.get(node.value)
+        if not scopes:
+            return False
+        if None in scopes:
+            return True
+        parent = self.parents.get(node)
+        while parent is not None:
+            if parent in scopes:
+                return True
+            parent = self.parents.get(parent)
+        return False
 
     def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
         if isinstance(statement.names, cst.ImportStar):
@@ -117,7 +141,7 @@ class NameResolver:
         """The canonical dotted name `node` refers to, or None when it cannot be known."""
         if isinstance(node, cst.Name):
             name = node.value
-            if name in self.local_definitions:
+            if self._is_shadowed(node):
                 return None
             if name in self.aliases:
                 return CANONICAL_NAMES.get(self.aliases[name], self.aliases[name])

@@ -1,0 +1,83 @@
+"""Every rule's fixture files: the findings written beside the lines are exactly the findings.
+
+A fixture is `tests/fixtures/TPLnnn*.py` (or any `.py` below a `tests/fixtures/TPLnnn/` folder,
+for rules that look at the path). A line that must be reported ends with
+`# error: TPLnnn:COL` (several separated by spaces); every other line must stay silent. A first
+line `# fixture-options: target_device=cuda torch_version=2.1` sets rule options.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from torchperf_lint.engine import LintSettings, lint_text, rules_for
+from torchperf_lint.rules.base import RuleOptions
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXPECTATION = re.compile(r"#\s*error:\s*(?P<items>(?:TPL\d{3}:\d+\s*)+)")
+OPTIONS = re.compile(r"#\s*fixture-options:\s*(?P<options>.*)")
+CODE = re.compile(r"TPL\d{3}")
+
+
+def fixture_files() -> list[Path]:
+    return sorted(
+        path for path in FIXTURES.rglob("*.py")
+        if CODE.match(path.name) or any(CODE.fullmatch(part) for part in path.parent.parts)
+    )
+
+
+def fixture_code(path: Path) -> str:
+    for part in (path.name, *reversed(path.relative_to(FIXTURES).parts)):
+        match = CODE.match(part)
+        if match:
+            return match.group(0)
+    raise AssertionError(f"{path} names no rule")
+
+
+def fixture_options(text: str) -> RuleOptions:
+    match = OPTIONS.match(text)
+    if not match:
+        return RuleOptions()
+    values = dict(item.split("=", 1) for item in match.group("options").split())
+    options = {}
+    if "target_device" in values:
+        options["target_device"] = values["target_device"]
+    if "torch_version" in values:
+        major, minor = values["torch_version"].split(".")[:2]
+        options["torch_version"] = (int(major), int(minor))
+    return RuleOptions(**options)
+
+
+def expected_findings(text: str) -> list[tuple[str, int, int]]:
+    expected = []
+    for row, line in enumerate(text.splitlines(), start=1):
+        match = EXPECTATION.search(line)
+        if match:
+            for item in match.group("items").split():
+                code, column = item.split(":")
+                expected.append((code, row, int(column)))
+    return sorted(expected)
+
+
+@pytest.mark.parametrize(
+    "path", fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES))
+)
+def test_fixture_findings_match_annotations(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    code = fixture_code(path)
+    settings = LintSettings(rules=rules_for([code]), options=fixture_options(text))
+    filename = str(path.relative_to(FIXTURES.parent))
+    found = sorted(
+        (d.code, d.location.row, d.location.column) for d in lint_text(text, filename, settings)
+    )
+    assert found == expected_findings(text)
+
+
+def test_every_rule_has_a_fixture() -> None:
+    from torchperf_lint.rules import ALL_RULES
+
+    covered = {fixture_code(path) for path in fixture_files()}
+    assert [rule.code for rule in ALL_RULES if rule.code not in covered] == []

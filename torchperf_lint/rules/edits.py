@@ -1,0 +1,67 @@
+"""Node rewrites several rules' fixes share: adding or setting a keyword argument."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+_NO_SPACE = cst.SimpleWhitespace("")
+_ONE_SPACE = cst.SimpleWhitespace(" ")
+
+
+def keyword_argument(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """`name=value`, formatted as PEP 8 wants keyword arguments."""
+    return cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+    )
+
+
+def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """Append `name=value` to `call`, keeping a trailing comma (and so the call's layout)."""
+    new_argument = keyword_argument(name, value)
+    if not call.args:
+        return call.with_changes(args=[new_argument])
+    args = list(call.args)
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # A trailing comma means one argument per line: the new one takes the trailing comma
+        # and the old last argument takes the separator the others use.
+        previous = args[-2].comma if len(args) > 1 else None
+        separator = previous if isinstance(previous, cst.Comma) else cst.Comma(
+            whitespace_after=_ONE_SPACE
+        )
+        args[-1] = last.with_changes(comma=separator)
+        args.append(new_argument.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_ONE_SPACE))
+        args.append(new_argument)
+    return call.with_changes(args=args)
+
+
+def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """Give keyword `name` the value `value`, replacing it if the call already passes it."""
+    for position, arg in enumerate(call.args):
+        if arg.keyword is not None and arg.keyword.value == name:
+            args = list(call.args)
+            args[position] = arg.with_changes(value=value)
+            return call.with_changes(args=args)
+    return add_keyword(call, name, value)
+
+
+def replace_argument(call: cst.Call, old: cst.Arg, value: cst.BaseExpression) -> cst.Call:
+    """Replace the value of argument `old` (positional or keyword) with `value`."""
+    args = [arg.with_changes(value=value) if arg is old else arg for arg in call.args]
+    return call.with_changes(args=args)
+
+
+def remove_keyword(call: cst.Call, name: str) -> cst.Call:
+    """Drop keyword argument `name`, moving its comma handling to the new last argument."""
+    args = [arg for arg in call.args if arg.keyword is None or arg.keyword.value != name]
+    if len(args) == len(call.args):
+        return call
+    if args and not any(arg.keyword is not None and arg.keyword.value == name for arg in args):
+        removed_last = call.args[-1].keyword is not None and call.args[-1].keyword.value == name
+        if removed_last:
+            args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    return call.with_changes(args=args)
