@@ -109,12 +109,17 @@ def lint_text(
 
 def lint_file(path: Path, filename: str, settings: LintSettings) -> FileResult:
     """Read, decode and lint one `.py` file; problems become a `FileError`, never an exception."""
-    result = FileResult(filename=filename)
     try:
         data = path.read_bytes()
     except OSError as error:
-        result.error = FileError(filename, f"cannot read: {error.strerror or error}")
-        return result
+        reason = f"cannot read: {error.strerror or error}"
+        return FileResult(filename, error=FileError(filename, reason))
+    return lint_bytes(data, filename, settings)
+
+
+def lint_bytes(data: bytes, filename: str, settings: LintSettings) -> FileResult:
+    """Decode and lint the bytes of one `.py` file (from disk or stdin); never raises on input."""
+    result = FileResult(filename=filename)
     try:
         source = decode(data)
         result.diagnostics = lint_text(source.text, filename, settings)
