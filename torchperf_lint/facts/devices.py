@@ -69,3 +69,26 @@ def module_uses_cuda(index: SyntaxIndex, scopes: Scopes, names: NameResolver) ->
 def _is_namespace(node: cst.BaseExpression, names: NameResolver) -> bool:
     """`torch.cuda` is a module, not a tensor: `torch.cuda()` does not exist anyway."""
     return names.qualified_name(node) == "torch"
+
+
+def creates_cuda_tensor(node: cst.BaseExpression, scopes: Scopes, depth: int = 0) -> bool:
+    """`x.cuda()`, `x.to("cuda")`, `torch.ones(3, device=device)` with a CUDA device, or a
+    name bound to one of these (conditional devices count: they may be CUDA)."""
+    if depth > 3:
+        return False
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            return True
+        for position, arg in enumerate(node.args):
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            is_to_target = (
+                position == 0 and keyword is None
+                and isinstance(func, cst.Attribute) and func.attr.value == "to"
+            )
+            if (keyword == "device" or is_to_target) and mentions_cuda_device(arg.value, scopes):
+                return True
+        return any(creates_cuda_tensor(arg.value, scopes, depth + 1) for arg in node.args)
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return any(creates_cuda_tensor(v, scopes, depth + 1) for v in scopes.bound_values(node))
+    return False

@@ -8,7 +8,17 @@ import libcst as cst
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
-from torchperf_lint.facts.arguments import MISSING
+from torchperf_lint.facts.arguments import (
+    MISSING,
+    SIGNATURES,
+    UNKNOWN,
+    bound_argument,
+    literal_value,
+)
+from torchperf_lint.facts.dataloaders import DataLoaderConstruction
+from torchperf_lint.facts.devices import creates_cuda_tensor, is_cuda_literal
+from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.rules.base import Finding, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
 
@@ -16,6 +26,9 @@ SEED_SPEED = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으�
 SEED_TRANSFER = "Seed document 000, \"성능 최적화 팁\", section \"데이터 전송 병목 최소화\""
 DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
 PIN_DOCS = "https://pytorch.org/docs/stable/data.html#memory-pinning"
+
+TO_SIGNATURE = SIGNATURES["Tensor.to"]
+CUDA_SIGNATURE = SIGNATURES["Tensor.cuda"]
 
 # What the fix proposes: enough workers to overlap loading with compute on most machines,
 # without the oversubscription of one worker per core on a many-core box.
@@ -100,4 +113,415 @@ class DataLoaderNoWorkers(Rule):
             yield self.finding(loader.call, fix)
 
 
-RULES = (DataLoaderNoWorkers,)
+
+
+class DataLoaderNoPinMemory(Rule):
+    """`DataLoader` feeding a CUDA model without `pin_memory=True`.
+
+    ## What it does
+    Checks for `DataLoader(...)` calls without `pin_memory=True` in a module that uses CUDA.
+
+    ## Why is this bad?
+    Batches in pageable host memory are first copied by the driver into a pinned staging buffer
+    and only then to the GPU, and the copy cannot overlap with compute. With `pin_memory=True`
+    the loader's pin-memory thread puts batches in page-locked memory, so `.to(device,
+    non_blocking=True)` copies them asynchronously while the GPU keeps working.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4)
+    for x, y in loader:
+        x, y = x.to("cuda"), y.to("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to("cuda", non_blocking=True), y.to("cuda", non_blocking=True)
+    ```
+
+    ## Fix safety
+    Unsafe: pinning raises when a batch already holds CUDA tensors, and page-locked memory is
+    taken from the host's RAM for the lifetime of the buffers. The rule stays silent when the
+    dataset is built from CUDA tensors in the same module, when `pin_memory` is passed at all
+    (an explicit `False` or an expression is a decision), and when `**kwargs` may carry it.
+
+    ## References
+    - PyTorch docs, [Memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
+    - PyTorch tutorial, "A guide on good usage of non_blocking and pin_memory() in PyTorch"
+    - Seed document 000, "DataLoader의 pin_memory와 non_blocking"; seed document 001, section 1
+    """
+
+    code = "TPL102"
+    name = "dataloader-no-pin-memory"
+    message = "`DataLoader` in a CUDA module without `pin_memory=True`; pin batches for faster, async copies"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if not facts.uses_cuda:
+            return
+        for loader in facts.dataloaders.constructions:
+            if loader.value("pin_memory") is not MISSING:
+                continue
+            dataset = loader.argument("dataset")
+            if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
+                continue
+            new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
+            fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
+            yield self.finding(loader.call, fix)
+
+
+class DataLoaderWorkersNotPersistent(Rule):
+    """`DataLoader` workers are started again for every epoch.
+
+    ## What it does
+    Checks for `DataLoader(...)` calls with worker processes (`num_workers` not `0`) and no
+    `persistent_workers` when the loader is iterated inside an epoch loop, directly or by
+    passing it to a function called in that loop.
+
+    ## Why is this bad?
+    Without `persistent_workers=True` every `iter(loader)`, once per epoch, shuts the workers
+    down and forks new ones, each re-importing and re-initialising the dataset. On large
+    datasets the first batches of every epoch wait seconds for that.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=8)
+    for epoch in range(epochs):
+        for x, y in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=8, persistent_workers=True)
+    ```
+
+    ## Fix safety
+    Unsafe: workers keep their memory between epochs, and a dataset that changes between
+    epochs (curriculum, resampling in the main process) is no longer re-read by the workers.
+    When `num_workers` is not a literal the fix writes `persistent_workers=<num_workers> > 0`,
+    since persistent workers with zero workers raise.
+
+    ## References
+    - PyTorch docs, [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader) (`persistent_workers`)
+    - Seed document 001, section 1 (num_workers)
+    """
+
+    code = "TPL103"
+    name = "dataloader-workers-not-persistent"
+    message = "`DataLoader` workers are restarted every epoch; pass `persistent_workers=True`"
+    default = False
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for loader in facts.dataloaders.constructions:
+            workers = loader.value("num_workers")
+            if workers in (MISSING, UNKNOWN, 0) and not _is_expression(loader, "num_workers"):
+                continue
+            if loader.value("persistent_workers") is not MISSING:
+                continue
+            if not self._used_every_epoch(facts, loader):
+                continue
+            if workers is UNKNOWN:
+                passed = loader.argument("num_workers")
+                value = cst.parse_expression(f"{facts.code(passed.value)} > 0")
+            else:
+                value = cst.Name("True")
+            new_call = add_keyword(loader.call, "persistent_workers", value)
+            fix = self.replace(facts, loader.call, new_call, "Keep the workers alive across epochs")
+            yield self.finding(loader.call, fix)
+
+    @staticmethod
+    def _used_every_epoch(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+        for loop in facts.loops.all:
+            iterated = facts.dataloaders.loader_of(loop.node)
+            if iterated == loader and facts.loops.enclosing_loops(loop.node):
+                return True
+        names = _bound_names(facts, loader.call)
+        for loop in facts.loops.all:
+            for call in loop.own_calls:
+                if any(dotted_name(arg.value) in names for arg in call.args):
+                    return True
+        return False
+
+
+def _is_expression(loader: DataLoaderConstruction, parameter: str) -> bool:
+    """The argument is passed as a non-literal expression (not via `**kwargs`)."""
+    return loader.argument(parameter) is not None and loader.value(parameter) is UNKNOWN
+
+
+def _bound_names(facts: FileFacts, call: cst.Call) -> set[str]:
+    """Names the result of `call` is assigned to (`loader = DataLoader(...)`)."""
+    parent = facts.index.parents.get(call)
+    if isinstance(parent, cst.Assign):
+        return {name for t in parent.targets if (name := dotted_name(t.target)) is not None}
+    return set()
+
+
+_FACTORIES_DETERMINISTIC = frozenset({
+    "zeros", "ones", "full", "empty", "arange", "eye", "tensor", "as_tensor", "linspace",
+    "logspace", "zeros_like", "ones_like", "full_like", "empty_like", "empty_strided", "range",
+})
+_FACTORIES_RANDOM = frozenset({
+    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
+    "randint_like", "bernoulli", "poisson", "multinomial",
+})
+
+
+class BlockingHostToDeviceCopy(Rule):
+    """A batch from a pinned `DataLoader` is copied to the GPU synchronously.
+
+    ## What it does
+    Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
+    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`.
+
+    ## Why is this bad?
+    Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
+    host waits for every host-to-device copy to finish before it can queue the forward pass,
+    so the copy and the compute never overlap.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    Safe: a copy from pinned memory with `non_blocking=True` is ordered on the current stream
+    before any kernel that uses it, so results are identical. Unsafe when the loader has a
+    custom `collate_fn`: a custom batch type's `.to()` may not accept the keyword. Device-to-host
+    copies (`.cpu()`, `.to("cpu")`) are never flagged: a non-blocking copy to the host can be read
+    before it has arrived.
+
+    ## References
+    - PyTorch tutorial, "A guide on good usage of non_blocking and pin_memory() in PyTorch"
+    - PyTorch docs, [`Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    - Seed document 000, "DataLoader의 pin_memory와 non_blocking"
+    """
+
+    code = "TPL104"
+    name = "blocking-host-to-device-copy"
+    message = "Blocking copy of a pinned batch to the GPU; pass `non_blocking=True`"
+    default = True
+    fix_applicability = Applicability.SAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for loop in facts.loops.all:
+            loader = facts.dataloaders.loader_of(loop.node)
+            if loader is None or not loader.pins_memory:
+                continue
+            batch_names = _target_names(loop)
+            for call in loop.own_calls:
+                if not self._is_host_to_device(facts, call):
+                    continue
+                if _root_name(call.func.value) not in batch_names:
+                    continue
+                new_call = add_keyword(call, "non_blocking", cst.Name("True"))
+                applicability = (
+                    Applicability.UNSAFE if loader.has_custom_collate else Applicability.SAFE
+                )
+                fix = self.replace(facts, call, new_call, "Add `non_blocking=True`", applicability)
+                yield self.finding(call, fix)
+
+    @staticmethod
+    def _is_host_to_device(facts: FileFacts, call: cst.Call) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return False
+        signature = CUDA_SIGNATURE if func.attr.value == "cuda" else TO_SIGNATURE
+        non_blocking = bound_argument(call, "non_blocking", signature)
+        if non_blocking is UNKNOWN or non_blocking is not None:
+            return False
+        if func.attr.value == "cuda":
+            return True
+        device = bound_argument(call, "device", signature)
+        if not isinstance(device, cst.Arg):
+            return False
+        return _is_device_target(facts, device.value)
+
+
+def _is_device_target(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """A `.to()` argument that moves to a GPU, not to the CPU and not a dtype."""
+    literal = literal_value(value)
+    if isinstance(literal, str):
+        return is_cuda_literal(value)
+    qualified = facts.names.qualified_name(value) or ""
+    if qualified.startswith("torch.") and qualified != "torch.device":
+        return False  # torch.float16 and other dtypes
+    if isinstance(value, cst.Call):
+        is_device = facts.names.call_name(value) == "torch.device" and bool(value.args)
+        return is_device and literal_value(value.args[0].value) != "cpu"
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return "cpu" not in (dotted_name(value) or "").lower()
+    return False
+
+
+def _target_names(loop: LoopFacts) -> set[str]:
+    target = loop.node.target if isinstance(loop.node, cst.For) else None
+    names: set[str] = set()
+
+    def collect(node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                collect(element.value)
+
+    if target is not None:
+        collect(target)
+    return names
+
+
+def _root_name(expression: cst.BaseExpression) -> str | None:
+    """`batch` for `batch`, `batch[0]`, `batch["x"]`, `batch.x`."""
+    while isinstance(expression, (cst.Subscript, cst.Attribute)):
+        expression = expression.value
+    return expression.value if isinstance(expression, cst.Name) else None
+
+
+class TensorCreatedThenMoved(Rule):
+    """A tensor is created on the CPU and then copied to the device.
+
+    ## What it does
+    Checks for tensor factories whose result is immediately moved:
+    `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`.
+
+    ## Why is this bad?
+    The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
+    thrown away. Passing `device=` creates it directly on the GPU with one kernel and no copy.
+
+    ## Example
+    ```python
+    mask = torch.ones(seq_len, seq_len).cuda()
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.ones(seq_len, seq_len, device="cuda")
+    ```
+
+    ## Fix safety
+    Safe for deterministic factories (`zeros`, `ones`, `full`, `empty`, `arange`, `eye`,
+    `tensor`, `*_like`, ...) when the target is provably a device: a `"cuda..."` literal,
+    `torch.device(...)`, `.cuda()`, a `device=` keyword, or a name bound to one of these.
+    Unsafe otherwise when the target's name says it is a device (`args.device`, `dev`), and
+    display-only when it could be a tensor: `.to(ref_tensor)` also converts the dtype, and
+    `device=ref_tensor` raises. Always unsafe for random
+    factories (`rand`, `randn`, `randint`, `randperm`, ...): the CUDA generator draws different
+    numbers than the CPU one. No fix is offered when `.to()` also changes the dtype or copies.
+
+    ## References
+    - PyTorch Performance Tuning Guide, "Create tensors directly on the target device"
+    - PyTorch docs, [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
+    - Seed document 000, "불필요한 CPU-GPU 왕복 피하기"
+    """
+
+    code = "TPL105"
+    name = "tensor-created-then-moved"
+    message = "Tensor created on the CPU then moved to the device; pass `device=` to the factory"
+    default = True
+    fix_applicability = Applicability.SAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for call in facts.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+                continue
+            factory = func.value
+            if not isinstance(factory, cst.Call):
+                continue
+            kind = _factory_kind(facts, factory)
+            if kind is None or bound_argument(factory, "device") is not None:
+                continue
+            target = self._device_target(facts, call)
+            if target is None:
+                continue
+            device, provable = target
+            if device is None:
+                yield self.finding(call)
+                continue
+            if provable:
+                safe = kind == "deterministic"
+                applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+            elif "dev" in (dotted_name(device) or "").lower():
+                applicability = Applicability.UNSAFE
+            else:
+                # `.to(other)` may name a tensor, and `device=<tensor>` raises: show, never apply.
+                applicability = Applicability.DISPLAY_ONLY
+            fix = self.replace(
+                facts,
+                call,
+                add_keyword(factory.with_changes(lpar=(), rpar=()), "device", device),
+                "Create the tensor on the device",
+                applicability,
+            )
+            yield self.finding(call, fix)
+
+    @staticmethod
+    def _device_target(
+        facts: FileFacts, call: cst.Call
+    ) -> tuple[cst.BaseExpression | None, bool] | None:
+        """None when `call` is no move to a device; else (device expression for the factory,
+        whether it is provably a device). The expression is None when `.to()` does more than
+        move (a dtype, `non_blocking`, `copy`): the move is flagged but no fix is offered."""
+        if call.func.attr.value == "cuda":
+            return (cst.SimpleString('"cuda"'), True) if not call.args else (None, False)
+        device = bound_argument(call, "device", TO_SIGNATURE)
+        if not isinstance(device, cst.Arg):
+            return None
+        qualified = facts.names.qualified_name(device.value) or ""
+        if qualified.startswith("torch.") and qualified != "torch.device":
+            return None  # .to(torch.float16): a dtype conversion, not a move
+        if literal_value(device.value) == "cpu":
+            return None
+        if any(arg is not device for arg in call.args):
+            return None, False
+        return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """A `"cuda..."` literal, `torch.device(...)`, or a name bound only to those."""
+    if isinstance(literal_value(value), str):
+        return True
+    if isinstance(value, cst.Call):
+        return facts.names.call_name(value) == "torch.device"
+    if isinstance(value, cst.IfExp):
+        return _provably_device(facts, value.body, depth) and _provably_device(
+            facts, value.orelse, depth
+        )
+    if isinstance(value, (cst.Name, cst.Attribute)) and depth < 3:
+        bound = facts.scopes.bound_values(value)
+        return bool(bound) and all(_provably_device(facts, v, depth + 1) for v in bound)
+    return False
+
+
+def _factory_kind(facts: FileFacts, call: cst.Call) -> str | None:
+    """"deterministic", "random", or None when `call` is not a `torch` tensor factory."""
+    name = facts.names.call_name(call) or ""
+    prefix, _, factory = name.rpartition(".")
+    if prefix != "torch":
+        return None
+    if factory in _FACTORIES_DETERMINISTIC:
+        return "deterministic"
+    if factory in _FACTORIES_RANDOM:
+        return "random"
+    return None
+
+
+RULES = (
+    DataLoaderNoWorkers,
+    DataLoaderNoPinMemory,
+    DataLoaderWorkersNotPersistent,
+    BlockingHostToDeviceCopy,
+    TensorCreatedThenMoved,
+)
