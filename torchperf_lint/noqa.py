@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
@@ -69,13 +70,26 @@ class NoqaDirectives:
 def _comments(text: str) -> list[tuple[int, str]]:
     found = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline="": rows end at "\r" too, as they do for the parser (old Mac line endings).
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
             if token.type == tokenize.COMMENT:
                 found.append((token.start[0], token.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         # The parser reports broken files; here we keep what was read before the error.
         pass
     return found
+
+
+def add_codes(comment: str, codes: Iterable[str]) -> str | None:
+    """`comment` with `codes` appended to the code list of its `# noqa: ...` directive.
+
+    None when the comment has no such list: no directive at all, or a bare `# noqa`.
+    """
+    match = _LINE.search(comment)
+    if match is None or match.group("codes") is None:
+        return None
+    end = match.end("codes")
+    return comment[:end] + "".join(f", {code}" for code in codes) + comment[end:]
 
 
 def unknown_codes(directives: NoqaDirectives, known: set[str], prefix: str = "TPL") -> list[tuple[int, str]]:

@@ -1,0 +1,421 @@
+"""`--fix`, `--diff` and `--add-noqa`: apply the rules' edits, loop to a fixed point, write
+files atomically.
+
+Edits arrive as 1-based rows and code-point columns (`diagnostics.Edit`). Everything outside
+the edited spans is kept byte for byte: the encoding, a BOM, the line endings (`\\n`,
+`\\r\\n` or `\\r`) and the file mode. A result that does not parse is never written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, Location
+from torchperf_lint.engine import (
+    DecodedSource,
+    LintSettings,
+    SourceError,
+    decode,
+    lint_text,
+    parse,
+)
+from torchperf_lint.noqa import NoqaDirectives, add_codes
+
+# Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
+# still end, so the loop stops here whatever is left.
+MAX_PASSES = 10
+
+# The line endings the Python tokenizer accepts; `str.splitlines` would also split on form
+# feeds and Unicode separators, which Python does not treat as line ends.
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class FileFixOutcome:
+    """What `--fix` did (or, without writing, would do) to one file."""
+
+    filename: str
+    before: str
+    after: str
+    applied: Counter[str] = field(default_factory=Counter)
+    remaining: list[Diagnostic] = field(default_factory=list)
+    error: FileError | None = None
+    # Why fixing stopped early: a pass produced code that does not parse and was thrown away.
+    reverted: str | None = None
+
+
+@dataclass
+class TextFixResult:
+    """`fix_text`'s result with the reason fixing stopped early, if it did."""
+
+    text: str
+    applied: Counter[str]
+    remaining: list[Diagnostic]
+    reverted: str | None = None
+
+
+@dataclass(frozen=True, order=True)
+class _Span:
+    """An edit as string offsets, its content already in the text's newline style."""
+
+    start: int
+    end: int
+    content: str
+
+    def conflicts_with(self, other: _Span) -> bool:
+        # Two edits at the same place (two insertions, or an insertion where a replacement
+        # starts) have no defined order; otherwise only a real overlap conflicts, so adjacent
+        # edits both apply.
+        if self.start == other.start:
+            return True
+        return self.start < other.end and other.start < self.end
+
+
+class _Lines:
+    """Row/column ↔ string offset for one text, for every kind of line ending."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        breaks = list(_NEWLINE.finditer(text))
+        self.starts = [0] + [match.end() for match in breaks]
+        self.ends = [match.start() for match in breaks] + [len(text)]
+        self.newline = breaks[0].group() if breaks else "\n"
+
+    def offset(self, location: Location) -> int | None:
+        """The offset of `location`, or None when it is not inside the text."""
+        index = location.row - 1
+        column = location.column - 1
+        if index == len(self.starts) and column == 0 and self.starts[-1] < len(self.text):
+            # Just past a last line without a line ending: where deleting that line ends.
+            return len(self.text)
+        if not 0 <= index < len(self.starts):
+            return None
+        if not 0 <= column <= self.ends[index] - self.starts[index]:
+            return None
+        return self.starts[index] + column
+
+    def span(self, edit: Edit) -> _Span | None:
+        start = self.offset(edit.start)
+        end = self.offset(edit.end)
+        if start is None or end is None or start > end:
+            return None
+        return _Span(start, end, _NEWLINE.sub(self.newline, edit.content))
+
+
+def apply_fixes(
+    text: str, diagnostics: Sequence[Diagnostic], unsafe_fixes: bool
+) -> tuple[str, Counter[str]]:
+    """One pass: apply, in diagnostic order, every fix the flags allow whose edits overlap no
+    edit accepted before it. Returns the new text and the number of fixes applied per code.
+
+    A fix is applied whole or not at all. Fixes that overlap an accepted one wait for the next
+    pass; fixes on a line whose `# noqa` covers their code, fixes with edits outside the text
+    and fixes that would change nothing are never applied.
+    """
+    lines = _Lines(text)
+    noqa = NoqaDirectives.from_source(text)
+    accepted: list[_Span] = []
+    applied: Counter[str] = Counter()
+    for diagnostic in diagnostics:
+        fix = diagnostic.fix
+        if fix is None or not fix.edits or not fix.applies(unsafe_fixes):
+            continue
+        if any(
+            noqa.suppresses(row, diagnostic.code, diagnostic.name)
+            for row in _rows_of(diagnostic, fix.edits)
+        ):
+            continue
+        spans = [lines.span(edit) for edit in fix.edits]
+        if any(span is None for span in spans):
+            continue
+        if any(
+            span.conflicts_with(other)
+            for position, span in enumerate(spans)
+            for other in [*spans[position + 1:], *accepted]
+        ):
+            continue
+        if all(text[span.start:span.end] == span.content for span in spans):
+            continue
+        accepted.extend(spans)
+        applied[diagnostic.code] += 1
+    return _rewrite(text, accepted), applied
+
+
+def _rows_of(diagnostic: Diagnostic, edits: Sequence[Edit]) -> set[int]:
+    """The rows a fix rewrites, and the row its `# noqa` would sit on."""
+    rows = {diagnostic.noqa_row or diagnostic.location.row}
+    for edit in edits:
+        last = edit.end.row
+        if edit.end.column == 1 and edit.end.row > edit.start.row:
+            last -= 1  # The edit stops at the start of this row and leaves it alone.
+        rows.update(range(edit.start.row, last + 1))
+    return rows
+
+
+def _rewrite(text: str, spans: list[_Span]) -> str:
+    pieces = []
+    position = 0
+    for span in sorted(spans):
+        pieces.append(text[position:span.start])
+        pieces.append(span.content)
+        position = span.end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def fix_text(
+    text: str,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    cell: int | None = None,
+) -> tuple[str, Counter[str], list[Diagnostic]]:
+    """Lint and fix `text` until no applicable fix is left (at most `MAX_PASSES` passes).
+
+    Returns the fixed text, the fixes applied per code, and the diagnostics of the fixed text.
+    A pass whose result does not parse is thrown away and fixing stops. Raises `SourceError`
+    when `text` itself does not parse.
+    """
+    result = fix_text_result(text, filename, settings, unsafe_fixes, cell)
+    return result.text, result.applied, result.remaining
+
+
+def fix_text_result(
+    text: str,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    cell: int | None = None,
+) -> TextFixResult:
+    """`fix_text`, also saying why fixing stopped early when a pass was thrown away."""
+    diagnostics = lint_text(text, filename, settings, cell)
+    original = text
+    applied_total: Counter[str] = Counter()
+    for _ in range(MAX_PASSES):
+        candidate, applied = apply_fixes(text, diagnostics, unsafe_fixes)
+        if not applied:
+            break
+        try:
+            parse(candidate)
+            # The compiler also rejects what the parser accepts, such as a repeated keyword
+            # argument; code that did not compile before (a notebook's top-level `await`) is
+            # only held to parsing.
+            if not _compiles(candidate) and _compiles(original):
+                raise SourceError("it no longer compiles")
+            candidate_diagnostics = lint_text(candidate, filename, settings, cell)
+        except SourceError as error:
+            codes = ", ".join(sorted(applied))
+            return TextFixResult(
+                text, applied_total, diagnostics,
+                reverted=f"fixes for {codes} produced invalid code ({error.reason}); not applied",
+            )
+        text, diagnostics = candidate, candidate_diagnostics
+        applied_total.update(applied)
+    return TextFixResult(text, applied_total, diagnostics)
+
+
+def _compiles(text: str) -> bool:
+    with warnings.catch_warnings():
+        # Invalid escape sequences and the like warn at compile time; they are the user's.
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return False
+    return True
+
+
+def fix_file(
+    path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool
+) -> FileFixOutcome:
+    """Fix one `.py` file; with `write`, save the result atomically if anything changed.
+
+    A file that cannot be read, decoded, parsed or written back in its own encoding gets an
+    `error` (and no `remaining` diagnostics: the error is the finding) and is left untouched.
+    """
+    outcome = FileFixOutcome(filename=filename, before="", after="")
+    try:
+        data = path.read_bytes()
+        source = decode(data)
+    except OSError as error:
+        outcome.error = FileError(filename, f"cannot read: {error.strerror or error}")
+        return outcome
+    except SourceError as error:
+        outcome.error = FileError(filename, error.reason, error.location)
+        return outcome
+    outcome.before = outcome.after = source.text
+    try:
+        result = fix_text_result(source.text, filename, settings, unsafe_fixes)
+    except SourceError as error:
+        outcome.error = FileError(filename, error.reason, error.location)
+        return outcome
+    outcome.remaining = result.remaining
+    outcome.reverted = result.reverted
+    if result.text == source.text:
+        return outcome
+    try:
+        encoded = _encode(result.text, source, data)
+        if write:
+            write_atomic(path, encoded)
+    except SourceError as error:
+        outcome.error = FileError(filename, error.reason)
+    except OSError as error:
+        outcome.error = FileError(filename, f"cannot write: {error.strerror or error}")
+    if outcome.error is not None:
+        # The file keeps its old text, which these diagnostics do not describe.
+        outcome.remaining = []
+        return outcome
+    outcome.after = result.text
+    outcome.applied = result.applied
+    return outcome
+
+
+def _encode(text: str, source: DecodedSource, original: bytes) -> bytes:
+    """`text` in the file's own encoding (a BOM stays, as `utf-8-sig` writes it)."""
+    if source.text.encode(source.encoding) != original:
+        # Some codecs do not round-trip; writing would change bytes outside the edits.
+        raise SourceError(f"cannot write back {source.encoding} byte for byte; not fixed")
+    try:
+        return text.encode(source.encoding)
+    except UnicodeEncodeError as error:
+        raise SourceError(f"the fixed text cannot be encoded as {source.encoding}: {error}") from None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace the file at `path` (through a symlink, if it is one) with `data` so that a
+    crash leaves either the old or the new file, never half of one; the file mode is kept."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    descriptor, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform can open a directory.
+    with suppress(OSError):
+        descriptor = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def unified_diff(filename: str, before: str, after: str) -> str:
+    """A unified diff from `a/filename` to `b/filename`, empty when nothing changed."""
+    if before == after:
+        return ""
+    lines = difflib.unified_diff(
+        _lines_with_endings(before),
+        _lines_with_endings(after),
+        fromfile=f"a/{filename}",
+        tofile=f"b/{filename}",
+    )
+    output = []
+    for line in lines:
+        output.append(line)
+        if not _NEWLINE.search(line[-1:]):
+            # As `diff` and `git diff` mark a last line without a line ending.
+            output.append("\n\\ No newline at end of file\n")
+    return "".join(output)
+
+
+def _lines_with_endings(text: str) -> list[str]:
+    lines = _Lines(text)
+    rows = [text[start:next_start] for start, next_start in zip(lines.starts, lines.starts[1:])]
+    if lines.starts[-1] < len(text):
+        rows.append(text[lines.starts[-1]:])
+    return rows
+
+
+def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
+    """Add `# noqa: CODE` comments for every finding in the file, written atomically.
+
+    Returns how many comments were added or extended. A file that cannot be read, decoded or
+    parsed is left alone and counts 0 (linting reports it); a failed write raises `OSError`.
+    """
+    try:
+        data = path.read_bytes()
+        source = decode(data)
+        diagnostics = lint_text(source.text, filename, settings)
+    except (OSError, SourceError):
+        return 0
+    text, changed = add_noqa_text(source.text, diagnostics)
+    if not changed:
+        return 0
+    try:
+        encoded = _encode(text, source, data)
+    except SourceError:
+        return 0
+    write_atomic(path, encoded)
+    return changed
+
+
+def add_noqa_text(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """`text` with `# noqa: CODE[, CODE]` on each row the diagnostics report, merged into a
+    `# noqa: ...` the row already has; returns the new text and how many rows changed.
+
+    Rows whose end is not the end of a logical or bracketed line (inside a multi-line string,
+    or after a backslash continuation) cannot take a comment and are skipped.
+    """
+    codes_by_row: dict[int, set[str]] = {}
+    for diagnostic in diagnostics:
+        row = diagnostic.noqa_row or diagnostic.location.row
+        codes_by_row.setdefault(row, set()).add(diagnostic.code)
+    if not codes_by_row:
+        return text, 0
+    lines = _Lines(text)
+    noqa = NoqaDirectives.from_source(text)
+    commentable = _rows_ending_a_line(text)
+    spans = []
+    for row, codes in sorted(codes_by_row.items()):
+        if row not in commentable or row > len(lines.starts):
+            continue
+        start, end = lines.starts[row - 1], lines.ends[row - 1]
+        content = text[start:end]
+        comment = noqa.comment_rows.get(row, "")
+        extended = add_codes(comment, sorted(codes)) if comment else None
+        if extended is not None and content.endswith(comment):
+            spans.append(_Span(end - len(comment), end, extended))
+        else:
+            spans.append(_Span(end, end, f"  # noqa: {', '.join(sorted(codes))}"))
+    return _rewrite(text, spans), len(spans)
+
+
+def _rows_ending_a_line(text: str) -> set[int]:
+    """Rows that end in a NEWLINE or NL token: a comment appended there stays a comment."""
+    rows = set()
+    with suppress(tokenize.TokenError, IndentationError, SyntaxError):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+            if token.type in (tokenize.NEWLINE, tokenize.NL):
+                rows.add(token.start[0])
+    return rows
