@@ -12,6 +12,7 @@ from pathlib import PurePath
 
 import libcst as cst
 
+from torchperf_lint.facts.amp import AutocastFacts
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Guards
@@ -71,6 +72,11 @@ class FileFacts:
     @cached_property
     def uses_cuda(self) -> bool:
         return module_uses_cuda(self.index, self.scopes, self.names)
+
+    @cached_property
+    def autocast(self) -> AutocastFacts:
+        """Autocast calls (device, dtype, the code they cover) and GradScaler constructions."""
+        return AutocastFacts(self.index, self.scopes, self.names)
 
     @cached_property
     def is_test_file(self) -> bool:

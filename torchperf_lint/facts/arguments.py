@@ -52,6 +52,19 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "torch.amp.autocast": ("device_type", "dtype", "enabled", "cache_enabled"),
     "torch.cuda.amp.autocast": ("enabled", "dtype", "cache_enabled"),
     "torch.cpu.amp.autocast": ("enabled", "dtype", "cache_enabled"),
+    "torch.amp.GradScaler": (
+        "device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled",
+    ),
+    "torch.cuda.amp.GradScaler": (
+        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled",
+    ),
+    "torch.cpu.amp.GradScaler": (
+        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled",
+    ),
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler": (
+        "device", "init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled",
+        "process_group",
+    ),
 }
 
 

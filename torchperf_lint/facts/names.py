@@ -35,6 +35,11 @@ CANONICAL_NAMES = {
     "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
     "torch.cuda.amp.autocast_mode.autocast": "torch.cuda.amp.autocast",
     "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
+    "torch.cpu.amp.autocast_mode.autocast": "torch.cpu.amp.autocast",
+    "torch.cpu.amp.grad_scaler.GradScaler": "torch.cpu.amp.GradScaler",
+    "torch.GradScaler": "torch.amp.GradScaler",
+    "torch.cuda.amp.autocast_mode.custom_fwd": "torch.cuda.amp.custom_fwd",
+    "torch.cuda.amp.autocast_mode.custom_bwd": "torch.cuda.amp.custom_bwd",
     "torch.utils.checkpoint.checkpoint_sequential": "torch.utils.checkpoint.checkpoint_sequential",
 }
 
