@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchperf_lint.diagnostics import Diagnostic
-from torchperf_lint.engine import LintSettings
+
+if TYPE_CHECKING:
+    from torchperf_lint.engine import LintSettings
 
 BASELINE = "as written"
 ALL_FIXES = "all fixes"
