@@ -1,0 +1,45 @@
+"""Run the installed `torchperf-lint` command as a user would, in a project of test files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+EXECUTABLE = shutil.which("torchperf-lint")
+
+
+def torchperf_lint(
+    *args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The console script's exit code, stdout and stderr (stdout is not a terminal)."""
+    assert EXECUTABLE, "the package must be installed: pip install -e ."
+    environment = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
+    environment.update(env or {})
+    completed = subprocess.run(
+        [EXECUTABLE, *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        completed.args,
+        completed.returncode,
+        completed.stdout.decode("utf-8"),
+        completed.stderr.decode("utf-8"),
+    )
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    """Create `files` (relative path → text or bytes) under `root`."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")

@@ -1,0 +1,482 @@
+"""The `torchperf-lint` command: thin glue between options, settings, the runner and reporters.
+
+`torchperf-lint src/` is `torchperf-lint check src/`: a first argument that names no command
+is routed to `check`. Exit codes: 0 clean, 1 findings (or a file that cannot be read or
+parsed, or `--diff` would change something), 2 bad usage, bad settings or an internal error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import click
+
+from torchperf_lint import __version__
+from torchperf_lint.config import (
+    ConfigError,
+    Configuration,
+    Overrides,
+    parse_target_device,
+    parse_torch_version,
+)
+from torchperf_lint.diagnostics import Diagnostic, FileError
+from torchperf_lint.discovery import discover
+from torchperf_lint.engine import SourceError, decode
+from torchperf_lint.report import (
+    FORMATS,
+    TEXT_FORMATS,
+    Report,
+    check_summary,
+    fix_summary,
+    merged,
+    render,
+    statistics,
+    statistics_records,
+)
+from torchperf_lint.runner import (
+    FileJob,
+    InternalError,
+    default_jobs,
+    display_name,
+    lint_job,
+    lint_one,
+    run_jobs,
+    sorted_findings,
+)
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+STDIN = "-"
+VERIFY_MODULE = "torchperf_lint.verify.command"
+
+
+class CheckByDefault(click.Group):
+    """A group whose unknown first argument (a path, an option of `check`) runs `check`;
+    `verify` is imported only when it is used or listed."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if (
+            args
+            and args[0] not in ("--help", "-h", "--version")
+            and self.get_command(ctx, args[0]) is None
+        ):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        if _verify_command() is not None:
+            names.add("verify")
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name == "verify":
+            return _verify_command()
+        return super().get_command(ctx, name)
+
+
+def _verify_command() -> click.Command | None:
+    """The `verify` command, or None while its module does not exist yet."""
+    try:
+        module = importlib.import_module(VERIFY_MODULE)
+    except ModuleNotFoundError as error:
+        if error.name in (VERIFY_MODULE, VERIFY_MODULE.rpartition(".")[0]):
+            return None
+        raise
+    return module.verify
+
+
+@click.group(cls=CheckByDefault, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchperf-lint")
+def main() -> None:
+    """Find, explain, fix and measure performance mistakes in PyTorch training code."""
+
+
+def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
+    """Comma-separated lists, possibly repeated: `--select TPL1,TPL201 --select TPL3`."""
+    if not value:
+        return None
+    return tuple(code.strip() for item in value for code in item.split(",") if code.strip())
+
+
+def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return None if value is None else _usage(parse_target_device, value, "--target-device")
+
+
+def _version(ctx: click.Context, param: click.Parameter, value: str | None):
+    return None if value is None else _usage(parse_torch_version, value, "--torch-version")
+
+
+def _usage(parse, value, option):
+    try:
+        return parse(value, option)
+    except ConfigError as error:
+        raise click.BadParameter(str(error).removeprefix(f"{option}: ")) from None
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The options of `check` that shape the run and its output."""
+
+    output_format: str
+    exit_zero: bool
+    show_statistics: bool
+    jobs: int
+    stdin_filename: str | None
+    force_exclude: bool
+    fix: bool
+    unsafe_fixes: bool
+    diff: bool
+    show_fixes: bool
+    exit_non_zero_on_fix: bool
+    add_noqa: bool
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--select",
+    multiple=True,
+    callback=_codes,
+    help="Rules to run (codes, prefixes, ALL); replaces the configured selection.",
+)
+@click.option("--ignore", multiple=True, callback=_codes, help="Rules not to run.")
+@click.option(
+    "--extend-select", multiple=True, callback=_codes, help="Rules to run on top of the selection."
+)
+@click.option("--output-format", type=click.Choice(FORMATS), default="full", show_default=True)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", "show_statistics", is_flag=True, help="Count findings per code.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel processes (default: all cores).",
+)
+@click.option("--stdin-filename", help="The name (and settings) of the source read from stdin.")
+@click.option(
+    "--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Use this configuration file for every path.",
+)
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (and mark [*]) unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a diff; write nothing.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa` comments for every finding.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option(
+    "--cache-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the cache lives."
+)
+@click.option("--target-device", callback=_device, help="auto, cuda or cpu.")
+@click.option(
+    "--torch-version",
+    callback=_version,
+    help='The oldest PyTorch the code must run on, e.g. "2.3".',
+)
+def check(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...] | None,
+    ignore: tuple[str, ...] | None,
+    extend_select: tuple[str, ...] | None,
+    config_file: Path | None,
+    target_device: str | None,
+    torch_version: tuple[int, int] | None,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+    **flags: object,
+) -> None:
+    """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
+    options = CheckOptions(jobs=jobs or default_jobs(), **flags)  # type: ignore[arg-type]
+    overrides = Overrides(
+        select=select,
+        ignore=ignore or (),
+        extend_select=extend_select or (),
+        target_device=target_device,
+        torch_version=torch_version,
+        config_file=config_file,
+    )
+    try:
+        configuration = Configuration(overrides)
+        code = _check(paths, configuration, options)
+    except ConfigError as error:
+        click.echo(f"error: {error}", err=True)
+        code = EXIT_ERROR
+    except click.ClickException:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
+        click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
+        code = EXIT_ERROR
+    sys.exit(code)
+
+
+def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
+    if options.add_noqa and (options.fix or options.diff):
+        raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
+    if list(paths) == [Path(STDIN)] or (not paths and options.stdin_filename):
+        return _check_stdin(configuration, options)
+    files = discover(paths or [Path(".")], configuration, options.force_exclude)
+    if not files:
+        click.echo("warning: No Python files found under the given path(s)", err=True)
+    jobs = [
+        FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
+        for path in files
+    ]
+    if options.add_noqa:
+        return _add_noqa(jobs, options)
+    if options.fix or options.diff:
+        return _fix(jobs, configuration, options)
+    run = run_jobs(lint_job, jobs, options.jobs)
+    diagnostics, errors = sorted_findings(run.outcomes)
+    return _report(diagnostics, errors, run.internal_errors, configuration, options)
+
+
+def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
+    if options.add_noqa:
+        raise click.UsageError("--add-noqa cannot read from stdin")
+    name = options.stdin_filename or STDIN
+    path = configuration.cwd / name
+    settings = configuration.settings_for(path)
+    data = sys.stdin.buffer.read()
+    if options.fix or options.diff:
+        return _fix_stdin(data, path, name, configuration, options)
+    result = lint_one(path, name, settings, data=data)
+    diagnostics, errors = sorted_findings([result])
+    sources = {name: _text_or_none(data)}
+    return _report(diagnostics, errors, [], configuration, options, sources)
+
+
+def _fix_stdin(
+    data: bytes, path: Path, name: str, configuration: Configuration, options: CheckOptions
+) -> int:
+    """As Ruff: `--fix` prints the fixed source, `--diff` the diff; findings go to stderr."""
+    from torchperf_lint.fixes import fix_file, unified_diff
+
+    with tempfile.TemporaryDirectory() as directory:
+        copy = Path(directory) / path.name
+        copy.write_bytes(data)
+        settings = configuration.settings_for(path)
+        outcome = fix_file(copy, name, settings, options.unsafe_fixes, write=not options.diff)
+        fixed_data = copy.read_bytes()
+    if options.diff:
+        click.echo(unified_diff(name, outcome.before, outcome.after), nl=False)
+        return _diff_exit(outcome.before != outcome.after or outcome.error is not None)
+    sys.stdout.buffer.write(fixed_data)
+    sys.stdout.flush()
+    errors = [outcome.error] if outcome.error else []
+    lines = merged(outcome.remaining, errors)
+    for line in render("concise", _make_report(lines, configuration, options)).splitlines():
+        click.echo(line, err=True)
+    return _exit_code(bool(lines), sum(outcome.applied.values()) > 0, [], options)
+
+
+def _text_or_none(data: bytes) -> str | None:
+    try:
+        return decode(data).text
+    except SourceError:
+        return None
+
+
+def _report(
+    diagnostics: Sequence[Diagnostic],
+    errors: Sequence[FileError],
+    internal_errors: Sequence[InternalError],
+    configuration: Configuration,
+    options: CheckOptions,
+    sources: dict[str, str | None] | None = None,
+    fixed: int | None = None,
+) -> int:
+    """Print the findings (and the summary for text formats); return the exit code."""
+    everything = merged(diagnostics, errors)
+    report = _make_report(everything, configuration, options, sources)
+    text_format = options.output_format in TEXT_FORMATS
+    if options.show_statistics:
+        if text_format:
+            click.echo(statistics(report), nl=False)
+        else:
+            import json
+
+            click.echo(json.dumps(statistics_records(report), indent=2))
+    else:
+        click.echo(render(options.output_format, report), nl=False)
+    if text_format:
+        if fixed is None:
+            summary = check_summary(everything, options.unsafe_fixes)
+        else:
+            summary = fix_summary(fixed, everything, options.unsafe_fixes)
+        for line in summary:
+            click.echo(line)
+    _print_internal_errors(internal_errors)
+    return _exit_code(bool(everything), bool(fixed), internal_errors, options)
+
+
+def _make_report(
+    diagnostics: Sequence[Diagnostic],
+    configuration: Configuration,
+    options: CheckOptions,
+    sources: dict[str, str | None] | None = None,
+) -> Report:
+    from torchperf_lint.rules import ALL_RULES
+
+    def source_of(filename: str) -> str | None:
+        if sources is not None and filename in sources:
+            return sources[filename]
+        try:
+            return _text_or_none((configuration.cwd / filename).read_bytes())
+        except OSError:
+            return None
+
+    return Report(
+        diagnostics=diagnostics,
+        unsafe_fixes=options.unsafe_fixes,
+        color=_use_color(),
+        rules=ALL_RULES,
+        cwd=configuration.cwd,
+        source_of=source_of,
+    )
+
+
+def _use_color() -> bool:
+    """Colour on a terminal only, and never when `NO_COLOR` is set (https://no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _print_internal_errors(internal_errors: Sequence[InternalError]) -> None:
+    for error in internal_errors:
+        click.echo(
+            f"error: internal error while linting {error.filename}: {error.message}", err=True
+        )
+
+
+def _exit_code(
+    findings: bool, fixed: bool, internal_errors: Sequence[InternalError], options: CheckOptions
+) -> int:
+    if internal_errors:
+        return EXIT_ERROR
+    failed = findings or (fixed and options.exit_non_zero_on_fix)
+    return EXIT_FINDINGS if failed and not options.exit_zero else EXIT_CLEAN
+
+
+def _diff_exit(changed: bool) -> int:
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
+
+
+# --fix, --diff, --add-noqa
+
+
+def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
+    """Fix one file (`.py` only: notebooks come later, as in `lint_one`)."""
+    from torchperf_lint.fixes import FileFixOutcome, fix_file
+
+    if job.path.suffix == ".ipynb":
+        return FileFixOutcome(job.display_name, before="", after="")
+    return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write)
+
+
+def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOptions) -> int:
+    from torchperf_lint.fixes import unified_diff
+
+    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
+    run = run_jobs(task, jobs, options.jobs)
+    for outcome in run.outcomes:
+        if outcome.reverted:
+            click.echo(f"warning: {outcome.filename}: {outcome.reverted}", err=True)
+    remaining = [d for outcome in run.outcomes for d in outcome.remaining]
+    errors = [outcome.error for outcome in run.outcomes if outcome.error]
+    fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
+    if options.diff:
+        changed = [o for o in run.outcomes if o.before != o.after]
+        for outcome in changed:
+            click.echo(unified_diff(outcome.filename, outcome.before, outcome.after), nl=False)
+        for error in sorted(errors, key=lambda e: e.sort_key):
+            click.echo(f"error: {error.filename}: {error.reason}", err=True)
+        click.echo(
+            f"Would fix {_errors(fixed)}." if fixed else "No errors would be fixed.", err=True
+        )
+        _print_internal_errors(run.internal_errors)
+        if run.internal_errors:
+            return EXIT_ERROR
+        return _diff_exit(bool(changed) or bool(errors))
+    if options.show_fixes and fixed:
+        _print_fixes(run.outcomes)
+    diagnostics = sorted(remaining, key=lambda d: d.sort_key)
+    return _report(diagnostics, errors, run.internal_errors, configuration, options, fixed=fixed)
+
+
+def _errors(count: int) -> str:
+    return f"{count} error" if count == 1 else f"{count} errors"
+
+
+def _print_fixes(outcomes: Sequence) -> None:
+    """Ruff's `--show-fixes` list: `Fixed N errors:`, then `- file:` and `  k × CODE (name)`."""
+    from torchperf_lint.rules import BY_CODE
+
+    total = sum(sum(outcome.applied.values()) for outcome in outcomes)
+    click.echo(f"Fixed {_errors(total)}:")
+    for outcome in sorted(outcomes, key=lambda o: o.filename):
+        if not outcome.applied:
+            continue
+        click.echo(f"- {outcome.filename}:")
+        for code, count in sorted(outcome.applied.items()):
+            click.echo(f"    {count} × {code} ({BY_CODE[code].name})")
+    click.echo()
+
+
+def add_noqa_job(job: FileJob) -> int:
+    from torchperf_lint.fixes import add_noqa_file
+
+    if job.path.suffix == ".ipynb":
+        return 0
+    return add_noqa_file(job.path, job.display_name, job.settings)
+
+
+def _add_noqa(jobs: Sequence[FileJob], options: CheckOptions) -> int:
+    run = run_jobs(add_noqa_job, jobs, options.jobs)
+    added = sum(run.outcomes)
+    noun = "directive" if added == 1 else "directives"
+    click.echo(f"Added {added} noqa {noun}.", err=True)
+    _print_internal_errors(run.internal_errors)
+    return EXIT_ERROR if run.internal_errors else EXIT_CLEAN
+
+
+# The catalog
+
+
+@main.command("rules")
+def list_rules() -> None:
+    """List every rule: code, name, default or opt-in, and fix availability."""
+    from torchperf_lint.docs import fix_availability, status
+    from torchperf_lint.rules import ALL_RULES
+
+    header = ("Code", "Name", "Status", "Fix")
+    rows = [(r.code, r.name, status(r), fix_availability(r)) for r in ALL_RULES]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    for row in (header, *rows):
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+@main.command("rule")
+@click.argument("code")
+def show_rule(code: str) -> None:
+    """Print the documentation of the rule CODE (or its kebab-case name)."""
+    from torchperf_lint.docs import render_page
+    from torchperf_lint.rules import lookup
+
+    rule = lookup(code)
+    if rule is None:
+        click.echo(f"error: unknown rule {code!r} (see `torchperf-lint rules`)", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render_page(rule), nl=False)

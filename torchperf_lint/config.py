@@ -1,0 +1,390 @@
+"""Settings: `[tool.torchperf-lint]` in the nearest `pyproject.toml` (or `torchperf-lint.toml`),
+validated, with the command line's options on top.
+
+Each file takes its settings from the configuration nearest to it, so the packages of a
+monorepo can differ. `--config FILE` makes one file's settings apply everywhere. Keys are
+kebab-case, as in Ruff:
+
+- `select`, `ignore`, `extend-select`: rule codes, code prefixes (`TPL1`, `TPL10`) or `ALL`;
+  the more specific selector wins when `select` and `ignore` both match a rule (ties: ignore);
+- `exclude` (replaces the default list of skipped names), `extend-exclude` (adds to it);
+- `per-file-ignores`: `{glob = [codes...]}`;
+- `target-device`: `"auto"`, `"cuda"` or `"cpu"`; `torch-version`: `"2.3"`, the oldest PyTorch
+  the code must run on.
+
+Globs are Ruff's: a pattern without `/` matches a file or directory name anywhere; one with `/`
+matches the path relative to the configuration's directory, where `*` may cross `/`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from torchperf_lint.engine import LintSettings
+from torchperf_lint.rules.base import Rule, RuleOptions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on older interpreters
+    import tomli as tomllib
+
+PYPROJECT = "pyproject.toml"
+OWN_CONFIG = "torchperf-lint.toml"
+TOOL_TABLE = "torchperf-lint"
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "__pycache__",
+    "__pypackages__",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+)
+TARGET_DEVICES = ("auto", "cuda", "cpu")
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+KNOWN_KEYS = frozenset((*LIST_KEYS, "per-file-ignores", "target-device", "torch-version"))
+
+
+class ConfigError(Exception):
+    """Settings that cannot be used; the message names the file (or option) and the key."""
+
+
+# Rule selection
+
+
+def resolve_selection(
+    select: Sequence[str] | None,
+    ignore: Sequence[str] = (),
+    extend_select: Sequence[str] = (),
+    source: str = "settings",
+) -> tuple[type[Rule], ...]:
+    """The rules `select` (default: the default set) plus `extend_select` minus `ignore` turn on.
+
+    Selectors are codes, prefixes or `ALL`. When a selected and an ignored selector both match
+    a rule, the longer (more specific) one decides and `ignore` wins ties, as in Ruff. An
+    unknown selector raises `ConfigError` naming it and `source`.
+    """
+    from torchperf_lint.rules import ALL_RULES
+
+    def strongest(selectors: Iterable[str], rule: type[Rule]) -> int:
+        return max((_specificity(s) for s in selectors if _matches(s, rule.code)), default=-1)
+
+    chosen = _validated(select, source, "select") if select is not None else None
+    ignored = _validated(ignore, source, "ignore")
+    extended = _validated(extend_select, source, "extend-select")
+    enabled = []
+    for rule in ALL_RULES:
+        selected = strongest((*(chosen or ()), *extended), rule)
+        if chosen is None and rule.default:
+            selected = max(selected, 0)
+        if selected > strongest(ignored, rule):
+            enabled.append(rule)
+    return tuple(enabled)
+
+
+def _validated(selectors: Sequence[str], source: str, key: str) -> tuple[str, ...]:
+    from torchperf_lint.rules import ALL_RULES
+
+    normalized = []
+    for selector in selectors:
+        upper = selector.strip().upper()
+        if not any(_matches(upper, rule.code) for rule in ALL_RULES) and upper != "ALL":
+            raise ConfigError(f"{source}: {key}: unknown rule code or prefix {selector!r}")
+        normalized.append(upper)
+    return tuple(normalized)
+
+
+def _matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or (bool(selector) and code.startswith(selector))
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+# Globs
+
+
+@lru_cache(maxsize=1024)
+def glob_regex(pattern: str, star_crosses_slash: bool) -> re.Pattern[str]:
+    """A compiled regex for a glob: `*`, `?`, `[...]`, and `**` (any number of directories)."""
+    single = ".*" if star_crosses_slash else "[^/]*"
+    parts: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if pattern.startswith("**/", index):
+            parts.append("(?:.*/)?")
+            index += 3
+            continue
+        if pattern.startswith("**", index):
+            parts.append(".*")
+            index += 2
+            continue
+        if char == "*":
+            parts.append(single)
+        elif char == "?":
+            parts.append("[^/]")
+        elif char == "[" and "]" in pattern[index + 2 :]:
+            end = pattern.index("]", index + 2)
+            body = pattern[index + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            parts.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            index = end
+        elif char == "\\" and index + 1 < len(pattern):
+            index += 1
+            parts.append(re.escape(pattern[index]))
+        else:
+            parts.append(re.escape(char))
+        index += 1
+    return re.compile("".join(parts) + r"\Z")
+
+
+@dataclass(frozen=True)
+class PathPattern:
+    """A Ruff-style path glob, relative to the directory of the configuration it came from."""
+
+    pattern: str
+    root: Path
+
+    def matches(self, path: Path) -> bool:
+        """Whether `path` (absolute) matches: by name when the glob has no `/`, else by the
+        path relative to `root`."""
+        if "/" not in self.pattern.rstrip("/"):
+            return bool(glob_regex(self.pattern.rstrip("/"), True).match(path.name))
+        try:
+            relative = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return False
+        return bool(glob_regex(self.pattern.strip("/"), True).match(relative))
+
+
+# One configuration file
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated contents of one configuration (file, or the defaults when there is none)."""
+
+    root: Path
+    source: str = "defaults"
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    target_device: str | None = None
+    torch_version: tuple[int, int] | None = None
+
+    @property
+    def exclude_patterns(self) -> tuple[PathPattern, ...]:
+        return tuple(PathPattern(p, self.root) for p in (*self.exclude, *self.extend_exclude))
+
+
+def read_config_file(path: Path) -> Config | None:
+    """The configuration in `path`; None for a `pyproject.toml` without our table."""
+    try:
+        with path.open("rb") as stream:
+            document = tomllib.load(stream)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    if path.name == PYPROJECT:
+        table = document.get("tool", {}).get(TOOL_TABLE)
+        if table is None:
+            return None
+        source = f"{path} [tool.{TOOL_TABLE}]"
+    else:
+        table = document
+        source = str(path)
+    return parse_config(table, path.parent.resolve(), source)
+
+
+def parse_config(table: Mapping[str, object], root: Path, source: str) -> Config:
+    """Validate one settings table; every problem raises `ConfigError` naming `source` and key."""
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {unknown[0]!r}")
+    values: dict[str, object] = {}
+    for key in LIST_KEYS:
+        if key in table:
+            values[key.replace("-", "_")] = tuple(_strings(table[key], source, key))
+    for key in ("select", "ignore", "extend_select"):
+        if key in values:
+            values[key] = _validated(values[key], source, key.replace("_", "-"))
+    if "per-file-ignores" in table:
+        values["per_file_ignores"] = _per_file_ignores(table["per-file-ignores"], source)
+    if "target-device" in table:
+        values["target_device"] = parse_target_device(table["target-device"], source)
+    if "torch-version" in table:
+        values["torch_version"] = parse_torch_version(table["torch-version"], source)
+    return Config(root=root, source=source, **values)
+
+
+def _strings(value: object, source: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{source}: {key}: expected a list of strings, got {value!r}")
+    return value
+
+
+def _per_file_ignores(value: object, source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: per-file-ignores: expected a table of glob = [codes]")
+    key = "per-file-ignores"
+    return tuple(
+        (glob, _validated(_strings(codes, source, f"{key} {glob!r}"), source, key))
+        for glob, codes in value.items()
+    )
+
+
+def parse_target_device(value: object, source: str) -> str:
+    if value not in TARGET_DEVICES:
+        raise ConfigError(
+            f"{source}: target-device: expected one of {', '.join(TARGET_DEVICES)}, got {value!r}"
+        )
+    return value
+
+
+def parse_torch_version(value: object, source: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)\.(\d+)", value) if isinstance(value, str) else None
+    if match is None:
+        raise ConfigError(f'{source}: torch-version: expected a version like "2.3", got {value!r}')
+    return int(match.group(1)), int(match.group(2))
+
+
+# Command line on top of the files
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Options given on the command line; None means "as the configuration says"."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    target_device: str | None = None
+    torch_version: tuple[int, int] | None = None
+    config_file: Path | None = None
+
+
+@dataclass
+class Configuration:
+    """Settings for any path: the nearest configuration with the command line's options on top.
+
+    Lookups are cached per directory; `ConfigError` is raised for the first broken file met.
+    """
+
+    overrides: Overrides = field(default_factory=Overrides)
+    cwd: Path = field(default_factory=Path.cwd)
+    _nearest: dict[Path, Config] = field(default_factory=dict, init=False, repr=False)
+    _settings: dict[Config, tuple[type[Rule], ...]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        self.cwd = self.cwd.resolve()
+        self._explicit: Config | None = None
+        if self.overrides.config_file is not None:
+            path = self.overrides.config_file.resolve()
+            self._explicit = read_config_file(path) or Config(root=path.parent, source=str(path))
+        # Validate the command line's selectors before any file is read.
+        resolve_selection(
+            self.overrides.select or (),
+            self.overrides.ignore,
+            self.overrides.extend_select,
+            source="command line",
+        )
+
+    def config_for(self, path: Path) -> Config:
+        """The configuration that governs `path` (a file or a directory)."""
+        if self._explicit is not None:
+            return self._explicit
+        absolute = path if path.is_absolute() else self.cwd / path
+        directory = absolute if absolute.is_dir() else absolute.parent
+        return self._config_of_directory(directory)
+
+    def _config_of_directory(self, directory: Path) -> Config:
+        cached = self._nearest.get(directory)
+        if cached is not None:
+            return cached
+        config = _config_in(directory)
+        if config is None:
+            parent = directory.parent
+            config = (
+                Config(root=self.cwd) if parent == directory else self._config_of_directory(parent)
+            )
+        self._nearest[directory] = config
+        return config
+
+    def settings_for(self, path: Path) -> LintSettings:
+        """The rules and options that apply to the file at `path`."""
+        config = self.config_for(path)
+        rules = self._selected(config)
+        absolute = path if path.is_absolute() else self.cwd / path
+        for glob, codes in config.per_file_ignores:
+            if PathPattern(glob, config.root).matches(absolute):
+                rules = tuple(r for r in rules if not any(_matches(c, r.code) for c in codes))
+        defaults = RuleOptions()
+        options = replace(
+            defaults,
+            target_device=self.overrides.target_device
+            or config.target_device
+            or defaults.target_device,
+            torch_version=self.overrides.torch_version
+            or config.torch_version
+            or defaults.torch_version,
+        )
+        return LintSettings(rules=rules, options=options)
+
+    def _selected(self, config: Config) -> tuple[type[Rule], ...]:
+        if config not in self._settings:
+            cli = self.overrides
+            # As in Ruff, a `--select` on the command line starts the selection afresh.
+            if cli.select is not None:
+                select, ignore, extend = cli.select, cli.ignore, cli.extend_select
+            else:
+                select = config.select
+                ignore = (*config.ignore, *cli.ignore)
+                extend = (*config.extend_select, *cli.extend_select)
+            self._settings[config] = resolve_selection(select, ignore, extend, config.source)
+        return self._settings[config]
+
+    def is_excluded(self, path: Path) -> bool:
+        """Whether `path` or one of its directories (up to its configuration's directory)
+        matches `exclude`/`extend-exclude`."""
+        absolute = path if path.is_absolute() else self.cwd / path
+        patterns = self.config_for(absolute).exclude_patterns
+        root = self.config_for(absolute).root
+        for candidate in (absolute, *absolute.parents):
+            if candidate == root or candidate == candidate.parent:
+                break
+            if any(pattern.matches(candidate) for pattern in patterns):
+                return True
+        return False
+
+
+def _config_in(directory: Path) -> Config | None:
+    for name in (OWN_CONFIG, PYPROJECT):
+        candidate = directory / name
+        if candidate.is_file():
+            config = read_config_file(candidate)
+            if config is not None:
+                return config
+    return None

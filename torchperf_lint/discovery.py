@@ -1,0 +1,157 @@
+"""Which files to lint.
+
+Directories are walked for `*.py` and `*.ipynb`, skipping virtualenvs (any directory holding a
+`pyvenv.cfg`), the configured `exclude`/`extend-exclude` globs (by default `.git`, `.venv`,
+`venv`, `build`, `dist`, `__pycache__`, `node_modules`, ...) and what `.gitignore` files ignore.
+Symbolic links to directories are not followed, so a link loop cannot hang the walk. A path
+named on the command line is linted whatever its name, unless `force_exclude` applies the
+excludes to it too (pre-commit names every file).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchperf_lint.config import Configuration, glob_regex
+
+SOURCE_SUFFIXES = (".py", ".ipynb")
+GITIGNORE = ".gitignore"
+
+
+@dataclass(frozen=True)
+class IgnorePattern:
+    """One line of a `.gitignore`, relative to the directory holding it."""
+
+    regex_source: str
+    negated: bool
+    directory_only: bool
+    anchored: bool
+
+    @classmethod
+    def parse(cls, line: str) -> IgnorePattern | None:
+        """The pattern on `line`; None for blank lines and comments."""
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.endswith("\\ "):
+            line = line.rstrip(" ")
+        if not line or line.startswith("#"):
+            return None
+        negated = line.startswith("!")
+        if negated or line.startswith(("\\!", "\\#")):
+            line = line[1:]
+        directory_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            return None
+        # A slash at the start or in the middle anchors the pattern to the .gitignore's folder.
+        anchored = "/" in line
+        return cls(line.lstrip("/"), negated, directory_only, anchored)
+
+    def matches(self, relative: str, is_dir: bool) -> bool:
+        """Whether the path `relative` (POSIX, relative to the .gitignore's folder) matches."""
+        if self.directory_only and not is_dir:
+            return False
+        regex = glob_regex(self.regex_source, False)
+        if self.anchored:
+            return bool(regex.match(relative))
+        return bool(regex.match(relative.rsplit("/", 1)[-1]))
+
+
+@dataclass(frozen=True)
+class IgnoreFile:
+    """The patterns of one `.gitignore` and the folder they are relative to."""
+
+    directory: Path
+    patterns: tuple[IgnorePattern, ...]
+
+    @classmethod
+    def read(cls, directory: Path) -> IgnoreFile | None:
+        try:
+            text = (directory / GITIGNORE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        patterns = tuple(p for p in map(IgnorePattern.parse, text.splitlines()) if p)
+        return cls(directory, patterns) if patterns else None
+
+    def verdict(self, path: Path, is_dir: bool) -> bool | None:
+        """True (ignored), False (re-included by `!`) or None (no pattern speaks of `path`)."""
+        relative = path.relative_to(self.directory).as_posix()
+        for pattern in reversed(self.patterns):
+            if pattern.matches(relative, is_dir):
+                return not pattern.negated
+        return None
+
+
+def is_gitignored(path: Path, is_dir: bool, ignore_files: Sequence[IgnoreFile]) -> bool:
+    """Git's precedence: the deepest `.gitignore` that speaks of `path` decides, and within
+    one file the last matching line does."""
+    for ignore_file in reversed(ignore_files):
+        verdict = ignore_file.verdict(path, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def ancestor_ignore_files(directory: Path) -> tuple[IgnoreFile, ...]:
+    """The `.gitignore` files above `directory` within its git work tree (outermost first)."""
+    found = []
+    for ancestor in directory.parents:
+        ignore_file = IgnoreFile.read(ancestor)
+        if ignore_file:
+            found.append(ignore_file)
+        if (ancestor / ".git").exists():
+            return tuple(reversed(found))
+    return ()
+
+
+def is_virtualenv(directory: Path) -> bool:
+    return (directory / "pyvenv.cfg").is_file()
+
+
+def discover(
+    paths: Sequence[Path], configuration: Configuration, force_exclude: bool = False
+) -> list[Path]:
+    """The files to lint under `paths`, sorted and without duplicates."""
+    found: set[Path] = set()
+    for given in paths:
+        absolute = given if given.is_absolute() else configuration.cwd / given
+        if absolute.is_dir():
+            if force_exclude and configuration.is_excluded(absolute):
+                continue
+            inherited = ancestor_ignore_files(absolute)
+            found.update(_walk(absolute, configuration, inherited))
+        elif not (force_exclude and configuration.is_excluded(absolute)):
+            # Missing files are kept: linting reports them as unreadable.
+            found.add(absolute)
+    return sorted(found)
+
+
+def _walk(
+    directory: Path, configuration: Configuration, ignore_files: tuple[IgnoreFile, ...]
+) -> Iterator[Path]:
+    own = IgnoreFile.read(directory)
+    if own:
+        ignore_files = (*ignore_files, own)
+    patterns = configuration.config_for(directory).exclude_patterns
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
+        except OSError:
+            is_dir = linked_dir = False
+        if linked_dir or any(pattern.matches(path) for pattern in patterns):
+            continue
+        if is_gitignored(path, is_dir, ignore_files):
+            continue
+        if is_dir:
+            if not is_virtualenv(path):
+                yield from _walk(path, configuration, ignore_files)
+        elif path.suffix in SOURCE_SUFFIXES:
+            yield path

@@ -1,0 +1,146 @@
+"""Turn diagnostics into output: one module per `--output-format`, plus the summary lines.
+
+Files that cannot be read, decoded or parsed are reported like findings, under the code
+`E902` (name `file-error`, after Ruff's `E902 io-error`), at the syntax error's position or at
+1:1, with no fix and no `noqa_row`; they cannot be ignored or suppressed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from torchperf_lint.diagnostics import Applicability, Diagnostic, FileError, Location
+from torchperf_lint.rules.base import Rule
+
+FILE_ERROR_CODE = "E902"
+FILE_ERROR_NAME = "file-error"
+FORMATS = ("full", "concise", "json", "sarif", "github")
+TEXT_FORMATS = ("full", "concise")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a reporter needs: the sorted findings (file errors included) and how to show them."""
+
+    diagnostics: Sequence[Diagnostic]
+    unsafe_fixes: bool = False
+    color: bool = False
+    rules: Sequence[type[Rule]] = ()
+    cwd: Path = field(default_factory=Path.cwd)
+    source_of: Callable[[str], str | None] = lambda filename: None
+
+
+def file_error_diagnostic(error: FileError) -> Diagnostic:
+    """A file error as a diagnostic, so every format lists it in its place."""
+    location = error.location or Location(1, 1)
+    return Diagnostic(
+        code=FILE_ERROR_CODE,
+        name=FILE_ERROR_NAME,
+        message=error.reason,
+        filename=error.filename,
+        location=location,
+        end_location=location,
+    )
+
+
+def merged(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError]) -> list[Diagnostic]:
+    """Findings and file errors together, sorted by (file, row, column, code)."""
+    everything = [*diagnostics, *map(file_error_diagnostic, errors)]
+    return sorted(everything, key=lambda d: d.sort_key)
+
+
+def fix_applies(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
+    """Whether `--fix` with the current flags would apply this diagnostic's fix (`[*]`)."""
+    return diagnostic.fix is not None and diagnostic.fix.applies(unsafe_fixes)
+
+
+def hidden_unsafe(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
+    """A fix that only `--unsafe-fixes` would apply."""
+    fix = diagnostic.fix
+    return not unsafe_fixes and fix is not None and fix.applicability is Applicability.UNSAFE
+
+
+def paint(text: str, color: bool, **style: object) -> str:
+    return click.style(text, **style) if color else text
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def render(output_format: str, report: Report) -> str:
+    """The findings in `output_format` (one of `FORMATS`), ending with a newline when non-empty."""
+    from torchperf_lint.report import concise, full, github, json, sarif
+
+    renderers = {
+        "full": full.render,
+        "concise": concise.render,
+        "json": json.render,
+        "sarif": sarif.render,
+        "github": github.render,
+    }
+    return renderers[output_format](report)
+
+
+def check_summary(diagnostics: Sequence[Diagnostic], unsafe_fixes: bool) -> list[str]:
+    """`Found N errors (M fixable with --fix).` and the `--unsafe-fixes` hint, or
+    `All checks passed!`."""
+    if not diagnostics:
+        return ["All checks passed!"]
+    fixable = sum(fix_applies(d, unsafe_fixes) for d in diagnostics)
+    found = f"Found {plural(len(diagnostics), 'error')}"
+    lines = [f"{found} ({fixable} fixable with --fix)." if fixable else f"{found}."]
+    return lines + _unsafe_hint(diagnostics, unsafe_fixes, "would be", nothing_fixed=not fixable)
+
+
+def fix_summary(fixed: int, remaining: Sequence[Diagnostic], unsafe_fixes: bool) -> list[str]:
+    """After `--fix`: `Found N errors (K fixed, R remaining).` and the `--unsafe-fixes` hint."""
+    if not fixed and not remaining:
+        return ["All checks passed!"]
+    total = fixed + len(remaining)
+    lines = [f"Found {plural(total, 'error')} ({fixed} fixed, {len(remaining)} remaining)."]
+    return lines + _unsafe_hint(remaining, unsafe_fixes, "were", nothing_fixed=not fixed)
+
+
+def _unsafe_hint(
+    diagnostics: Sequence[Diagnostic], unsafe_fixes: bool, verb: str, nothing_fixed: bool
+) -> list[str]:
+    hidden = sum(hidden_unsafe(d, unsafe_fixes) for d in diagnostics)
+    fixes = "1 fix" if hidden == 1 else f"{hidden} fixes"
+    if not hidden:
+        return []
+    if nothing_fixed:
+        return [f"No errors {verb} fixed ({fixes} available with --unsafe-fixes)."]
+    return [f"{fixes.replace(' ', ' more ', 1)} available with --unsafe-fixes."]
+
+
+def statistics_records(report: Report) -> list[dict[str, object]]:
+    """Per code: its name, how many findings, and whether the current flags would fix them;
+    most frequent first."""
+    counts = Counter(d.code for d in report.diagnostics)
+    names = {d.code: d.name for d in report.diagnostics}
+    fixable = {d.code for d in report.diagnostics if fix_applies(d, report.unsafe_fixes)}
+    return [
+        {"code": code, "name": names[code], "count": count, "fixable": code in fixable}
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def statistics(report: Report) -> str:
+    """One line per code in Ruff's layout: `count<TAB>code<TAB>[*] name` (`[ ]`: no fix)."""
+    records = statistics_records(report)
+    if not records:
+        return ""
+    count_width = max(len(str(r["count"])) for r in records)
+    code_width = max(len(str(r["code"])) for r in records)
+    lines = [
+        f"{r['count']:>{count_width}}\t{r['code']:<{code_width}}\t"
+        f"{'[*]' if r['fixable'] else '[ ]'} {r['name']}"
+        for r in records
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,56 @@
+"""`--output-format full` (the default): each finding's line, then the source line with the
+reported span underlined and the fix's message, as in Ruff:
+
+```
+train.py:3:10: TPL101 [*] message
+  |
+3 | loader = DataLoader(ds)
+  |          ^^^^^^^^^^^^^^ TPL101
+  |
+  = help: fix message
+```
+"""
+
+from __future__ import annotations
+
+from torchperf_lint.diagnostics import Diagnostic
+from torchperf_lint.report import Report, paint
+from torchperf_lint.report.concise import heading
+
+
+def render(report: Report) -> str:
+    blocks = []
+    sources: dict[str, list[str] | None] = {}
+    for diagnostic in report.diagnostics:
+        if diagnostic.filename not in sources:
+            text = report.source_of(diagnostic.filename)
+            sources[diagnostic.filename] = text.splitlines() if text is not None else None
+        lines = [heading(diagnostic, report)]
+        lines += _snippet(diagnostic, sources[diagnostic.filename], report.color)
+        # As in Ruff, a blank line follows every finding.
+        blocks.append("\n".join(lines) + "\n\n")
+    return "".join(blocks)
+
+
+def _snippet(diagnostic: Diagnostic, source: list[str] | None, color: bool) -> list[str]:
+    row = diagnostic.location.row
+    if source is None or not 1 <= row <= len(source):
+        return []
+    line = source[row - 1].expandtabs(1)
+    start = diagnostic.location.column - 1
+    end = len(line)
+    if diagnostic.end_location.row == row:
+        end = min(end, diagnostic.end_location.column - 1)
+    width = max(1, end - start)
+    gutter = " " * len(str(row))
+    bar = paint("|", color, fg="blue", bold=True)
+    carets = paint("^" * width + " " + diagnostic.code, color, fg="red", bold=True)
+    snippet = [
+        f"{gutter} {bar}",
+        f"{paint(str(row), color, fg='blue', bold=True)} {bar} {line}",
+        f"{gutter} {bar} {' ' * start}{carets}",
+        f"{gutter} {bar}",
+    ]
+    if diagnostic.fix is not None:
+        snippet.append(f"{gutter} = {paint('help', color, bold=True)}: {diagnostic.fix.message}")
+    return snippet

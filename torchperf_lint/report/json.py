@@ -1,0 +1,47 @@
+"""`--output-format json`: an array of objects with Ruff's keys (plus `name`)."""
+
+from __future__ import annotations
+
+import json
+
+from torchperf_lint.diagnostics import Diagnostic, Location
+from torchperf_lint.report import Report
+
+
+def render(report: Report) -> str:
+    return json.dumps([record(d) for d in report.diagnostics], indent=2, ensure_ascii=False) + "\n"
+
+
+def record(diagnostic: Diagnostic) -> dict[str, object]:
+    """One diagnostic as a JSON object: code, name, message, filename, cell, location,
+    end_location, fix, noqa_row, url."""
+    fix = diagnostic.fix
+    return {
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "filename": diagnostic.filename,
+        "cell": diagnostic.cell,
+        "location": _location(diagnostic.location),
+        "end_location": _location(diagnostic.end_location),
+        "fix": None
+        if fix is None
+        else {
+            "applicability": fix.applicability.value,
+            "message": fix.message,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "location": _location(edit.start),
+                    "end_location": _location(edit.end),
+                }
+                for edit in fix.edits
+            ],
+        },
+        "noqa_row": diagnostic.noqa_row,
+        "url": diagnostic.url,
+    }
+
+
+def _location(location: Location) -> dict[str, int]:
+    return {"row": location.row, "column": location.column}
