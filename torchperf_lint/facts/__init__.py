@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import PurePath
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from torchperf_lint.facts.amp import AutocastFacts
 from torchperf_lint.facts.dataloaders import DataLoaders
@@ -82,6 +83,25 @@ class FileFacts:
     def is_test_file(self) -> bool:
         return is_test_file(self.path)
 
-    def code(self, node: cst.CSTNode) -> str:
-        """The source text of `node` (or of a new node built from this module's nodes)."""
-        return self.module.code_for_node(node)
+    def code(self, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
+        """The source text of `node` (or of a new node built from this module's nodes).
+
+        With `at`, a node of this module, the text is rendered for `at`'s place: the lines of
+        a multi-line replacement keep the indentation of the blocks around it.
+        """
+        indent_tokens = [] if at is None else self.indents(at)
+        state = CodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=indent_tokens,
+        )
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    def indents(self, node: cst.CSTNode) -> list[str]:
+        """The indentation of each block around `node`, outermost first."""
+        return [
+            block.indent if block.indent is not None else self.module.default_indent
+            for block in reversed(list(self.scopes.ancestors(node)))
+            if isinstance(block, cst.IndentedBlock)
+        ]

@@ -90,12 +90,13 @@ class Rule:
         return Finding(node=node, message=message, fix=fix)
 
     @staticmethod
-    def code_of(facts: FileFacts, node: cst.CSTNode) -> str:
+    def code_of(facts: FileFacts, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
         """Source text for a replacement node, without the parentheses around it (those
-        stay in the file: a node's reported span excludes them)."""
+        stay in the file: a node's reported span excludes them). With `at`, the node it
+        replaces, continuation lines keep the indentation of `at`'s place."""
         if isinstance(node, cst.BaseExpression) and (node.lpar or node.rpar):
             node = node.with_changes(lpar=(), rpar=())
-        return facts.code(node)
+        return facts.code(node, at)
 
     def replace(
         self, facts: FileFacts, old: cst.CSTNode, new: cst.CSTNode, message: str,
@@ -105,7 +106,7 @@ class Rule:
         return ProposedFix(
             applicability=applicability or self.fix_applicability or Applicability.UNSAFE,
             message=message,
-            edits=(NodeEdit(old, self.code_of(facts, new)),),
+            edits=(NodeEdit(old, self.code_of(facts, new, at=old)),),
         )
 
     # Documentation.
