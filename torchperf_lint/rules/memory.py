@@ -2,4 +2,978 @@
 
 from __future__ import annotations
 
-RULES: tuple = ()
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
+from torchperf_lint.facts.index import ScopeNode
+from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.names import dotted_name, last_identifier
+from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
+from torchperf_lint.rules.edits import add_keyword
+
+FAQ_HISTORY = "https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory"
+CHECKPOINT_DOCS = "https://pytorch.org/docs/stable/checkpoint.html"
+CUDA_MEMORY_DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"
+BROADCAST_DOCS = "https://pytorch.org/docs/stable/notes/broadcasting.html"
+
+# Methods that give back a tensor still attached to the graph of their receiver.
+_GRAPH_KEEPING_METHODS = frozenset({
+    "mean", "sum", "clone", "float", "double", "half", "squeeze", "unsqueeze", "view",
+    "reshape", "flatten", "cpu", "to",
+})
+# Methods that cut the graph (or leave tensors behind altogether).
+_DETACHING_METHODS = frozenset({"item", "detach", "detach_", "tolist", "numpy"})
+_DETACHING_BUILTINS = frozenset({"builtins.float", "builtins.int"})
+_GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+_GRAD_OFF_SWITCHES = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+
+
+def base_name(target: cst.BaseExpression) -> str | None:
+    """The container a store writes into: `history` for `history[i]` or `history["a"][i]`."""
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    return dotted_name(target)
+
+
+def without_parentheses(expression: cst.BaseExpression) -> cst.BaseExpression:
+    return expression.with_changes(lpar=(), rpar=()) if expression.lpar else expression
+
+
+def method_call(receiver: cst.BaseExpression, method: str) -> cst.Call:
+    """`receiver.method()`, parenthesizing a receiver that needs it (`(a * b).detach()`)."""
+    receiver = without_parentheses(receiver)
+    if not isinstance(receiver, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(method)))
+
+
+def next_statement(facts: FileFacts, statement: cst.BaseStatement) -> cst.BaseStatement | None:
+    """The statement after `statement` in the same block, if any."""
+    block = facts.index.parents.get(statement)
+    body = getattr(block, "body", ())
+    if not isinstance(body, (list, tuple)):
+        return None
+    for position, sibling in enumerate(body):
+        if sibling is statement:
+            return body[position + 1] if position + 1 < len(body) else None
+    return None
+
+
+def between(facts: FileFacts, node: cst.CSTNode, outer: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The ancestors of `node` strictly inside `outer`, nearest first."""
+    for parent in facts.scopes.ancestors(node):
+        if parent is outer:
+            return
+        yield parent
+
+
+# --------------------------------------------------------------------------------------------
+# TPL501
+
+
+@dataclass(frozen=True)
+class Store:
+    """A statement that keeps a value across loop iterations: `losses.append(v)`, `t += v`."""
+
+    statement: cst.BaseSmallStatement
+    container: str
+    value: cst.BaseExpression
+
+
+def stores(facts: FileFacts) -> Iterator[Store]:
+    """Every `c.append(v)` statement, `c += v`, `c = c + v` and `c[i] = v` of the module."""
+    for call in facts.index.calls:
+        statement = facts.index.parents.get(call)
+        func = call.func
+        if not (isinstance(statement, cst.Expr) and isinstance(func, cst.Attribute)):
+            continue
+        if func.attr.value != "append" or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+            continue
+        container = base_name(func.value)
+        if container is not None:
+            yield Store(statement, container, call.args[0].value)
+    for assignment in facts.index.assigns:
+        if isinstance(assignment, cst.AugAssign):
+            container = base_name(assignment.target)
+            if isinstance(assignment.operator, cst.AddAssign) and container is not None:
+                yield Store(assignment, container, assignment.value)
+        elif isinstance(assignment, cst.Assign) and len(assignment.targets) == 1:
+            yield from _assignment_store(assignment)
+
+
+def _assignment_store(assignment: cst.Assign) -> Iterator[Store]:
+    target = assignment.targets[0].target
+    value = assignment.value
+    if isinstance(target, cst.Subscript):
+        # `history[i] = v` keeps one value per index; `latest["loss"] = v` overwrites one slot.
+        keys = [element.slice for element in target.slice]
+        container = base_name(target)
+        if container is not None and not all(
+            isinstance(key, cst.Index) and literal_value(key.value) is not UNKNOWN for key in keys
+        ):
+            yield Store(assignment, container, value)
+        return
+    name = dotted_name(target)
+    if name is None or not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)):
+        return
+    if dotted_name(value.left) == name:
+        yield Store(assignment, name, value.right)
+    elif dotted_name(value.right) == name:
+        yield Store(assignment, name, value.left)
+
+
+class GraphTracker:
+    """Which values carry an autograd graph, and which names feed a backward pass."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+
+    @cached_property
+    def feeding_backward(self) -> set[tuple[cst.FunctionDef | None, str]]:
+        """(function, name) pairs whose value reaches a `.backward()` or `autograd.grad`.
+
+        `total = total + l` then `total.backward()` is gradient accumulation, not a leak, and
+        so is `losses.append(l)` then `torch.stack(losses).sum().backward()` or
+        `loss = sum(losses); loss.backward()`.
+        """
+        facts = self.facts
+        feeding: set[tuple[cst.FunctionDef | None, str]] = set()
+        for call in facts.index.calls:
+            is_backward = last_identifier(call.func) == "backward" and isinstance(call.func, cst.Attribute)
+            if not is_backward and facts.names.call_name(call) not in _GRADIENT_FUNCTIONS:
+                continue
+            function = facts.scopes.enclosing_function(call)
+            feeding.update((function, name) for name in _names_in(call))
+        changed = True
+        while changed:
+            changed = False
+            for assignment in facts.index.assigns:
+                if assignment.value is None:
+                    continue
+                function = facts.scopes.enclosing_function(assignment)
+                targets = (
+                    [t.target for t in assignment.targets]
+                    if isinstance(assignment, cst.Assign)
+                    else [assignment.target]
+                )
+                if not any((function, base_name(t)) in feeding for t in targets):
+                    continue
+                for name in _names_in(assignment.value):
+                    if (function, name) not in feeding:
+                        feeding.add((function, name))
+                        changed = True
+        return feeding
+
+    def carries_graph(self, value: cst.BaseExpression, loop: LoopFacts, depth: int = 0) -> bool:
+        """Whether `value` is a tensor that still holds the graph that computed it."""
+        facts = self.facts
+        if depth > 4:
+            return False
+        if isinstance(value, cst.BinaryOperation):
+            return self.carries_graph(value.left, loop, depth + 1) or self.carries_graph(
+                value.right, loop, depth + 1
+            )
+        if isinstance(value, cst.Call):
+            if facts.tensors.is_module_call(value):
+                return not facts.guards.grad_disabled(value)
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _GRAPH_KEEPING_METHODS:
+                return self.carries_graph(func.value, loop, depth + 1)
+            return False
+        if not isinstance(value, (cst.Name, cst.Attribute)):
+            return False
+        bindings = self._bindings_seen_by(value, loop)
+        if any(self.is_detached(binding) for binding in bindings):
+            return False
+        name = dotted_name(value)
+        if loop.is_training and (loop.function, name) in facts.tensors.backwarded:
+            return True
+        return any(self.carries_graph(binding, loop, depth + 1) for binding in bindings)
+
+    def _bindings_seen_by(self, name: cst.BaseExpression, loop: LoopFacts) -> list[cst.BaseExpression]:
+        """The values bound to `name` in the loop's body, or else anywhere in its function."""
+        every = self.facts.scopes.bound_values(name)
+        in_loop = [value for value in every if self.facts.scopes.within_same_scope(value, loop.node)]
+        return in_loop or every
+
+    def is_detached(self, value: cst.BaseExpression) -> bool:
+        """`loss.item()`, `loss.detach().cpu()`, `float(loss)`, `loss.data`."""
+        node = value
+        while isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)):
+            if isinstance(node, cst.Call):
+                if self.facts.names.call_name(node) in _DETACHING_BUILTINS:
+                    return True
+                node = node.func
+            elif isinstance(node, cst.Attribute):
+                if node.attr.value in _DETACHING_METHODS or node.attr.value == "data":
+                    return True
+                node = node.value
+            else:
+                node = node.value
+        return False
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """Every dotted name read in `node`: `total`, `self.losses`, `losses` in `sum(losses)`."""
+    found: set[str] = set()
+
+    class Collector(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            name = dotted_name(attribute)
+            if name is not None:
+                found.add(name)
+            return True
+
+        def visit_Name(self, name: cst.Name) -> bool:
+            found.add(name.value)
+            return False
+
+    node.visit(Collector())
+    return found
+
+
+class LossGraphRetained(Rule):
+    """A loss (or model output) with its autograd graph is kept across loop iterations.
+
+    ## What it does
+    Checks for training loops, and evaluation loops that run with autograd on, that store a
+    loss or a model output without `.detach()` or `.item()` in something that outlives the
+    iteration: `losses.append(loss)`, `total_loss += loss`, `history[i] = loss`.
+
+    ## Why is this bad?
+    A tensor computed with autograd on keeps a reference to the graph that produced it. Stored
+    across iterations, every iteration's graph (and, in an evaluation loop without `no_grad`,
+    every activation saved for the backward pass) stays alive: memory grows with the number of
+    steps until the run slows down or runs out of memory. Accumulation that is itself
+    backpropagated (`loss = loss + l`, then `loss.backward()`) is gradient accumulation and is
+    not reported.
+
+    ## Example
+    ```python
+    total_loss = 0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss
+    ```
+
+    ## Use instead
+    ```python
+    total_loss = 0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.detach()
+    print(float(total_loss))
+    ```
+
+    ## Fix safety
+    Unsafe: the fix stores `loss.detach()`. Code that later backpropagates through the stored
+    values (in another function) would stop computing their gradients.
+
+    The seeds disagree on the remedy. Seed document 001 (tip 2) stores `loss.item()`, which
+    waits for the GPU on every step (TPL201); seed document 000 ("불필요한 CPU-GPU 왕복 피하기")
+    accumulates `total_loss += loss` on the device but without `.detach()`, which keeps every
+    graph alive. We follow the device-side accumulation with `.detach()`: no sync and no graph.
+
+    ## References
+    - PyTorch FAQ, [Don't accumulate history across your training loop](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
+    - PyTorch docs, [`Tensor.detach`](https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
+    - Seed document 001, "실무자를 위한 최적화 팁", tip 2, and section 4 (`detach()`)
+    - Seed document 000, "성능 최적화 팁", section "불필요한 CPU-GPU 왕복 피하기"
+    """
+
+    code = "TPL501"
+    name = "loss-graph-retained"
+    message = "Loss stored across iterations keeps its autograd graph alive; store `.detach()`"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        graphs = GraphTracker(facts)
+        for store in stores(facts):
+            loop = facts.loops.nearest_loop(store.statement)
+            if loop is None or not self._records_graphs(facts, loop):
+                continue
+            if _reset_every_iteration(facts, store, loop):
+                continue
+            if (loop.function, store.container) in graphs.feeding_backward:
+                continue
+            if not graphs.carries_graph(store.value, loop):
+                continue
+            fix = self.replace(
+                facts, store.value, method_call(store.value, "detach"), "Store the detached value"
+            )
+            yield self.finding(store.statement, fix)
+
+    def _records_graphs(self, facts: FileFacts, loop: LoopFacts) -> bool:
+        """A training loop, or an evaluation loop that runs with autograd on."""
+        if loop.is_training:
+            return True
+        if not (loop.iterates_dataloader or _calls_eval(facts, loop.function)):
+            return False
+        return not (
+            facts.guards.grad_disabled(loop.node)
+            or _called_with_grad_disabled(facts, loop.function)
+            or _switches_grad_off(facts)
+        )
+
+
+def _calls_eval(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
+    return any(
+        isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args
+        and facts.scopes.enclosing_function(call) is function
+        for call in facts.index.calls
+    )
+
+
+def _called_with_grad_disabled(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
+    """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`."""
+    if function is None:
+        return False
+    return any(
+        last_identifier(call.func) == function.name.value and facts.guards.grad_disabled(call)
+        for call in facts.index.calls
+    )
+
+
+def _switches_grad_off(facts: FileFacts) -> bool:
+    """`torch.set_grad_enabled(False)` as a statement: autograd is off from there on."""
+    return any(
+        facts.names.call_name(call) in _GRAD_OFF_SWITCHES
+        and isinstance(facts.index.parents.get(call), cst.Expr)
+        and call.args and literal_value(call.args[0].value) is False
+        for call in facts.index.calls
+    )
+
+
+def _reset_every_iteration(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
+    """The container is rebound unconditionally in the loop: it lives for one iteration."""
+    for assignment in facts.index.assigns:
+        if assignment is store.statement or not isinstance(assignment, cst.Assign):
+            continue
+        if not any(dotted_name(t.target) == store.container for t in assignment.targets):
+            continue
+        if not facts.scopes.within_same_scope(assignment, loop.node):
+            continue
+        if not any(isinstance(p, (cst.If, cst.Try, ScopeNode)) for p in between(facts, assignment, loop.node)):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# TPL502
+
+# The checkpoint functions and their positional parameters up to `use_reentrant`
+# (`checkpoint` takes it by keyword only).
+CHECKPOINT_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    "torch.utils.checkpoint.checkpoint": (),
+    "torch.utils.checkpoint.checkpoint_sequential": ("functions", "segments", "input", "use_reentrant"),
+}
+
+
+class CheckpointUseReentrant(Rule):
+    """Activation checkpointing without an explicit `use_reentrant=`.
+
+    ## What it does
+    Checks for `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` calls
+    that do not pass `use_reentrant=`.
+
+    ## Why is this bad?
+    Without the argument PyTorch warns on every call and, for backward compatibility, uses the
+    reentrant variant. The reentrant variant recomputes the whole segment inside its own
+    backward call: it does not support `torch.autograd.grad`, keyword arguments or inputs
+    that do not require gradients (their parameters silently get no gradient), and it cannot
+    stop recomputation early. The non-reentrant variant is what the PyTorch docs recommend.
+
+    ## Example
+    ```python
+    from torch.utils.checkpoint import checkpoint
+
+    out = checkpoint(block, x)
+    ```
+
+    ## Use instead
+    ```python
+    out = checkpoint(block, x, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix adds `use_reentrant=False`. The two variants behave differently in rare
+    cases (a segment that mutates global state, or inputs detached on purpose).
+
+    ## References
+    - PyTorch docs, [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
+    - Seed document 000, "성능 최적화 팁", section "메모리 최적화 — 그래디언트 체크포인팅" (which
+      already passes `use_reentrant=False`)
+    """
+
+    code = "TPL502"
+    name = "checkpoint-use-reentrant"
+    message = "Checkpoint call without `use_reentrant=`; pass `use_reentrant=False`"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for call in facts.index.calls:
+            signature = CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")
+            if signature is None or bound_argument(call, "use_reentrant", signature) is not None:
+                continue
+            new_call = add_keyword(call, "use_reentrant", cst.Name("False"))
+            yield self.finding(call, self.replace(facts, call, new_call, "Pass `use_reentrant=False`"))
+
+
+# --------------------------------------------------------------------------------------------
+# TPL503
+
+EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
+
+
+class EmptyCacheInLoop(Rule):
+    """`torch.cuda.empty_cache()` on every iteration of a hot loop.
+
+    ## What it does
+    Checks for `torch.cuda.empty_cache()` inside a training loop or a loop over a
+    `DataLoader`, unless it runs only every N steps (`if step % n == 0:`) or only when an
+    exception is handled (the out-of-memory recovery pattern).
+
+    ## Why is this bad?
+    `empty_cache()` synchronizes with the device and hands the caching allocator's free blocks
+    back to the driver. The next iteration needs the same memory again and must get it with
+    slow `cudaMalloc` calls instead of reusing the cache. It never makes more memory available
+    to PyTorch itself; it only helps other processes sharing the GPU.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    Unsafe: the fix deletes the call. A process that shares the GPU with others may rely on
+    the released memory.
+
+    ## References
+    - PyTorch docs, [CUDA memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management)
+    - PyTorch docs, [`torch.cuda.empty_cache`](https://pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html)
+    """
+
+    code = "TPL503"
+    name = "empty-cache-in-loop"
+    message = "`torch.cuda.empty_cache()` in a hot loop frees the allocator cache every step; remove it"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        flagged = [
+            call for call in facts.index.calls
+            if facts.names.call_name(call) in EMPTY_CACHE and self._every_iteration(facts, call)
+        ]
+        deleted = {facts.index.parents.get(call) for call in flagged}
+        for call in flagged:
+            yield self.finding(call, self._deletion(facts, call, deleted))
+
+    def _every_iteration(self, facts: FileFacts, call: cst.Call) -> bool:
+        hot = next((loop for loop in facts.loops.enclosing_loops(call) if loop.is_hot), None)
+        if hot is None or facts.guards.periodic_guard(call, within=hot.node) is not None:
+            return False
+        return not any(
+            isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
+            for parent in between(facts, call, hot.node)
+        )
+
+    def _deletion(self, facts: FileFacts, call: cst.Call, deleted: set) -> ProposedFix | None:
+        """Delete the call's line; a block left empty keeps a `pass` in its first statement."""
+        expression = facts.index.parents.get(call)
+        line = facts.index.parents.get(expression)
+        if not isinstance(expression, cst.Expr) or len(getattr(line, "body", ())) != 1:
+            return None
+        block = facts.index.parents.get(line)
+        if isinstance(line, cst.SimpleStatementSuite):
+            edit = NodeEdit(expression, "pass")
+        else:
+            statements = [s.body[0] if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 else s for s in block.body]
+            emptied = all(statement in deleted for statement in statements)
+            edit = NodeEdit(expression, "pass") if emptied and statements[0] is expression else NodeEdit(
+                expression, mode="delete_lines"
+            )
+        return ProposedFix(self.fix_applicability, "Remove the call", (edit,))
+
+
+# --------------------------------------------------------------------------------------------
+# TPL504
+
+
+class RetainGraphInLoop(Rule):
+    """`.backward(retain_graph=True)` in a training loop that backpropagates only once.
+
+    ## What it does
+    Checks for `.backward(retain_graph=True)` in a training loop whose body (nested loops
+    included) calls backward only once per iteration, over a loop that builds a new graph
+    every iteration (it iterates a `DataLoader` or calls the model).
+
+    ## Why is this bad?
+    `retain_graph=True` keeps every buffer the backward pass needs alive after it ran, so the
+    next backward over the same graph can reuse them. With one backward per iteration nothing
+    reuses them: the memory is held until the graph is dropped, and the peak grows. It often
+    hides a real bug: a hidden state carried between iterations without `.detach()`, which
+    makes every step backpropagate through all the previous ones.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward(retain_graph=True)
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    No fix: when the argument was added to silence "Trying to backward through the graph a
+    second time", the real fix is detaching the state carried across iterations.
+
+    ## References
+    - PyTorch docs, [`Tensor.backward`](https://pytorch.org/docs/stable/generated/torch.Tensor.backward.html)
+    - PyTorch docs, [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    """
+
+    code = "TPL504"
+    name = "retain-graph-in-loop"
+    message = "`retain_graph=True` with one backward per iteration holds the graph's buffers; drop it"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for loop in facts.loops.training_loops:
+            backwards = [
+                call for call in facts.index.calls
+                if facts.scopes.within_same_scope(call, loop.node)
+                and (
+                    (isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward")
+                    or facts.names.call_name(call) in _GRADIENT_FUNCTIONS
+                )
+            ]
+            if len(backwards) != 1 or backwards[0] not in loop.backward_calls:
+                continue
+            if any(self._runs_model(facts, outer) for outer in facts.loops.enclosing_loops(loop.node)):
+                continue  # A graph built once per outer iteration is reused by every inner one.
+            retain = bound_argument(backwards[0], "retain_graph")
+            if not isinstance(retain, cst.Arg) or literal_value(retain.value) is not True:
+                continue
+            if loop.iterates_dataloader or self._runs_model(facts, loop):
+                yield self.finding(backwards[0])
+
+    @staticmethod
+    def _runs_model(facts: FileFacts, loop: LoopFacts) -> bool:
+        return any(facts.tensors.is_module_call(call) for call in loop.own_calls)
+
+
+# --------------------------------------------------------------------------------------------
+# TPL505
+
+CONCATENATIONS = frozenset({
+    "torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack",
+})
+# Loops this short copy too little for the quadratic growth to matter.
+_FEW_ITERATIONS = 8
+
+
+class TensorGrownInLoop(Rule):
+    """A tensor grown by concatenating onto itself in a loop (quadratic copying).
+
+    ## What it does
+    Checks for `x = torch.cat([x, y])` (and `concat`, `stack`, `vstack`, `hstack`) inside a
+    loop, where the assigned name is also an element of the sequence and the loop reads `x`
+    nowhere else (a loop that uses the grown tensor, such as a DenseNet block or
+    autoregressive decoding, needs it every iteration).
+
+    ## Why is this bad?
+    Every concatenation allocates a new tensor and copies everything gathered so far: N
+    iterations copy O(N²) elements and churn the allocator. Appending to a Python list and
+    concatenating once after the loop copies every element once.
+
+    ## Example
+    ```python
+    preds = torch.empty(0)
+    for x, _ in loader:
+        preds = torch.cat([preds, model(x)])
+    ```
+
+    ## Use instead
+    ```python
+    preds_parts = [torch.empty(0)]
+    for x, _ in loader:
+        preds_parts.append(model(x))
+    preds = torch.cat(preds_parts)
+    ```
+
+    ## Fix safety
+    Display-only: the rewrite is shown but never applied, since the code after the loop may
+    need the tensor in a particular form and the list's name may clash with another one.
+
+    ## References
+    - PyTorch docs, [`torch.cat`](https://pytorch.org/docs/stable/generated/torch.cat.html)
+    """
+
+    code = "TPL505"
+    name = "tensor-grown-in-loop"
+    message = "Tensor grown with `torch.cat` in a loop copies everything each iteration; append to a list and concatenate once"
+    default = True
+    fix_applicability = Applicability.DISPLAY_ONLY
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for assignment in facts.index.assigns:
+            growth = self._growth(facts, assignment)
+            if growth is None:
+                continue
+            loop, target, call, others = growth
+            if _few_iterations(loop.node) or _read_elsewhere(loop.node, target, assignment):
+                continue
+            yield self.finding(assignment, self._suggestion(facts, assignment, loop, target, call, others))
+
+    def _growth(self, facts: FileFacts, assignment: cst.CSTNode):
+        """(loop, name, call, other elements) for `x = torch.cat([x, ...])` in a loop."""
+        if not (isinstance(assignment, cst.Assign) and len(assignment.targets) == 1):
+            return None
+        call = assignment.value
+        target = dotted_name(assignment.targets[0].target)
+        if target is None or not isinstance(call, cst.Call):
+            return None
+        if facts.names.call_name(call) not in CONCATENATIONS:
+            return None
+        sequence = bound_argument(call, "tensors", ("tensors",))
+        if not isinstance(sequence, cst.Arg) or not isinstance(sequence.value, (cst.List, cst.Tuple)):
+            return None
+        elements = [element.value for element in sequence.value.elements]
+        if not any(dotted_name(element) == target for element in elements):
+            return None
+        if any(target in _names_in(e) for e in elements if dotted_name(e) != target):
+            return None  # `x = torch.cat([x, layer(x)])`: each iteration consumes the whole `x`.
+        loop = facts.loops.nearest_loop(assignment)
+        if loop is None:
+            return None
+        return loop, target, call, elements
+
+    def _suggestion(self, facts, assignment, loop, target, call, elements) -> ProposedFix | None:
+        """`x_parts = [x]` before the loop, `x_parts.append(y)` in it, one `cat` after it."""
+        after = next_statement(facts, loop.node)
+        statement = facts.index.parents.get(assignment)
+        if (
+            "." in target or after is None or dotted_name(elements[0]) != target
+            or any(dotted_name(e) == target for e in elements[1:]) or len(getattr(statement, "body", ())) != 1
+            or facts.index.parents.get(statement) is not loop.node.body
+        ):
+            return None
+        parts = f"{target}_parts"
+        indent = "".join(facts.indents(loop.node))
+        rest = [facts.code(without_parentheses(e), at=assignment) for e in elements[1:]]
+        grow = f"{parts}.append({rest[0]})" if len(rest) == 1 else f"{parts}.extend([{', '.join(rest)}])"
+        join_args = [parts] + [facts.code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in call.args[1:]]
+        join = f"{target} = {facts.code(call.func)}({', '.join(join_args)})"
+        return ProposedFix(
+            self.fix_applicability,
+            f"Append to `{parts}` in the loop and concatenate once after it",
+            (
+                NodeEdit(loop.node, f"{parts} = [{target}]\n{indent}", "insert_before"),
+                NodeEdit(assignment, grow),
+                NodeEdit(after, f"{join}\n{indent}", "insert_before"),
+            ),
+        )
+
+
+def _few_iterations(loop: cst.For | cst.While) -> bool:
+    """`for i in range(3)` or `for t in (a, b)`: too few iterations to grow much."""
+    if not isinstance(loop, cst.For):
+        return False
+    iterated = loop.iter
+    if isinstance(iterated, (cst.List, cst.Tuple)):
+        return True
+    if isinstance(iterated, cst.Call) and last_identifier(iterated.func) == "range" and len(iterated.args) == 1:
+        count = literal_value(iterated.args[0].value)
+        return isinstance(count, int) and count <= _FEW_ITERATIONS
+    return False
+
+
+def _read_elsewhere(loop: cst.CSTNode, target: str, assignment: cst.CSTNode) -> bool:
+    """Whether the loop mentions `target` outside `assignment`, besides `target is None` tests."""
+    found = False
+
+    def none_test(test: cst.BaseExpression) -> type[cst.BaseCompOp] | None:
+        """`cst.Is` for `target is None`, `cst.IsNot` for `target is not None`."""
+        if not (isinstance(test, cst.Comparison) and dotted_name(test.left) == target):
+            return None
+        if len(test.comparisons) != 1 or literal_value(test.comparisons[0].comparator) is not None:
+            return None
+        return type(test.comparisons[0].operator)
+
+    class Reader(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> bool:
+            return node is not assignment
+
+        def visit_If(self, node: cst.If) -> bool:
+            # `if x is None: x = out` starts the tensor on the first iteration: only the
+            # branch taken once `x` exists can read it.
+            kind = none_test(node.test)
+            if kind not in (cst.Is, cst.IsNot):
+                return True
+            grown_branch = node.orelse if kind is cst.Is else node.body
+            if grown_branch is not None:
+                grown_branch.visit(self)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            nonlocal found
+            found = found or dotted_name(node) == target
+            return True
+
+        def visit_Name(self, node: cst.Name) -> bool:
+            nonlocal found
+            found = found or node.value == target
+            return False
+
+    loop.visit(Reader())
+    return found
+
+
+# --------------------------------------------------------------------------------------------
+# TPL506
+
+
+class RequiresGradTypo(Rule):
+    """`param.require_grad = ...`: a typo of `requires_grad` that freezes nothing.
+
+    ## What it does
+    Checks for assignments to the attribute `require_grad` on parameters and tensors (a loop
+    variable over `.parameters()` / `.named_parameters()`, a tensor expression, or a layer's
+    `.weight`/`.bias`), unless a class in the file defines its own `require_grad`.
+
+    ## Why is this bad?
+    Python lets you set any attribute on a tensor, so the misspelt name is silently stored and
+    `requires_grad` stays `True`: the "frozen" parameters still get gradients, the backward
+    pass does all the work for them, and the optimizer keeps updating them.
+
+    ## Example
+    ```python
+    for param in model.backbone.parameters():
+        param.require_grad = False
+    ```
+
+    ## Use instead
+    ```python
+    for param in model.backbone.parameters():
+        param.requires_grad = False
+    ```
+
+    ## Fix safety
+    Unsafe: renaming changes which parameters train — that is the intent, but it changes the
+    results of the run.
+
+    ## References
+    - PyTorch docs, [Excluding subgraphs from backward](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    - PyTorch docs, [`Tensor.requires_grad`](https://pytorch.org/docs/stable/generated/torch.Tensor.requires_grad.html)
+    """
+
+    code = "TPL506"
+    name = "requires-grad-typo"
+    message = "`require_grad` is a typo of `requires_grad`: the parameter is not frozen"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if _defines_require_grad(facts):
+            return
+        for assignment in facts.index.assigns:
+            targets = (
+                [t.target for t in assignment.targets]
+                if isinstance(assignment, cst.Assign)
+                else [assignment.target]
+            )
+            for target in _flattened(targets):
+                if not (isinstance(target, cst.Attribute) and target.attr.value == "require_grad"):
+                    continue
+                if not _is_parameter_or_tensor(facts, target.value):
+                    continue
+                fix = ProposedFix(
+                    self.fix_applicability, "Rename to `requires_grad`",
+                    (NodeEdit(target.attr, "requires_grad"),),
+                )
+                yield self.finding(target, fix)
+
+
+def _flattened(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
+    for target in targets:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            yield from _flattened([element.value for element in target.elements])
+        else:
+            yield target
+
+
+def _defines_require_grad(facts: FileFacts) -> bool:
+    """A class of the file has a `require_grad` method, class attribute or `self.` attribute."""
+    for function in facts.index.functions:
+        if function.name.value == "require_grad" and facts.scopes.enclosing_class(function):
+            return True
+    for assignment in facts.index.assigns:
+        targets = (
+            [t.target for t in assignment.targets] if isinstance(assignment, cst.Assign) else [assignment.target]
+        )
+        for target in _flattened(targets):
+            name = dotted_name(target)
+            if name in ("require_grad", "self.require_grad") and facts.scopes.enclosing_class(assignment):
+                return True
+    return False
+
+
+def _is_parameter_or_tensor(facts: FileFacts, receiver: cst.BaseExpression) -> bool:
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value in ("weight", "bias"):
+        return True
+    if isinstance(receiver, cst.Name) and _iterates_parameters(facts, receiver):
+        return True
+    return facts.tensors.is_tensor(receiver)
+
+
+def _iterates_parameters(facts: FileFacts, name: cst.Name) -> bool:
+    """`name` is the variable of an enclosing `for` over `.parameters()`/`.named_parameters()`."""
+    for parent in facts.scopes.ancestors(name):
+        if isinstance(parent, ScopeNode):
+            return False
+        if isinstance(parent, cst.For) and name.value in _names_in(parent.target):
+            return bool(_names_in(parent.iter) & {"parameters", "named_parameters"})
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# TPL507
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
+
+
+class RepeatInsteadOfBroadcast(Rule):
+    """A `.repeat()`/`torch.tile()` copy used where broadcasting would do.
+
+    ## What it does
+    Checks for `.repeat(...)`, `torch.tile(...)` and `.expand(...).contiguous()` used directly
+    as an operand of `+ - * / **` with another tensor expression, when the repeated tensor
+    visibly has the size-1 dimensions broadcasting needs (`.unsqueeze(...)`, `x[:, None]`,
+    `.view(..., 1, ...)`), or it is an `.expand(...)`.
+
+    ## Why is this bad?
+    `repeat` and `tile` allocate and fill a full-size copy, and `.contiguous()` turns a free
+    `expand` view into one. Element-wise operators broadcast size-1 dimensions themselves
+    without materialising anything, so the copy costs memory bandwidth and allocations for
+    nothing.
+
+    ## Example
+    ```python
+    scores = queries * keys.unsqueeze(1).repeat(1, n, 1)
+    ```
+
+    ## Use instead
+    ```python
+    scores = queries * keys.unsqueeze(1)
+    ```
+
+    ## Fix safety
+    Display-only: broadcasting gives the same result only when the shapes line up as
+    expected, which only the author can confirm.
+
+    ## References
+    - PyTorch docs, [Broadcasting semantics](https://pytorch.org/docs/stable/notes/broadcasting.html)
+    - PyTorch docs, [`Tensor.expand`](https://pytorch.org/docs/stable/generated/torch.Tensor.expand.html)
+    """
+
+    code = "TPL507"
+    name = "repeat-instead-of-broadcast"
+    message = "`repeat`/`tile` copy used in arithmetic; rely on broadcasting instead"
+    default = False
+    fix_applicability = Applicability.DISPLAY_ONLY
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for operation in facts.index.binary_operations:
+            if not isinstance(operation.operator, _ARITHMETIC):
+                continue
+            for operand, other in ((operation.left, operation.right), (operation.right, operation.left)):
+                source = self._copied_view(facts, operand)
+                if source is None or not facts.tensors.is_tensor(other):
+                    continue
+                fix = ProposedFix(
+                    self.fix_applicability, "Drop the copy and rely on broadcasting",
+                    (NodeEdit(operand, self.code_of(facts, source, at=operand)),),
+                )
+                yield self.finding(operand, fix)
+
+    def _copied_view(self, facts: FileFacts, operand: cst.BaseExpression) -> cst.BaseExpression | None:
+        """What `operand` copies, when broadcasting it would give the same result."""
+        if not isinstance(operand, cst.Call):
+            return None
+        func = operand.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "contiguous" and not operand.args:
+            inner = func.value
+            if isinstance(inner, cst.Call) and last_identifier(inner.func) == "expand" and isinstance(inner.func, cst.Attribute):
+                return inner if facts.tensors.is_tensor(inner.func.value) else None
+            return None
+        if isinstance(func, cst.Attribute) and func.attr.value == "repeat":
+            source = func.value
+        elif facts.names.call_name(operand) == "torch.tile" and operand.args:
+            source = operand.args[0].value
+        else:
+            return None
+        if not _has_unit_dimension(source):
+            return None
+        # NumPy arrays also have `.repeat` (with `repeat_interleave`'s meaning), but no `unsqueeze`.
+        is_unsqueeze = isinstance(source, cst.Call) and last_identifier(source.func) == "unsqueeze"
+        return source if is_unsqueeze or facts.tensors.is_tensor(source) else None
+
+
+def _has_unit_dimension(source: cst.BaseExpression) -> bool:
+    """`x.unsqueeze(k)`, `torch.unsqueeze(x, k)`, `x[:, None]`, `x.view(n, 1, d)`."""
+    if isinstance(source, cst.Subscript):
+        return any(
+            isinstance(element.slice, cst.Index)
+            and isinstance(element.slice.value, cst.Name) and element.slice.value.value == "None"
+            for element in source.slice
+        )
+    if not isinstance(source, cst.Call):
+        return False
+    method = last_identifier(source.func)
+    if method == "unsqueeze":
+        return True
+    if method in ("view", "reshape"):
+        return any(isinstance(arg.value, cst.Integer) and literal_value(arg.value) == 1 for arg in source.args)
+    return False
+
+
+RULES = (
+    LossGraphRetained,
+    CheckpointUseReentrant,
+    EmptyCacheInLoop,
+    RetainGraphInLoop,
+    TensorGrownInLoop,
+    RequiresGradTypo,
+    RepeatInsteadOfBroadcast,
+)
