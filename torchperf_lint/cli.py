@@ -95,7 +95,10 @@ def _verify_command() -> click.Command | None:
 @click.group(cls=CheckByDefault, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torchperf-lint")
 def main() -> None:
-    """Find, explain, fix and measure performance mistakes in PyTorch training code."""
+    """Find, explain, fix and measure performance mistakes in PyTorch training code.
+
+    `torchperf-lint PATH...` is short for `torchperf-lint check PATH...`.
+    """
 
 
 def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
