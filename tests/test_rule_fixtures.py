@@ -1,5 +1,8 @@
 """Every rule's fixture files: the findings written beside the lines are exactly the findings.
 
+A fixture `X.py` with a sibling `X.fixed` also pins the exact output of
+`--fix --unsafe-fixes` with only that rule selected, and a second fix must change nothing.
+
 A fixture is `tests/fixtures/TPLnnn*.py` (or any `.py` below a `tests/fixtures/TPLnnn/` folder,
 for rules that look at the path). A line that must be reported ends with
 `# error: TPLnnn:COL` (several separated by spaces); every other line must stay silent. A first
@@ -14,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from torchperf_lint.engine import LintSettings, lint_text, rules_for
+from torchperf_lint.fixes import fix_text
 from torchperf_lint.rules.base import RuleOptions
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,13 +71,32 @@ def expected_findings(text: str) -> list[tuple[str, int, int]]:
 )
 def test_fixture_findings_match_annotations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    code = fixture_code(path)
-    settings = LintSettings(rules=rules_for([code]), options=fixture_options(text))
+    settings = fixture_settings(path, text)
     filename = str(path.relative_to(FIXTURES.parent))
     found = sorted(
         (d.code, d.location.row, d.location.column) for d in lint_text(text, filename, settings)
     )
     assert found == expected_findings(text)
+
+
+def fixture_settings(path: Path, text: str) -> LintSettings:
+    return LintSettings(rules=rules_for([fixture_code(path)]), options=fixture_options(text))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in fixture_files() if path.with_suffix(".fixed").exists()],
+    ids=lambda p: str(p.relative_to(FIXTURES)),
+)
+def test_fixture_fix_output(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    settings = fixture_settings(path, text)
+    filename = str(path.relative_to(FIXTURES.parent))
+    fixed, applied, _ = fix_text(text, filename, settings, unsafe_fixes=True)
+    assert applied, "a .fixed expectation needs at least one applied fix"
+    assert fixed == path.with_suffix(".fixed").read_text(encoding="utf-8")
+    again, applied_again, _ = fix_text(fixed, filename, settings, unsafe_fixes=True)
+    assert (again, dict(applied_again)) == (fixed, {})
 
 
 def test_every_rule_has_a_fixture() -> None:

@@ -1,0 +1,74 @@
+"""A small image classifier trained the way many first scripts are written.
+
+Every performance mistake here is one the seed documents warn about; run
+`torchperf-lint examples/train.py` to see them, and `torchperf-lint --fix --unsafe-fixes
+--diff examples/train.py` to see the rewrites.
+"""
+
+import time
+
+import torch
+import torch.nn as nn
+from torch.cuda.amp import GradScaler, autocast
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class SmallNet(nn.Module):
+    def __init__(self, num_classes: int = 10) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
+        self.head = nn.Linear(32 * 16 * 16, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def evaluate(model: nn.Module, loader: DataLoader) -> float:
+    model.eval()
+    correct = 0
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        correct += (model(images).argmax(1) == labels).sum().item()
+    return correct / len(loader.dataset)
+
+
+def main() -> None:
+    images = torch.randn(512, 3, 32, 32)
+    labels = torch.randint(0, 10, (512,))
+    train_loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=True)
+    val_loader = DataLoader(TensorDataset(images, labels), batch_size=64)
+
+    model = SmallNet().to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    criterion = nn.CrossEntropyLoss()
+    scaler = GradScaler()
+
+    losses = []
+    for epoch in range(2):
+        model.train()
+        start = time.time()
+        for images_batch, labels_batch in train_loader:
+            images_batch = images_batch.to(device)
+            labels_batch = labels_batch.to(device)
+            optimizer.zero_grad(set_to_none=False)
+            with autocast():
+                loss = criterion(model(images_batch), labels_batch)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss)
+            print(f"loss {loss.item():.4f}")
+        elapsed = time.time() - start
+        accuracy = evaluate(model, val_loader)
+        print(f"epoch {epoch}: {elapsed:.1f}s, accuracy {accuracy:.3f}")
+
+
+if __name__ == "__main__":
+    main()
