@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from torchperf_lint.facts.index import ScopeNode
@@ -74,22 +76,56 @@ class Guards:
             return False
         return self.names.qualified_name(expression) in _GRAD_DISABLING
 
+    def may_disable_grad(self, expression: cst.BaseExpression) -> bool:
+        """`is_grad_disabling`, or a grad mode only known at run time:
+        `torch.set_grad_enabled(<expression>)`, `ctx if c else torch.no_grad()`, or a name
+        bound to a grad-disabling context manager (`ctx = torch.no_grad()`)."""
+        if self.is_grad_disabling(expression):
+            return True
+        if (
+            isinstance(expression, cst.Call)
+            and expression.args
+            and self.names.call_name(expression) == "torch.set_grad_enabled"
+        ):
+            value = expression.args[0].value
+            return not (isinstance(value, cst.Name) and value.value == "True")
+        if isinstance(expression, cst.IfExp):
+            return self.may_disable_grad(expression.body) or self.may_disable_grad(expression.orelse)
+        if isinstance(expression, (cst.Name, cst.Attribute)):
+            return any(
+                isinstance(value, (cst.Call, cst.IfExp)) and self.may_disable_grad(value)
+                for value in self.scopes.bound_values(expression)
+            )
+        return False
+
     def decorated_grad_disabled(self, function: cst.FunctionDef) -> bool:
         return any(self.is_grad_disabling(d.decorator) for d in function.decorators)
 
     def grad_disabled(self, node: cst.CSTNode) -> bool:
         """Under `with torch.no_grad():` in the same function, or in a `@torch.no_grad()` def."""
+        return self._under_grad_mode(node, self.is_grad_disabling)
+
+    def grad_maybe_disabled(self, node: cst.CSTNode) -> bool:
+        """`grad_disabled`, also counting grad modes only known at run time (`may_disable_grad`)."""
+        return self._under_grad_mode(node, self.may_disable_grad)
+
+    def _under_grad_mode(
+        self, node: cst.CSTNode, disables: Callable[[cst.BaseExpression], bool]
+    ) -> bool:
         in_own_function = True
         for parent in self.scopes.ancestors(node):
             if isinstance(parent, cst.FunctionDef):
-                if self.decorated_grad_disabled(parent):
+                if any(disables(d.decorator) for d in parent.decorators):
                     return True
                 in_own_function = False
             elif isinstance(parent, (cst.Lambda, cst.ClassDef)):
                 in_own_function = False
-            elif in_own_function and isinstance(parent, cst.With):
-                if any(self.is_grad_disabling(item.item) for item in parent.items):
-                    return True
+            elif (
+                in_own_function
+                and isinstance(parent, cst.With)
+                and any(disables(item.item) for item in parent.items)
+            ):
+                return True
         return False
 
 

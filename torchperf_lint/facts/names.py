@@ -73,8 +73,12 @@ class NameResolver:
         self.aliases: dict[str, str] = {}
         # name -> the scopes (a def or class node, None for the module) that define it locally.
         self.local_definitions: dict[str, set[cst.CSTNode | None]] = {}
+        # name -> what a module-level import binds it to, for fixes that must name a module.
+        self.module_level_imports: dict[str, str] = {}
         for statement in index.imports:
             self._add_import(statement)
+            if self._scope_of(statement) is None:
+                self._add_import(statement, self.module_level_imports)
         for definition in (*index.functions, *index.classes):
             self._define(definition.name.value, self._scope_of(definition))
         # An assignment to an imported name shadows it too (`DataLoader = MyLoader`), unless
@@ -114,7 +118,11 @@ class NameResolver:
             parent = self.parents.get(parent)
         return False
 
-    def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
+    def _add_import(
+        self, statement: cst.Import | cst.ImportFrom, aliases: dict[str, str] | None = None
+    ) -> None:
+        if aliases is None:
+            aliases = self.aliases
         if isinstance(statement.names, cst.ImportStar):
             return
         if isinstance(statement, cst.Import):
@@ -123,10 +131,10 @@ class NameResolver:
                 if full is None:
                     continue
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.aliases.setdefault(alias.asname.name.value, full)
+                    aliases.setdefault(alias.asname.name.value, full)
                 else:
                     top = full.split(".")[0]
-                    self.aliases.setdefault(top, top)
+                    aliases.setdefault(top, top)
             return
         if statement.relative or statement.module is None:
             return
@@ -140,7 +148,7 @@ class NameResolver:
             bound = imported
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 bound = alias.asname.name.value
-            self.aliases.setdefault(bound, f"{module}.{imported}")
+            aliases.setdefault(bound, f"{module}.{imported}")
 
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The canonical dotted name `node` refers to, or None when it cannot be known."""
@@ -159,6 +167,20 @@ class NameResolver:
                 return None
             full = f"{base}.{node.attr.value}"
             return CANONICAL_NAMES.get(full, full)
+        return None
+
+    def module_level_name(self, qualified: str) -> str | None:
+        """A name a module-level import binds to `qualified` and nothing in the file rebinds
+        (`T` after `import torch as T`), for fixes that must spell a PyTorch name; else None."""
+        # The name as PyTorch spells it (`torch`, `AdamW`) first, then any alias.
+        spelt_as_pytorch = qualified.rsplit(".", 1)[-1]
+        for name, target in sorted(
+            self.module_level_imports.items(), key=lambda item: (item[0] != spelt_as_pytorch, item[0])
+        ):
+            if target == qualified and self.aliases.get(name) == qualified and (
+                name not in self.local_definitions
+            ):
+                return name
         return None
 
     def call_name(self, call: cst.Call) -> str | None:

@@ -2,4 +2,471 @@
 
 from __future__ import annotations
 
-RULES: tuple = ()
+from collections import defaultdict
+from collections.abc import Iterator
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.arguments import literal_value
+from torchperf_lint.facts.index import Loop, ScopeNode
+from torchperf_lint.facts.names import dotted_name, last_identifier
+from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
+
+NO_GRAD_DOCS = "https://pytorch.org/docs/stable/generated/torch.no_grad.html"
+INFERENCE_MODE_DOCS = "https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html"
+
+# Calls that need autograd to record: whoever makes them is computing gradients on purpose
+# (training, adversarial examples, saliency maps), even with the model in eval mode.
+_GRADIENT_FUNCTIONS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.")
+_GRADIENT_METHODS = frozenset({"backward", "requires_grad_"})
+_GRAD_ENABLING = frozenset({"torch.enable_grad"})
+
+
+class FunctionCalls:
+    """The calls each function of a module makes, and which of them run the gradient machinery."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.order = {call: position for position, call in enumerate(facts.index.calls)}
+        # Calls in each function's own body (nested defs excluded), None for module level.
+        self.own: dict[cst.FunctionDef | None, list[cst.Call]] = defaultdict(list)
+        # Calls anywhere inside each function, nested defs included (an LBFGS closure).
+        self.inside: dict[cst.FunctionDef | None, list[cst.Call]] = defaultdict(list)
+        for call in facts.index.calls:
+            function = facts.scopes.enclosing_function(call)
+            self.own[function].append(call)
+            for enclosing in facts.scopes.enclosing_functions(call):
+                self.inside[enclosing].append(call)
+
+    def computes_gradients(self, function: cst.FunctionDef | None) -> bool:
+        """Whether `function` (or module-level code, for None) calls backward, steps an
+        optimizer, asks autograd for gradients, or switches gradients on for some tensor."""
+        calls = self.inside[function] if function is not None else self.own[None]
+        return any(self._needs_gradients(call) for call in calls)
+
+    def _needs_gradients(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in _GRADIENT_METHODS:
+                return True
+            if func.attr.value == "step" and self.facts.loops.is_optimizer_or_scaler(func.value):
+                return True
+        name = self.facts.names.call_name(call) or ""
+        if name.startswith(_GRADIENT_FUNCTIONS) or name in _GRAD_ENABLING:
+            return True
+        if name == "torch.set_grad_enabled":
+            return not (call.args and literal_value(call.args[0].value) is False)
+        return any(
+            arg.keyword is not None
+            and arg.keyword.value == "requires_grad"
+            and literal_value(arg.value) is not False
+            for arg in call.args
+        )
+
+    def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """Calls of `function` in this module: `name(...)`, or `obj.name(...)` for a method."""
+        name = function.name.value
+        is_method = self.facts.scopes.enclosing_class(function) is not None and (
+            self.facts.scopes.enclosing_function(function) is None
+        )
+        return [
+            call
+            for call in self.facts.index.calls
+            if (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value == name
+                if is_method
+                else isinstance(call.func, cst.Name) and call.func.value == name
+            )
+        ]
+
+    def always_called_without_grad(
+        self, function: cst.FunctionDef, seen: frozenset[cst.FunctionDef] = frozenset()
+    ) -> bool:
+        """Whether every call of `function` in the module (there is at least one) runs with
+        gradients off: under `no_grad`, or in a function itself always called that way."""
+        sites = self.call_sites(function)
+        if not sites or function in seen:
+            return False
+        seen = seen | {function}
+        for site in sites:
+            if self.facts.guards.grad_maybe_disabled(site):
+                continue
+            caller = self.facts.scopes.enclosing_function(site)
+            if caller is None or not self.always_called_without_grad(caller, seen):
+                return False
+        return True
+
+
+def grad_mode_spelling(facts: FileFacts, mode: str) -> str | None:
+    """How this module can spell `torch.<mode>` with its module-level imports, or None."""
+    torch_name = facts.names.module_level_name("torch")
+    if torch_name is not None:
+        return f"{torch_name}.{mode}"
+    return facts.names.module_level_name(f"torch.{mode}")
+
+
+def _is_train_call(call: cst.Call, receiver: str) -> bool:
+    """`receiver.train()` or `receiver.train(True)`, which ends the stretch in eval mode."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "train"):
+        return False
+    if dotted_name(func.value) != receiver:
+        return False
+    return not call.args or literal_value(call.args[0].value) is not False
+
+
+def _runs(call: cst.Call, receiver: str) -> bool:
+    """`receiver(...)` or `receiver.forward(...)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        func = func.value
+    return dotted_name(func) == receiver
+
+
+class EvalWithoutNoGrad(Rule):
+    """The model runs in eval mode with autograd still recording.
+
+    ## What it does
+    Checks for a `model.eval()` call followed, in the same function (or at module level), by
+    calls of that model (`model(x)`, `model.forward(x)`) that run with gradients on: not under
+    `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
+    either (or nested in one), and not in a helper that every caller in the module calls under
+    `no_grad`. Only the calls between `eval()` and the next `model.train()` count. Functions
+    that compute gradients are left alone: they call `backward`, step an optimizer, call
+    `torch.autograd.grad`, or switch gradients on (`requires_grad_()`, `torch.enable_grad()`);
+    a frozen model in eval mode inside a training step, or an adversarial attack, needs them.
+
+    ## Why is this bad?
+    `eval()` only changes how dropout and batch normalization behave; it does not stop autograd.
+    Every forward pass still records the graph and keeps every intermediate activation alive
+    until the outputs are freed, which costs time and a lot of memory, and often forces a
+    smaller evaluation batch than the GPU could run.
+
+    ## Example
+    ```python
+    def evaluate(model, loader):
+        model.eval()
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum()
+    ```
+
+    ## Use instead
+    ```python
+    @torch.no_grad()
+    def evaluate(model, loader):
+        model.eval()
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum()
+    ```
+
+    ## Fix safety
+    Unsafe: any gradient-dependent code in the function stops working, and returned tensors no
+    longer carry a graph. The fix decorates the function with `@torch.no_grad()`, spelt with
+    the module's own name for `torch`; at module level it wraps the loop that runs the model in
+    `with torch.no_grad():`. Without an import of `torch` (or of `no_grad`) at module level, or
+    for an `async def`, no fix is offered.
+
+    ## References
+    - PyTorch docs, [`torch.no_grad`](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+      and [`Module.eval`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval)
+      ("This is different from `torch.no_grad`")
+    - PyTorch docs, [Locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    - Seed document 001, section 4 ("torch.no_grad(): 검증이나 테스트 시에는 그래디언트 계산을 비활성화")
+    """
+
+    code = "TPL701"
+    name = "eval-without-no-grad"
+    message = "`.eval()` does not turn off autograd; run the model under `torch.no_grad()`"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        calls = None
+        for call in facts.index.calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "eval") or call.args:
+                continue
+            receiver = dotted_name(func.value)
+            if receiver is None:
+                continue
+            calls = calls or FunctionCalls(facts)
+            function = facts.scopes.enclosing_function(call)
+            recording = [
+                run
+                for run in self._runs_in_eval_mode(calls, call, receiver, function)
+                if not facts.guards.grad_maybe_disabled(run)
+            ]
+            if not recording or calls.computes_gradients(function):
+                continue
+            if function is not None and calls.always_called_without_grad(function):
+                continue
+            yield self.finding(call, self._fix(facts, call, function, recording))
+
+    @staticmethod
+    def _runs_in_eval_mode(
+        calls: FunctionCalls, eval_call: cst.Call, receiver: str, function: cst.FunctionDef | None
+    ) -> list[cst.Call]:
+        """Calls of the model after `eval_call` and before its next `.train()`, same scope."""
+        start = calls.order[eval_call]
+        runs = []
+        for call in calls.own[function]:
+            if calls.order[call] <= start:
+                continue
+            if _is_train_call(call, receiver):
+                break
+            if _runs(call, receiver):
+                runs.append(call)
+        return runs
+
+    def _fix(
+        self,
+        facts: FileFacts,
+        eval_call: cst.Call,
+        function: cst.FunctionDef | None,
+        recording: list[cst.Call],
+    ) -> ProposedFix | None:
+        no_grad = grad_mode_spelling(facts, "no_grad")
+        if no_grad is None:
+            return None
+        if function is not None:
+            if function.asynchronous is not None:
+                return None  # The context would not stay active across `await`s.
+            # The decorator goes right above `def`, under any others (`@staticmethod`).
+            decorator = f"@{no_grad}()\n{''.join(facts.indents(function))}"
+            return ProposedFix(
+                self.fix_applicability,
+                f"Decorate `{function.name.value}` with `@{no_grad}()`",
+                (NodeEdit(function, decorator, mode="insert_before"),),
+            )
+        loop = self._single_loop_around(facts, eval_call, recording)
+        if loop is None:
+            return None
+        return ProposedFix(
+            self.fix_applicability,
+            f"Run the loop under `with {no_grad}():`",
+            (wrap_in_with(facts, loop, f"{no_grad}()"),),
+        )
+
+    @staticmethod
+    def _single_loop_around(
+        facts: FileFacts, eval_call: cst.Call, recording: list[cst.Call]
+    ) -> cst.For | cst.While | None:
+        """The one outermost loop, not containing `eval_call`, that holds every recording run."""
+        outermost = set()
+        for run in recording:
+            loops = [
+                parent
+                for parent in facts.scopes.ancestors(run)
+                if isinstance(parent, Loop)
+                and not facts.scopes.within_same_scope(eval_call, parent)
+            ]
+            if not loops or any(isinstance(p, ScopeNode) for p in facts.scopes.ancestors(loops[-1])):
+                return None
+            outermost.add(loops[-1])
+        return outermost.pop() if len(outermost) == 1 else None
+
+
+def wrap_in_with(facts: FileFacts, statement: cst.BaseStatement, context: str) -> NodeEdit:
+    """An edit that puts `statement` in `with <context>:`, indenting it one level more."""
+    wrapped = cst.With(
+        items=[cst.WithItem(cst.parse_expression(context))],
+        body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=())]),
+    )
+    text = facts.code(wrapped, at=statement)
+    # The edit starts where the statement does, after its indentation, and ends with its
+    # last line's text, before the line break.
+    text = text.removeprefix("".join(facts.indents(statement)))
+    return NodeEdit(statement, text.removesuffix(facts.module.default_newline))
+
+
+class NoGradInsteadOfInferenceMode(Rule):
+    """`torch.no_grad()` around pure inference, where `torch.inference_mode()` does less work.
+
+    ## What it does
+    Checks for `with torch.no_grad():` blocks and `@torch.no_grad()` functions that run a
+    model and do nothing else autograd could care about: no in-place updates (`p.copy_(...)`,
+    EMA weights), no stores into attributes or subscripts, in a function that computes no
+    gradients. Unless the module trains nowhere at all, the function must also put the model
+    in eval mode (an evaluation function), because tensors made under `inference_mode` cannot
+    later enter a training graph. Modules that use `torch.compile` are left alone.
+
+    ## Why is this bad?
+    `no_grad` only stops graph recording. `inference_mode` also skips the version counters and
+    view tracking of every tensor it creates, which removes a little more overhead from each
+    operation — noticeable for models made of many small kernels.
+
+    ## Example
+    ```python
+    with torch.no_grad():
+        predictions = model(batch)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.inference_mode():
+        predictions = model(batch)
+    ```
+
+    ## Fix safety
+    Unsafe: tensors created under `inference_mode` cannot be saved for backward or modified in
+    place outside it, so a result that later feeds training raises at run time.
+
+    ## References
+    - PyTorch docs, [`torch.inference_mode`](https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html)
+    - PyTorch docs, [Inference mode](https://pytorch.org/docs/stable/notes/autograd.html#inference-mode)
+    - Seed document 001, section 4 recommends `torch.no_grad()` for validation; we follow the
+      PyTorch docs, which prefer `inference_mode` where it is allowed, and only for pure inference
+    """
+
+    code = "TPL702"
+    name = "no-grad-instead-of-inference-mode"
+    message = "`torch.no_grad()` around pure inference; `torch.inference_mode()` is faster"
+    default = False
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if any(facts.names.call_name(call) == "torch.compile" for call in facts.index.calls):
+            return
+        calls = FunctionCalls(facts)
+        module_trains = any(
+            calls.computes_gradients(function) for function in (None, *facts.index.functions)
+        )
+        for expression, body, function in self._no_grad_regions(facts):
+            if calls.computes_gradients(function):
+                continue
+            if module_trains and not self._evaluates(calls, function):
+                continue
+            if not self._pure_inference(facts, body) or self._results_mutated_later(
+                facts, calls, body, function
+            ):
+                continue
+            yield self.finding(expression, self._fix(facts, expression))
+
+    @staticmethod
+    def _no_grad_regions(
+        facts: FileFacts,
+    ) -> Iterator[tuple[cst.BaseExpression, cst.BaseSuite, cst.FunctionDef | None]]:
+        """(the `no_grad` expression, the code it covers, the function it is in)."""
+        for statement in facts.index.withs:
+            for item in statement.items:
+                if _is_no_grad(facts, item.item):
+                    yield item.item, statement.body, facts.scopes.enclosing_function(statement)
+        for function in facts.index.functions:
+            for decorator in function.decorators:
+                if _is_no_grad(facts, decorator.decorator):
+                    yield decorator.decorator, function.body, function
+
+    @staticmethod
+    def _evaluates(calls: FunctionCalls, function: cst.FunctionDef | None) -> bool:
+        return any(
+            isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args
+            for call in calls.own[function]
+        )
+
+    @staticmethod
+    def _pure_inference(facts: FileFacts, body: cst.BaseSuite) -> bool:
+        """Runs a model, mutates nothing in place, stores into no attribute or subscript."""
+        inside = [call for call in facts.index.calls if facts.scopes.within_same_scope(call, body)]
+        runs_model = any(facts.tensors.is_module_call(call) for call in inside)
+        mutates = any(_is_in_place_method(last_identifier(call.func) or "") for call in inside)
+        stores = any(
+            facts.scopes.within_same_scope(assignment, body)
+            and any(
+                isinstance(target, (cst.Attribute, cst.Subscript))
+                for target in _assignment_targets(assignment)
+            )
+            for assignment in facts.index.assigns
+        )
+        return runs_model and not mutates and not stores
+
+    @staticmethod
+    def _results_mutated_later(
+        facts: FileFacts, calls: FunctionCalls, body: cst.BaseSuite, function: cst.FunctionDef | None
+    ) -> bool:
+        """Whether a name bound in `body` is updated in place after it (`out += 1`,
+        `out.clamp_(0)`, `out[i] = 0`): inference tensors cannot be, outside inference mode."""
+        bound = {
+            name.value
+            for assignment in facts.index.assigns
+            if facts.scopes.within_same_scope(assignment, body)
+            for target in _assignment_targets(assignment)
+            for name in _names_in(target)
+        }
+        if not bound:
+            return False
+        for call in calls.own[function]:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and _is_in_place_method(func.attr.value)
+                and _root_name(func.value) in bound
+                and not facts.scopes.within_same_scope(call, body)
+            ):
+                return True
+        for assignment in facts.index.assigns:
+            if facts.scopes.within_same_scope(assignment, body):
+                continue
+            if facts.scopes.enclosing_function(assignment) is not function:
+                continue
+            for target in _assignment_targets(assignment):
+                in_place = isinstance(assignment, cst.AugAssign) or isinstance(target, cst.Subscript)
+                if in_place and _root_name(target) in bound:
+                    return True
+        return False
+
+    def _fix(self, facts: FileFacts, expression: cst.BaseExpression) -> ProposedFix | None:
+        func = expression.func if isinstance(expression, cst.Call) else expression
+        message = "Use `torch.inference_mode()`"
+        if isinstance(func, cst.Attribute):
+            return self.replace(facts, func.attr, cst.Name("inference_mode"), message)
+        spelling = grad_mode_spelling(facts, "inference_mode")
+        if spelling is None:
+            return None
+        return self.replace(facts, func, cst.parse_expression(spelling), message)
+
+
+def _is_no_grad(facts: FileFacts, expression: cst.BaseExpression) -> bool:
+    func = expression.func if isinstance(expression, cst.Call) else expression
+    if isinstance(expression, cst.Call) and expression.args:
+        return False
+    if facts.names.qualified_name(func) != "torch.no_grad":
+        return False
+    # `torch.no_grad` and `torch.autograd.no_grad` have an `inference_mode` beside them.
+    return not isinstance(func, cst.Attribute) or facts.names.qualified_name(func.value) in (
+        "torch",
+        "torch.autograd",
+    )
+
+
+def _assignment_targets(
+    assignment: cst.Assign | cst.AnnAssign | cst.AugAssign,
+) -> list[cst.BaseExpression]:
+    if isinstance(assignment, cst.Assign):
+        return [target.target for target in assignment.targets]
+    return [assignment.target]
+
+
+def _is_in_place_method(name: str) -> bool:
+    """PyTorch's in-place naming: `add_`, `copy_`, `nn.init.normal_` (not `__call__`)."""
+    return name.endswith("_") and not name.startswith("_")
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    """The plain names an assignment target binds (`a`, `a, b`, `(a, [b, c])`)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    return []
+
+
+def _root_name(expression: cst.BaseExpression) -> str | None:
+    """`out` for `out`, `out.logits`, `out[0]` and `out.logits[0]`."""
+    while isinstance(expression, (cst.Attribute, cst.Subscript)):
+        expression = expression.value
+    return expression.value if isinstance(expression, cst.Name) else None
+
+
+RULES = (EvalWithoutNoGrad, NoGradInsteadOfInferenceMode)
