@@ -49,6 +49,27 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         "in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
         "groups", "bias",
     ),
+    **{
+        f"torch.nn.ConvTranspose{dims}d": (
+            "in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding",
+            "groups", "bias", "dilation",
+        )
+        for dims in (1, 2, 3)
+    },
+    **{
+        f"torch.nn.LazyConv{dims}d": (
+            "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias",
+        )
+        for dims in (1, 2, 3)
+    },
+    **{
+        f"torch.nn.LazyConvTranspose{dims}d": (
+            "out_channels", "kernel_size", "stride", "padding", "output_padding", "groups", "bias",
+            "dilation",
+        )
+        for dims in (1, 2, 3)
+    },
+    "torch.nn.LazyLinear": ("out_features", "bias"),
     "torch.amp.autocast": ("device_type", "dtype", "enabled", "cache_enabled"),
     "torch.cuda.amp.autocast": ("enabled", "dtype", "cache_enabled"),
     "torch.cpu.amp.autocast": ("enabled", "dtype", "cache_enabled"),

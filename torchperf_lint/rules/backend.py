@@ -2,4 +2,687 @@
 
 from __future__ import annotations
 
-RULES: tuple = ()
+from collections.abc import Iterator
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.arguments import MISSING, SIGNATURES, argument_value, bound_argument
+from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.rules.base import Finding, Rule
+from torchperf_lint.rules.edits import replace_argument, set_keyword
+
+SEED_CHECKLIST = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\""
+TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+
+CONVOLUTIONS = frozenset(
+    f"torch.nn.{kind}{dims}d" for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose")
+    for dims in (1, 2, 3)
+)
+LINEARS = frozenset({"torch.nn.Linear", "torch.nn.LazyLinear"})
+BATCH_NORMS = frozenset({
+    "torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d", "torch.nn.SyncBatchNorm",
+    "torch.nn.LazyBatchNorm1d", "torch.nn.LazyBatchNorm2d", "torch.nn.LazyBatchNorm3d",
+})
+# A Linear's output is (batch, features): only the 1-d BatchNorm normalises each feature.
+FEATURE_BATCH_NORMS = frozenset({"torch.nn.BatchNorm1d", "torch.nn.LazyBatchNorm1d", "torch.nn.SyncBatchNorm"})
+SEQUENTIAL = "torch.nn.Sequential"
+CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
+CUDNN_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+
+
+def is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def assigned_settings(facts: FileFacts) -> Iterator[tuple[cst.Assign, str, cst.BaseExpression]]:
+    """`(assignment, qualified target, value)` for assignments to PyTorch attributes
+    (`torch.backends.cudnn.benchmark = True`, also through `from torch.backends import cudnn`)."""
+    for assignment in facts.index.assigns:
+        if not isinstance(assignment, cst.Assign):
+            continue
+        for target in assignment.targets:
+            if isinstance(target.target, cst.Attribute):
+                qualified = facts.names.qualified_name(target.target)
+                if qualified is not None and qualified.startswith("torch."):
+                    yield assignment, qualified, assignment.value
+
+
+def trains_on_cuda(facts: FileFacts, target_device: str) -> bool:
+    """The module has a training loop and runs on CUDA (or `target-device = "cuda"`)."""
+    if target_device == "cpu" or not facts.loops.training_loops:
+        return False
+    return target_device == "cuda" or facts.uses_cuda
+
+
+def uses_autocast(facts: FileFacts) -> bool:
+    """Some autocast region of the module may be enabled (the module uses AMP)."""
+    return any(autocast.may_be_enabled for autocast in facts.autocast.calls)
+
+
+def layer_constructions(facts: FileFacts, layer_names: frozenset[str]) -> Iterator[cst.Call]:
+    for call in facts.index.calls:
+        if facts.names.call_name(call) in layer_names:
+            yield call
+
+
+def bias_cancelled_by_norm(
+    facts: FileFacts, layer_names: frozenset[str], norm_names: frozenset[str]
+) -> Iterator[cst.Call]:
+    """Layer constructions with a bias whose output goes straight into a BatchNorm.
+
+    Recognised: adjacent arguments of an `nn.Sequential(...)` literal; `self.bn(self.conv(x))`;
+    and `out = self.conv(x)` directly followed by `out = self.bn(out)` (the conv output is
+    then used by nothing else). BatchNorm subtracts the per-channel batch mean, so a
+    per-channel constant added just before it has no effect on the output.
+    """
+    reported: set[cst.Call] = set()
+
+    def construction(expression: cst.BaseExpression, names: frozenset[str], cls: cst.ClassDef | None):
+        """The one construction of `names` that `expression` (a call or `self.x`) holds."""
+        if isinstance(expression, cst.Call):
+            return expression if facts.names.call_name(expression) in names else None
+        name = dotted_name(expression)
+        if cls is None or name is None or not name.startswith("self."):
+            return None
+        values = [v for v in facts.scopes.bound_values(expression) if facts.scopes.enclosing_class(v) is cls]
+        if len(values) != 1 or not isinstance(values[0], cst.Call):
+            return None
+        return values[0] if facts.names.call_name(values[0]) in names else None
+
+    def has_bias(layer: cst.Call) -> bool:
+        signature = SIGNATURES.get(facts.names.call_name(layer) or "", ())
+        value = argument_value(layer, "bias", signature)
+        return value is MISSING or value is True
+
+    def candidates() -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression, cst.ClassDef | None]]:
+        for call in facts.index.calls:
+            if facts.names.call_name(call) == SEQUENTIAL:
+                positional = [arg.value for arg in call.args if arg.keyword is None]
+                if any(arg.star for arg in call.args):
+                    continue
+                for layer, norm in zip(positional, positional[1:]):
+                    yield layer, norm, None
+            elif len(call.args) == 1 and not call.args[0].keyword and not call.args[0].star:
+                inner = call.args[0].value
+                if isinstance(inner, cst.Call):
+                    yield inner.func, call.func, facts.scopes.enclosing_class(call)
+        for layer, norm, cls in _consecutive_layer_statements(facts):
+            yield layer, norm, cls
+
+    for layer_expression, norm_expression, cls in candidates():
+        if isinstance(layer_expression, cst.Call) and isinstance(norm_expression, cst.Call) or not isinstance(layer_expression, cst.Call) and not isinstance(norm_expression, cst.Call):
+            layer = construction(layer_expression, layer_names, cls)
+            norm = construction(norm_expression, norm_names, cls)
+        else:
+            continue
+        if layer is None or norm is None or layer in reported or not has_bias(layer):
+            continue
+        reported.add(layer)
+        yield layer
+
+
+def _consecutive_layer_statements(
+    facts: FileFacts,
+) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression, cst.ClassDef | None]]:
+    """`(self.conv, self.bn, class)` for `out = self.conv(x)` followed by `out = self.bn(out)`."""
+    for cls in facts.index.classes:
+        for function in cls.body.body:
+            if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
+                continue
+            statements = list(function.body.body)
+            for first, second in zip(statements, statements[1:]):
+                produced = _single_call_assignment(first)
+                consumed = _single_call_assignment(second)
+                if produced is None or consumed is None:
+                    continue
+                (target, layer_call), (new_target, norm_call) = produced, consumed
+                args = norm_call.args
+                if (
+                    target == new_target
+                    and len(args) == 1
+                    and args[0].keyword is None
+                    and not args[0].star
+                    and isinstance(args[0].value, cst.Name)
+                    and args[0].value.value == target
+                ):
+                    yield layer_call.func, norm_call.func, cls
+
+
+def _single_call_assignment(statement: cst.BaseStatement) -> tuple[str, cst.Call] | None:
+    """`("out", call)` for a line that is exactly `out = <call>`."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assignment = statement.body[0]
+    if (
+        isinstance(assignment, cst.Assign)
+        and len(assignment.targets) == 1
+        and isinstance(assignment.targets[0].target, cst.Name)
+        and isinstance(assignment.value, cst.Call)
+    ):
+        return assignment.targets[0].target.value, assignment.value
+    return None
+
+
+class _BiasBeforeBatchNorm(Rule):
+    """Shared check of TPL906 and TPL909: which layers, which norms."""
+
+    layer_names: frozenset[str]
+    norm_names: frozenset[str]
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
+            signature = SIGNATURES.get(facts.names.call_name(layer) or "", ())
+            passed = bound_argument(layer, "bias", signature)
+            no_bias = cst.Name("False")
+            new_call = (
+                replace_argument(layer, passed, no_bias)
+                if isinstance(passed, cst.Arg) and passed.keyword is None
+                else set_keyword(layer, "bias", no_bias)
+            )
+            yield self.finding(layer, self.replace(facts, layer, new_call, "Construct the layer with `bias=False`"))
+
+
+class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
+    """A convolution's bias is computed and then cancelled by the BatchNorm that follows it.
+
+    ## What it does
+    Checks for a convolution constructed with a bias (the default) whose output goes
+    straight into a BatchNorm: adjacent layers of an `nn.Sequential(...)` literal, or
+    `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
+
+    ## Why is this bad?
+    BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
+    by the convolution is removed again: the bias costs an extra kernel (or epilogue), memory
+    traffic, optimizer state and a gradient, and changes nothing the model can express.
+
+    ## Example
+    ```python
+    block = nn.Sequential(nn.Conv2d(64, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU())
+    ```
+
+    ## Use instead
+    ```python
+    block = nn.Sequential(nn.Conv2d(64, 128, 3, padding=1, bias=False), nn.BatchNorm2d(128), nn.ReLU())
+    ```
+
+    ## Fix safety
+    Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
+    keys, so existing checkpoints no longer load with `strict=True`.
+
+    ## References
+    - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch docs, [BatchNorm2d](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html)
+    """
+
+    code = "TPL906"
+    name = "conv-bias-before-batchnorm"
+    message = "Convolution bias is cancelled by the BatchNorm that follows; construct it with `bias=False`"
+    default = True
+    layer_names = CONVOLUTIONS
+    norm_names = BATCH_NORMS
+
+
+class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
+    """An `nn.Linear` bias is computed and then cancelled by the `BatchNorm1d` that follows it.
+
+    ## What it does
+    Checks for `nn.Linear` constructed with a bias (the default) whose output goes straight
+    into `nn.BatchNorm1d`: adjacent layers of an `nn.Sequential(...)` literal, or
+    `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
+    LayerNorm and GroupNorm are not reported: they normalise across features, so a
+    per-feature bias before them is not cancelled.
+
+    ## Why is this bad?
+    `BatchNorm1d` subtracts the per-feature batch mean, so the constant the Linear adds to
+    each feature is removed again: an extra addition, a parameter, its gradient and its
+    optimizer state, for nothing.
+
+    ## Example
+    ```python
+    head = nn.Sequential(nn.Linear(512, 256), nn.BatchNorm1d(256), nn.ReLU())
+    ```
+
+    ## Use instead
+    ```python
+    head = nn.Sequential(nn.Linear(512, 256, bias=False), nn.BatchNorm1d(256), nn.ReLU())
+    ```
+
+    ## Fix safety
+    Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
+    keys, so existing checkpoints no longer load with `strict=True`.
+
+    ## References
+    - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (the same holds for Linear) (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch docs, [BatchNorm1d](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)
+    """
+
+    code = "TPL909"
+    name = "linear-bias-before-batchnorm"
+    message = "Linear bias is cancelled by the BatchNorm1d that follows; construct it with `bias=False`"
+    default = True
+    layer_names = LINEARS
+    norm_names = FEATURE_BATCH_NORMS
+
+
+class CudnnBenchmarkNotEnabled(Rule):
+    """A CUDA training module with convolutions never enables cuDNN autotuning.
+
+    ## What it does
+    Checks modules that train on CUDA, construct convolution layers, and never assign
+    `torch.backends.cudnn.benchmark`. Reported at the first convolution. A module that sets it
+    to `False` made a decision and is not reported.
+
+    ## Why is this bad?
+    With `benchmark = True`, cuDNN times the available convolution algorithms for each input
+    shape the first time it sees it and then uses the fastest; without it a heuristic picks
+    one, often a slower one. With fixed input shapes (most image training) the search runs
+    once and every later step is faster.
+
+    ## Example
+    ```python
+    model = torchvision.models.resnet50().cuda()
+    for images, labels in loader:
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda()
+    ```
+
+    ## Fix safety
+    No fix: with input shapes that change every step the search reruns for each new shape
+    and costs more than it saves, and the choice is not deterministic; only the author knows.
+
+    ## References
+    - PyTorch Performance Tuning Guide, "Enable cuDNN auto-tuner" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - Seed document 001, section 3.1 (cudnn.benchmark)
+    """
+
+    code = "TPL901"
+    name = "cudnn-benchmark-not-enabled"
+    message = "CUDA training with convolutions and no `torch.backends.cudnn.benchmark`; set it to `True` for fixed input shapes"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if not trains_on_cuda(facts, self.options.target_device):
+            return
+        if any(target == CUDNN_BENCHMARK for _, target, _ in assigned_settings(facts)):
+            return
+        first_convolution = next(layer_constructions(facts, CONVOLUTIONS), None)
+        if first_convolution is not None:
+            yield self.finding(first_convolution)
+
+
+class CudnnDeterministicEnabled(Rule):
+    """`torch.backends.cudnn.deterministic = True` restricts cuDNN to its slower algorithms.
+
+    ## What it does
+    Checks for assignments of `True` to `torch.backends.cudnn.deterministic`.
+
+    ## Why is this bad?
+    Deterministic mode lets cuDNN use only algorithms that give bit-identical results run to
+    run, which excludes many of the fastest convolution kernels (and disables the benefit of
+    `cudnn.benchmark`). Useful while debugging a reproducibility problem; costly when left on
+    for training.
+
+    ## Example
+    ```python
+    torch.backends.cudnn.deterministic = True
+    ```
+
+    ## Use instead
+    ```python
+    torch.backends.cudnn.benchmark = True  # reproducibility only where it is needed
+    ```
+
+    ## Fix safety
+    No fix: whether bitwise reproducibility is required is the author's call.
+
+    ## References
+    - PyTorch docs, [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
+    - PyTorch Performance Tuning Guide (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    """
+
+    code = "TPL902"
+    name = "cudnn-deterministic-enabled"
+    message = "`cudnn.deterministic = True` excludes the fastest cuDNN kernels; enable it only while debugging"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for assignment, target, value in assigned_settings(facts):
+            if target == CUDNN_DETERMINISTIC and is_true(value):
+                yield self.finding(assignment)
+
+
+class DataParallel(Rule):
+    """`nn.DataParallel` is a single-process, multi-thread wrapper that scales poorly.
+
+    ## What it does
+    Checks for `torch.nn.DataParallel(...)` constructions.
+
+    ## Why is this bad?
+    `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
+    inputs and gathers the outputs on the first GPU, all from one Python process whose GIL the
+    replicas contend for. `DistributedDataParallel` runs one process per GPU, keeps replicas
+    in place and overlaps the gradient all-reduce with the backward pass; the PyTorch docs
+    recommend it even on a single machine.
+
+    ## Example
+    ```python
+    model = nn.DataParallel(model).cuda()
+    ```
+
+    ## Use instead
+    ```python
+    model = nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])  # one process per GPU (torchrun)
+    ```
+
+    ## Fix safety
+    No fix: moving to DDP needs a process launcher, a process group and a distributed sampler.
+
+    ## References
+    - PyTorch docs, [DataParallel](https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html) ("use DistributedDataParallel instead")
+    - PyTorch docs, [CUDA semantics: use DDP instead of DataParallel](https://pytorch.org/docs/stable/notes/cuda.html#use-nn-parallel-distributeddataparallel-instead-of-multiprocessing-or-nn-dataparallel)
+    """
+
+    code = "TPL903"
+    name = "data-parallel"
+    message = "`nn.DataParallel` scales poorly (one process, GIL, replication every step); use `DistributedDataParallel`"
+    default = True
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
+            yield self.finding(call)
+
+
+class BatchSizeNotPowerOfTwo(Rule):
+    """A literal `batch_size=` that is not a power of two.
+
+    ## What it does
+    Checks for a literal integer passed as `batch_size=` (also positionally to `DataLoader`)
+    that is not a power of two.
+
+    ## Why is this bad?
+    GPU kernels tile their work in powers of two; a batch of 100 can leave tiles partly empty
+    and pick less efficient kernels than 96 or 128. The effect is real but usually small and
+    depends on the model, which is why this rule is opt-in.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=100)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=128)
+    ```
+
+    ## Fix safety
+    No fix: the batch size changes the optimisation (learning rate, memory use).
+
+    ## References
+    - Seed document 001, section 3.2 (batch size as a power of two)
+    - NVIDIA Deep Learning Performance guide, "Matrix multiplication background"
+    """
+
+    code = "TPL904"
+    name = "batch-size-not-power-of-two"
+    message = "`batch_size={size}` is not a power of two; GPU kernels tile best with 2^k batches"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        loaders = {loader.call: loader for loader in facts.dataloaders.constructions}
+        for call in facts.index.calls:
+            loader = loaders.get(call)
+            passed = loader.argument("batch_size") if loader else bound_argument(call, "batch_size")
+            if not isinstance(passed, cst.Arg):
+                continue
+            size = argument_value(call, "batch_size", SIGNATURES["torch.utils.data.DataLoader"] if loader else ())
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0 and size & (size - 1):
+                yield self.finding(passed, size=size)
+
+
+class Float32MatmulPrecision(Rule):
+    """A CUDA training module runs float32 matmuls without allowing TF32.
+
+    ## What it does
+    Checks modules that train on CUDA and never call `torch.set_float32_matmul_precision(...)`
+    nor assign an `allow_tf32` or `fp32_precision` backend setting. Reported at the first
+    training loop.
+
+    ## Why is this bad?
+    On Ampere and newer GPUs, TF32 tensor cores run float32 matmuls and convolutions several
+    times faster with a 10-bit mantissa, which training tolerates. PyTorch leaves TF32 off
+    for matmuls by default, so float32 code does not use them unless asked.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+    ```
+
+    ## Use instead
+    ```python
+    torch.set_float32_matmul_precision("high")
+    ```
+
+    ## Fix safety
+    No fix: TF32 changes numerics; whether the model tolerates it is the author's call.
+
+    ## References
+    - PyTorch docs, [torch.set_float32_matmul_precision](https://pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html)
+    - PyTorch docs, [TensorFloat-32 on Ampere devices](https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices)
+    """
+
+    code = "TPL905"
+    name = "float32-matmul-precision"
+    message = "float32 matmuls on CUDA without TF32; call `torch.set_float32_matmul_precision(\"high\")`"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if not trains_on_cuda(facts, self.options.target_device):
+            return
+        if any(
+            facts.names.call_name(call) == "torch.set_float32_matmul_precision" for call in facts.index.calls
+        ):
+            return
+        if any(
+            target.rsplit(".", 1)[-1] in ("allow_tf32", "fp32_precision")
+            for _, target, _ in assigned_settings(facts)
+        ):
+            return
+        yield self.finding(facts.loops.training_loops[0].node)
+
+
+class DeterministicAlgorithmsEnabled(Rule):
+    """`torch.use_deterministic_algorithms(True)` left on outside tests.
+
+    ## What it does
+    Checks for `torch.use_deterministic_algorithms(True)` outside test files and not under a
+    flag (`if args.deterministic:`).
+
+    ## Why is this bad?
+    Deterministic mode makes PyTorch pick deterministic kernels, which are often slower
+    (scatter/index_add fall back to serialised versions, cuDNN loses its fastest algorithms),
+    and it raises for operations that have no deterministic implementation. It is the right
+    tool while hunting a reproducibility bug; left on, every training run pays for it.
+
+    ## Example
+    ```python
+    torch.use_deterministic_algorithms(True)
+    ```
+
+    ## Use instead
+    ```python
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True)
+    ```
+
+    ## Fix safety
+    No fix: whether bitwise reproducibility is required is the author's call. Fine while
+    debugging, and in tests.
+
+    ## References
+    - PyTorch docs, [torch.use_deterministic_algorithms](https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html)
+    - PyTorch docs, [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
+    """
+
+    code = "TPL908"
+    name = "deterministic-algorithms-enabled"
+    message = "`torch.use_deterministic_algorithms(True)` selects slower kernels; keep it behind a debug flag"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.is_test_file:
+            return
+        for call in facts.index.calls:
+            if facts.names.call_name(call) != "torch.use_deterministic_algorithms":
+                continue
+            if argument_value(call, "mode", ("mode",)) is True and not facts.guards.under_flag(call):
+                yield self.finding(call)
+
+
+# The size parameters of each layer that become a matmul or convolution dimension.
+SIZE_PARAMETERS = {
+    "torch.nn.Linear": ("in_features", "out_features"),
+    **{
+        f"torch.nn.{kind}{dims}d": ("in_channels", "out_channels")
+        for kind in ("Conv", "ConvTranspose") for dims in (1, 2, 3)
+    },
+}
+TENSOR_CORE_MULTIPLE = 8
+
+
+class TensorCoreUnfriendlyDims(Rule):
+    """A layer size that is not a multiple of 8 in a module that trains with AMP.
+
+    ## What it does
+    Checks, in modules that use autocast, for `nn.Linear` and `nn.Conv*` constructions whose
+    literal feature or channel counts are not multiples of 8. Sizes below 8 (an RGB input,
+    a scalar output) are not reported: they come from the data, and padding them buys little.
+
+    ## Why is this bad?
+    Tensor cores multiply float16/bfloat16 matrices in tiles whose dimensions are multiples of
+    8; cuBLAS and cuDNN use them fully only when the matrix dimensions are multiples of 8, and
+    otherwise pad internally or fall back to slower kernels. nanoGPT pads GPT-2's vocabulary
+    from 50257 to 50304 (a multiple of 64) for a measurable speedup of the output layer.
+
+    ## Example
+    ```python
+    self.lm_head = nn.Linear(768, 50257)
+    ```
+
+    ## Use instead
+    ```python
+    self.lm_head = nn.Linear(768, 50304)  # padded vocabulary; extra logits are never targets
+    ```
+
+    ## Fix safety
+    No fix: the size is part of the model (and of its checkpoints); pad it where it is chosen.
+
+    ## References
+    - NVIDIA, [Tensor Core requirements](https://docs.nvidia.com/deeplearning/performance/mixed-precision-training/index.html#tensor-core-shape)
+    - PyTorch Performance Tuning Guide, "Use mixed precision and AMP" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    """
+
+    code = "TPL907"
+    name = "tensor-core-unfriendly-dims"
+    message = "Layer size {sizes} is not a multiple of 8; tensor cores under AMP need multiples of 8"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if not uses_autocast(facts):
+            return
+        for layer in layer_constructions(facts, frozenset(SIZE_PARAMETERS)):
+            qualified = facts.names.call_name(layer) or ""
+            sizes = [
+                size
+                for parameter in SIZE_PARAMETERS[qualified]
+                if isinstance(size := argument_value(layer, parameter, SIGNATURES[qualified]), int)
+                and not isinstance(size, bool)
+                and size >= TENSOR_CORE_MULTIPLE
+                and size % TENSOR_CORE_MULTIPLE
+            ]
+            if sizes:
+                yield self.finding(layer, sizes=", ".join(map(str, sizes)))
+
+
+class ChannelsLastNotUsed(Rule):
+    """A CUDA AMP training module with 2-d convolutions keeps the default NCHW layout.
+
+    ## What it does
+    Checks modules that train on CUDA under autocast, construct `nn.Conv2d` layers, and
+    mention neither `channels_last` nor `memory_format=` anywhere. Reported at the first
+    `nn.Conv2d`. Modules with only `Conv1d` layers are not reported.
+
+    ## Why is this bad?
+    Tensor-core convolution kernels work on channels-last (NHWC) data. With the default
+    contiguous (NCHW) layout, cuDNN transposes every activation to NHWC and back around each
+    convolution; converting the model and the inputs once removes those copies, typically
+    10-30% of a convolutional network's step time under AMP.
+
+    ## Example
+    ```python
+    model = torchvision.models.resnet50().cuda()
+    with torch.autocast("cuda"):
+        loss = criterion(model(images), labels)
+    ```
+
+    ## Use instead
+    ```python
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    images = images.to(memory_format=torch.channels_last)
+    ```
+
+    ## Fix safety
+    No fix: every input must be converted too, and custom operators that call `.view()` on
+    activations may need `.reshape()` or `.contiguous()`.
+
+    ## References
+    - PyTorch tutorial, [Channels last memory format](https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html)
+    - PyTorch Performance Tuning Guide, "Use channels_last memory format for computer vision models" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    """
+
+    code = "TPL910"
+    name = "channels-last-not-used"
+    message = "Conv2d under AMP on CUDA in NCHW layout; convert model and inputs with `memory_format=torch.channels_last`"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if not trains_on_cuda(facts, self.options.target_device) or not uses_autocast(facts):
+            return
+        if self._chooses_memory_format(facts):
+            return
+        first_convolution = next(layer_constructions(facts, frozenset({"torch.nn.Conv2d"})), None)
+        if first_convolution is not None:
+            yield self.finding(first_convolution)
+
+    @staticmethod
+    def _chooses_memory_format(facts: FileFacts) -> bool:
+        if any(attribute.attr.value == "channels_last" for attribute in facts.index.attributes):
+            return True
+        if any(
+            arg.keyword is not None and arg.keyword.value == "memory_format"
+            for call in facts.index.calls for arg in call.args
+        ):
+            return True
+        return any(string.evaluated_value == "channels_last" for string in facts.index.strings)
+
+
+RULES = (
+    CudnnBenchmarkNotEnabled,
+    CudnnDeterministicEnabled,
+    DataParallel,
+    BatchSizeNotPowerOfTwo,
+    Float32MatmulPrecision,
+    ConvBiasBeforeBatchNorm,
+    TensorCoreUnfriendlyDims,
+    DeterministicAlgorithmsEnabled,
+    LinearBiasBeforeBatchNorm,
+    ChannelsLastNotUsed,
+)

@@ -2,4 +2,428 @@
 
 from __future__ import annotations
 
-RULES: tuple = ()
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.arguments import MISSING, argument_value
+from torchperf_lint.facts.names import last_identifier
+from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
+
+SEED_BENCHMARK = "Seed document 000, \"성능 최적화 팁\", section \"CPU vs GPU 성능 비교\""
+
+CLOCKS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic",
+    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
+})
+# Methods that make the host wait for the device: explicit synchronisation, or reading a
+# result (`.item()`, `.cpu()`); distributed barriers wait for the collective's kernels too.
+SYNCING_METHODS = frozenset({
+    "synchronize", "item", "tolist", "cpu", "numpy", "elapsed_time", "barrier",
+    "wait_for_everyone", "block_until_ready", "wait_device_ops",
+})
+CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
+
+ANOMALY_SWITCHES = frozenset({
+    "torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly",
+})
+ANOMALY_CONTEXTS = frozenset({
+    "torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly",
+})
+GRADIENT_CHECKS = frozenset({
+    "torch.autograd.gradcheck", "torch.autograd.gradgradcheck",
+    "torch.autograd.gradcheck.gradcheck", "torch.autograd.gradcheck.gradgradcheck",
+})
+PROFILERS = frozenset({
+    "torch.profiler.profile", "torch.autograd.profiler.profile", "torch.autograd.profiler.emit_nvtx",
+})
+
+
+class ExecutionOrder:
+    """Orders nodes of one module by when they finish running (operands before operators).
+
+    The index's parent map is filled in pre-order; a node finishes after everything in its
+    subtree, so `(last descendant, -pre-order)` sorts `model(x)` before `model(x).item()`.
+    """
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.parents = facts.index.parents
+        self.preorder = {node: position for position, node in enumerate(self.parents)}
+        self.subtree_end = dict(self.preorder)
+        for node in reversed(list(self.parents)):
+            parent = self.parents[node]
+            if parent in self.subtree_end and self.subtree_end[node] > self.subtree_end[parent]:
+                self.subtree_end[parent] = self.subtree_end[node]
+
+    def finish(self, node: cst.CSTNode) -> tuple[int, int]:
+        return self.subtree_end[node], -self.preorder[node]
+
+    def between(self, node: cst.CSTNode, start: cst.CSTNode, end: cst.CSTNode) -> bool:
+        """`node` runs after `start` finished and before `end` is read."""
+        return self.preorder[node] > self.subtree_end[start] and self.finish(node) < self.finish(end)
+
+    def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+        return self.preorder[outer] <= self.preorder[node] <= self.subtree_end[outer]
+
+
+@dataclass(frozen=True)
+class TimedInterval:
+    """`start = clock()` ... `clock() - start`: the two clock reads and the start's name."""
+
+    start: cst.Call
+    end: cst.Call
+    start_name: cst.BaseExpression
+
+
+class CudaTimingWithoutSync(Rule):
+    """Wall-clock timing of CUDA work that ends without waiting for the GPU.
+
+    ## What it does
+    Checks for an interval timed with `time.time()`, `time.perf_counter()` or
+    `time.monotonic()` that contains CUDA work (a model or `torch.*` call, `backward`, an
+    optimizer step) and whose end is read with no synchronisation after that work:
+    `torch.cuda.synchronize()`, `event.synchronize()`, or a host sync such as `.item()` or
+    `.cpu()` on a result. Reported at the clock read that ends the interval.
+
+    Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
+    dt = t1 - t0; t0 = t1`, `end = time.time()` at the end of each iteration) and per-iteration
+    timers restarted in the same loop: over many iterations the full launch queue throttles
+    the host, and they measure throughput correctly. Work that runs inside a training loop
+    is not counted either (timing a whole training run is off by one queue's worth, which does
+    not matter), nor are calls of your own functions that may synchronise inside.
+
+    ## Why is this bad?
+    CUDA kernels run asynchronously: `model(x)` returns as soon as the kernels are queued.
+    Without a synchronisation before the end read, the interval measures how long Python took
+    to *launch* the work, not how long the GPU took to run it, and the numbers are too small
+    by anything up to the whole run.
+
+    ## Example
+    ```python
+    start = time.perf_counter()
+    for _ in range(100):
+        out = model(x)
+    elapsed = time.perf_counter() - start
+    ```
+
+    ## Use instead
+    ```python
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(100):
+        out = model(x)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    ```
+    or `torch.utils.benchmark.Timer(...).timeit(100)`, which synchronises and warms up for you.
+
+    ## Fix safety
+    No fix: where to synchronise, and whether to warm up first, depends on what is measured.
+
+    ## References
+    - PyTorch docs, [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    - PyTorch docs, [torch.utils.benchmark](https://pytorch.org/docs/stable/benchmark_utils.html)
+    - Seed document 000, "CPU vs GPU 성능 비교": synchronises before starting and before reading
+      the end of its benchmark loop, as this rule asks. Its comment calls the first
+      `synchronize()` a warm-up; it is not one: warm up by running the work once before timing.
+    """
+
+    code = "TPL801"
+    name = "cuda-timing-without-sync"
+    message = "Timed interval ends without `torch.cuda.synchronize()`: it measures kernel launches, not GPU time"
+    default = True
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if self.options.target_device == "cpu":
+            return
+        if not (self.options.target_device == "cuda" or facts.uses_cuda):
+            return
+        if not any(facts.names.call_name(call) in CLOCKS for call in facts.index.calls):
+            return
+        order = ExecutionOrder(facts)
+        reported: set[cst.Call] = set()
+        for interval in self._intervals(facts, order):
+            if interval.end not in reported and self._unsynchronised(facts, order, interval):
+                reported.add(interval.end)
+                yield self.finding(interval.end)
+
+    def _clock_reads(self, facts: FileFacts, expression: cst.BaseExpression) -> list[cst.Call]:
+        """The clock calls `expression` is, or the name it reads is bound to."""
+        if isinstance(expression, cst.Call):
+            return [expression] if facts.names.call_name(expression) in CLOCKS else []
+        return [
+            value for value in facts.scopes.bound_values(expression)
+            if isinstance(value, cst.Call) and facts.names.call_name(value) in CLOCKS
+        ]
+
+    def _intervals(self, facts: FileFacts, order: ExecutionOrder) -> Iterator[TimedInterval]:
+        for operation in facts.index.binary_operations:
+            if not isinstance(operation.operator, cst.Subtract):
+                continue
+            if not isinstance(operation.right, (cst.Name, cst.Attribute)):
+                continue
+            function = facts.scopes.enclosing_function(operation)
+            ends = [
+                read for read in self._clock_reads(facts, operation.left)
+                if order.finish(read) < order.finish(operation)
+                and facts.scopes.enclosing_function(read) is function
+            ]
+            starts = self._clock_reads(facts, operation.right)
+            if not ends or not starts:
+                continue
+            end = max(ends, key=order.finish)
+            earlier = [
+                start for start in starts
+                if order.finish(start) < order.finish(end)
+                and facts.scopes.enclosing_function(start) is function
+            ]
+            if earlier:
+                yield TimedInterval(max(earlier, key=order.finish), end, operation.right)
+
+    def _unsynchronised(self, facts: FileFacts, order: ExecutionOrder, interval: TimedInterval) -> bool:
+        end_loops = facts.loops.enclosing_loops(interval.end)
+        start_loops = facts.loops.enclosing_loops(interval.start)
+        nested_only = False
+        if end_loops:
+            loop = end_loops[0]
+            rebinds_start = any(
+                order.contains(loop.node, value) for value in facts.scopes.bound_values(interval.start_name)
+            )
+            if not rebinds_start or loop.is_hot or not start_loops or start_loops[0] is not loop:
+                # Cumulative or rolling timers of a loop: over many iterations they measure
+                # throughput. Only a complete loop inside the interval is a benchmark.
+                return False
+            nested_only = True
+        elif start_loops:
+            return False
+        function = facts.scopes.enclosing_function(interval.end)
+        last_work: tuple[int, int] | None = None
+        last_sync: tuple[int, int] | None = None
+        candidates: list[cst.CSTNode] = [*facts.index.calls, *facts.index.binary_operations]
+        for node in candidates:
+            if not order.between(node, interval.start, interval.end):
+                continue
+            if facts.scopes.enclosing_function(node) is not function:
+                continue
+            inner_loops = [
+                loop for loop in facts.loops.enclosing_loops(node)
+                if order.between(loop.node, interval.start, interval.end)
+            ]
+            if self._is_cuda_work(facts, node):
+                if any(loop.is_hot for loop in inner_loops) or (nested_only and not inner_loops):
+                    continue
+                last_work = max(last_work or order.finish(node), order.finish(node))
+            elif self._may_synchronise(facts, node):
+                last_sync = max(last_sync or order.finish(node), order.finish(node))
+        return last_work is not None and (last_sync is None or last_sync < last_work)
+
+    def _is_cuda_work(self, facts: FileFacts, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BinaryOperation):
+            return isinstance(node.operator, cst.MatrixMultiply) and facts.tensors.is_tensor(node)
+        if not isinstance(node, cst.Call):
+            return False
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        if method == "backward":
+            return True
+        if method == "step" and facts.loops.is_optimizer_or_scaler(node.func.value):
+            return True
+        return facts.tensors.is_module_call(node) or facts.tensors.is_tensor(node)
+
+    def _may_synchronise(self, facts: FileFacts, node: cst.CSTNode) -> bool:
+        """A host sync, or code this rule cannot see into (the user's own functions and
+        methods), which may read a result: when in doubt, assume it synchronises."""
+        if not isinstance(node, cst.Call):
+            return False
+        identifier = last_identifier(node.func) or ""
+        if identifier in SYNCING_METHODS or "sync" in identifier.lower():
+            return True
+        if facts.tensors.is_module_call(node) or identifier == "backward":
+            return False
+        qualified = facts.names.call_name(node)
+        if qualified is None:
+            # `x.to(device)` copies from pageable memory wait for the queue as well.
+            return not (isinstance(node.func, cst.Attribute) and facts.tensors.is_tensor(node.func.value))
+        if qualified.startswith("torch."):
+            return False
+        passes_tensor = any(facts.tensors.is_tensor(arg.value) for arg in node.args)
+        formats = any(isinstance(arg.value, cst.FormattedString) for arg in node.args)
+        return passes_tensor or (qualified in CONVERSIONS and formats)
+
+
+def block_indentation(facts: FileFacts, node: cst.CSTNode) -> str:
+    """The whitespace in front of the statement `node` (from the blocks that contain it)."""
+    indents = [
+        block.indent if block.indent is not None else facts.module.default_indent
+        for block in facts.scopes.ancestors(node)
+        if isinstance(block, cst.IndentedBlock)
+    ]
+    return "".join(reversed(indents))
+
+
+def _has_multiline_string(node: cst.CSTNode, facts: FileFacts) -> bool:
+    strings = m.findall(node, m.SimpleString() | m.FormattedString())
+    return any("\n" in facts.code(string) for string in strings)
+
+
+class DebugApiEnabled(Rule):
+    """Autograd anomaly detection or gradient checking left in training code.
+
+    ## What it does
+    Checks for `torch.autograd.set_detect_anomaly(True)`, `with torch.autograd.detect_anomaly():`
+    and `torch.autograd.gradcheck`/`gradgradcheck` outside test files. Calls under a flag
+    (`if args.detect_anomaly:`) and `set_detect_anomaly(False)` are not reported.
+
+    ## Why is this bad?
+    Anomaly detection records a Python traceback for every autograd node in the forward pass
+    and checks every backward output for NaN, which synchronises with the GPU; training runs
+    many times slower. `gradcheck` evaluates the function with finite differences in double
+    precision: a test, not something to run on every start of a training script.
+
+    ## Example
+    ```python
+    torch.autograd.set_detect_anomaly(True)
+    for x, y in loader:
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    if args.detect_anomaly:
+        torch.autograd.set_detect_anomaly(True)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix removes the call (or the `with` line, keeping its body), so a NaN that
+    anomaly detection would have pinpointed now surfaces later, without its forward traceback.
+    No fix is offered when removal would leave code that depends on the call's result.
+
+    ## References
+    - PyTorch docs, [Anomaly detection](https://pytorch.org/docs/stable/autograd.html#anomaly-detection)
+      ("This mode should be enabled only for debugging as the different tests will slow down your program execution.")
+    - PyTorch Performance Tuning Guide, "Disable debugging APIs" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    """
+
+    code = "TPL802"
+    name = "debug-api-enabled"
+    message = "Debugging API `{api}` slows every step; remove it or put it behind a debug flag"
+    default = True
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.is_test_file:
+            return
+        for call in facts.index.calls:
+            qualified = facts.names.call_name(call)
+            if qualified in ANOMALY_SWITCHES:
+                if argument_value(call, "mode", ("mode", "check_nan")) is not True:
+                    continue
+            elif qualified not in ANOMALY_CONTEXTS and qualified not in GRADIENT_CHECKS:
+                continue
+            if facts.guards.under_flag(call):
+                continue
+            api = qualified.rsplit(".", 1)[-1]
+            yield self.finding(call, self._removal(facts, call), api=api)
+
+    def _removal(self, facts: FileFacts, call: cst.Call) -> ProposedFix | None:
+        parent = facts.index.parents.get(call)
+        if isinstance(parent, cst.WithItem):
+            return self._unwrap(facts, parent)
+        if not isinstance(parent, cst.Expr):
+            return None  # the result is used (`assert gradcheck(...)`, `ok = ...`)
+        line = facts.index.parents.get(parent)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        block = facts.index.parents.get(line)
+        message = "Remove the debugging call"
+        if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
+            return ProposedFix(Applicability.UNSAFE, message, (NodeEdit(line, "pass"),))
+        return ProposedFix(Applicability.UNSAFE, message, (NodeEdit(line, mode="delete_lines"),))
+
+    def _unwrap(self, facts: FileFacts, item: cst.WithItem) -> ProposedFix | None:
+        """Replace `with detect_anomaly(): body` by the body, one level less indented."""
+        statement = facts.index.parents.get(item)
+        if not isinstance(statement, cst.With) or len(statement.items) != 1 or item.asname is not None:
+            return None
+        if _has_multiline_string(statement.body, facts):
+            return None  # re-indenting would change the string's text
+        body = statement.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            content = facts.code(body).strip()
+        else:
+            text = "".join(facts.code(line) for line in body.body).rstrip("\n")
+            indentation = block_indentation(facts, statement)
+            first, *rest = text.split("\n")
+            content = "\n".join([first, *(indentation + line if line else line for line in rest)])
+        return ProposedFix(
+            Applicability.UNSAFE, "Remove the anomaly-detection context, keeping its body",
+            (NodeEdit(statement, content),),
+        )
+
+
+class ProfilerLeftOn(Rule):
+    """A profiler wraps a whole training loop.
+
+    ## What it does
+    Checks for `torch.profiler.profile(...)`, `torch.autograd.profiler.profile(...)` and
+    `torch.autograd.profiler.emit_nvtx(...)` used as a `with` around a training loop.
+    Not reported: profilers with a `schedule=` (they record a few steps and then idle, as
+    the PyTorch docs recommend), a non-literal `enabled=`, or a `with` under a flag.
+
+    ## Why is this bad?
+    While it records, the profiler hooks every operator call and keeps every event in memory:
+    each step is slower, and a long run's trace grows without bound.
+
+    ## Example
+    ```python
+    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for x, y in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    with torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as prof:
+        for x, y in loader:
+            ...
+            prof.step()
+    ```
+
+    ## Fix safety
+    No fix: the profile may be the point of the script; only the author knows.
+
+    ## References
+    - PyTorch docs, [torch.profiler](https://pytorch.org/docs/stable/profiler.html) (`schedule`)
+    - PyTorch Performance Tuning Guide, "Disable debugging APIs" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    """
+
+    code = "TPL803"
+    name = "profiler-left-on"
+    message = "Profiler records the whole training loop; use a `schedule=` or profile a few steps only"
+    default = False
+
+    def check(self, facts: FileFacts) -> Iterator[Finding]:
+        for statement in facts.index.withs:
+            for item in statement.items:
+                call = item.item
+                if not isinstance(call, cst.Call) or facts.names.call_name(call) not in PROFILERS:
+                    continue
+                schedule = argument_value(call, "schedule")
+                enabled = argument_value(call, "enabled")
+                if (schedule is not MISSING and schedule is not None) or enabled not in (MISSING, True):
+                    continue
+                if facts.guards.under_flag(call) or not self._wraps_training(facts, statement):
+                    continue
+                yield self.finding(call)
+
+    @staticmethod
+    def _wraps_training(facts: FileFacts, statement: cst.With) -> bool:
+        return any(
+            facts.scopes.within_same_scope(loop.node, statement) for loop in facts.loops.training_loops
+        )
+
+
+RULES = (CudaTimingWithoutSync, DebugApiEnabled, ProfilerLeftOn)
