@@ -57,6 +57,20 @@ class Guards:
                 return True
         return False
 
+    def under_flag(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only under a condition (`if args.debug:`, `x if flag else y`).
+
+        `if __name__ == "__main__":` is not a flag: it runs whenever the script does.
+        """
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.IfExp) and child is not parent.test:
+                return True
+            if isinstance(parent, cst.If) and child is not parent.test:
+                return not (child is parent.body and _is_main_test(parent.test))
+        return False
+
     def under_main_guard(self, node: cst.CSTNode) -> bool:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
