@@ -197,6 +197,7 @@ def test_a_fix_is_applied_whole_or_not_at_all() -> None:
     "bad_edit",
     [
         edit((3, 1), (3, 2), "x"),  # past the last row
+        edit((3, 1), (3, 1), "x"),  # the row after the empty one a final line ending opens
         edit((1, 1), (1, 9), "x"),  # past the end of the row
         edit((0, 1), (1, 2), "x"),  # row 0
         edit((1, 4), (1, 2), "x"),  # ends before it starts
