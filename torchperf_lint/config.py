@@ -370,12 +370,11 @@ class Configuration:
         """Whether `path` or one of its directories (up to its configuration's directory)
         matches `exclude`/`extend-exclude`."""
         absolute = path if path.is_absolute() else self.cwd / path
-        patterns = self.config_for(absolute).exclude_patterns
-        root = self.config_for(absolute).root
+        config = self.config_for(absolute)
         for candidate in (absolute, *absolute.parents):
-            if candidate == root or candidate == candidate.parent:
+            if candidate == config.root or candidate == candidate.parent:
                 break
-            if any(pattern.matches(candidate) for pattern in patterns):
+            if any(pattern.matches(candidate) for pattern in config.exclude_patterns):
                 return True
         return False
 
