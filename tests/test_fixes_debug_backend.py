@@ -31,7 +31,7 @@ ANOMALY_CASES = [
         "import torch\n\n\ndef setup():\n    # debugging\n    pass\n",
     ),
     (
-        "import torch\n\n\ndef train(model, loader):\n"
+        ("import torch\n\n\ndef train(model, loader):\n"
         "    for x in loader:\n"
         "        with torch.autograd.detect_anomaly():  # find the NaN\n"
         "            # forward\n"
@@ -39,30 +39,30 @@ ANOMALY_CASES = [
         "            for part in loss:\n"
         "                part.backward()\n"
         "\n"
-        "        print(x)\n",
-        "import torch\n\n\ndef train(model, loader):\n"
+        "        print(x)\n"),
+        ("import torch\n\n\ndef train(model, loader):\n"
         "    for x in loader:\n"
         "        # forward\n"
         "        loss = model(x)\n"
         "        for part in loss:\n"
         "            part.backward()\n"
         "\n"
-        "        print(x)\n",
+        "        print(x)\n"),
     ),
     (
-        "import torch\n\n\ndef step(model, x):\n"
+        ("import torch\n\n\ndef step(model, x):\n"
         "    with torch.autograd.detect_anomaly(): model(x).backward(); print(x)\n"
-        "    return x\n",
-        "import torch\n\n\ndef step(model, x):\n"
+        "    return x\n"),
+        ("import torch\n\n\ndef step(model, x):\n"
         "    model(x).backward(); print(x)\n"
-        "    return x\n",
+        "    return x\n"),
     ),
     (
-        "import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
+        ("import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
         "\tgradcheck(torch.sin, (torch.randn(3, dtype=torch.double, requires_grad=True),))\n"
-        "\tprint('ok')\n",
-        "import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
-        "\tprint('ok')\n",
+        "\tprint('ok')\n"),
+        ("import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
+        "\tprint('ok')\n"),
     ),
 ]
 
@@ -95,10 +95,10 @@ def test_debug_api_without_a_safe_removal_has_no_fix(source: str) -> None:
 BIAS_CASES = [
     (
         "TPL906",
-        "from torch import nn\nblock = nn.Sequential(\n    nn.Conv2d(\n        3,\n        8,\n        3,\n    ),\n"
-        "    nn.BatchNorm2d(8),\n)\n",
-        "from torch import nn\nblock = nn.Sequential(\n    nn.Conv2d(\n        3,\n        8,\n        3,\n"
-        "        bias=False,\n    ),\n    nn.BatchNorm2d(8),\n)\n",
+        ("from torch import nn\nblock = nn.Sequential(\n    nn.Conv2d(\n        3,\n        8,\n        3,\n    ),\n"
+        "    nn.BatchNorm2d(8),\n)\n"),
+        ("from torch import nn\nblock = nn.Sequential(\n    nn.Conv2d(\n        3,\n        8,\n        3,\n"
+        "        bias=False,\n    ),\n    nn.BatchNorm2d(8),\n)\n"),
     ),
     (
         "TPL906",
@@ -107,14 +107,14 @@ BIAS_CASES = [
     ),
     (
         "TPL909",
-        "from torch import nn\n\n\nclass Head(nn.Module):\n    def __init__(self):\n"
+        ("from torch import nn\n\n\nclass Head(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.fc = nn.Linear(16, 16, bias=True)\n"
         "        self.bn = nn.BatchNorm1d(16)\n\n    def forward(self, x):\n"
-        "        out = self.fc(x)\n        out = self.bn(out)\n        return out\n",
-        "from torch import nn\n\n\nclass Head(nn.Module):\n    def __init__(self):\n"
+        "        out = self.fc(x)\n        out = self.bn(out)\n        return out\n"),
+        ("from torch import nn\n\n\nclass Head(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.fc = nn.Linear(16, 16, bias=False)\n"
         "        self.bn = nn.BatchNorm1d(16)\n\n    def forward(self, x):\n"
-        "        out = self.fc(x)\n        out = self.bn(out)\n        return out\n",
+        "        out = self.fc(x)\n        out = self.bn(out)\n        return out\n"),
     ),
 ]
 

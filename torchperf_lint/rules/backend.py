@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
+import libcst.matchers as m
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
@@ -50,8 +51,11 @@ def assigned_settings(facts: FileFacts) -> Iterator[tuple[cst.Assign, str, cst.B
 
 
 def trains_on_cuda(facts: FileFacts, target_device: str) -> bool:
-    """The module has a training loop and runs on CUDA (or `target-device = "cuda"`)."""
-    if target_device == "cpu" or not facts.loops.training_loops:
+    """The module has a training loop and runs on CUDA (or `target-device = "cuda"`).
+
+    Test files are not training code: their speed is not what these rules are about.
+    """
+    if target_device == "cpu" or facts.is_test_file or not facts.loops.training_loops:
         return False
     return target_device == "cuda" or facts.uses_cuda
 
@@ -126,32 +130,35 @@ def bias_cancelled_by_norm(
 def _consecutive_layer_statements(
     facts: FileFacts,
 ) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression, cst.ClassDef | None]]:
-    """`(self.conv, self.bn, class)` for `out = self.conv(x)` followed by `out = self.bn(out)`."""
+    """`(self.conv, self.bn, class)` for `out = self.conv(x)` directly followed by a statement
+    that rebinds `out` and reads it once, as the only argument of a call: `out = self.bn(out)`,
+    `x = self.norm(x) + shortcut`. The conv output then feeds nothing but that call."""
     for cls in facts.index.classes:
         for function in cls.body.body:
             if not isinstance(function, cst.FunctionDef) or not isinstance(function.body, cst.IndentedBlock):
                 continue
             statements = list(function.body.body)
             for first, second in zip(statements, statements[1:]):
-                produced = _single_call_assignment(first)
-                consumed = _single_call_assignment(second)
-                if produced is None or consumed is None:
+                produced = _single_assignment(first)
+                consumed = _single_assignment(second)
+                if produced is None or consumed is None or produced[0] != consumed[0]:
                     continue
-                (target, layer_call), (new_target, norm_call) = produced, consumed
-                args = norm_call.args
-                if (
-                    target == new_target
-                    and len(args) == 1
-                    and args[0].keyword is None
-                    and not args[0].star
-                    and isinstance(args[0].value, cst.Name)
-                    and args[0].value.value == target
-                ):
-                    yield layer_call.func, norm_call.func, cls
+                (target, layer_call), (_, value) = produced, consumed
+                if not isinstance(layer_call, cst.Call):
+                    continue
+                reads = m.findall(value, m.Name(target))
+                if len(reads) != 1:
+                    continue
+                argument = facts.index.parents.get(reads[0])
+                call = facts.index.parents.get(argument)
+                if not (isinstance(argument, cst.Arg) and isinstance(call, cst.Call)):
+                    continue
+                if len(call.args) == 1 and argument.keyword is None and not argument.star:
+                    yield layer_call.func, call.func, cls
 
 
-def _single_call_assignment(statement: cst.BaseStatement) -> tuple[str, cst.Call] | None:
-    """`("out", call)` for a line that is exactly `out = <call>`."""
+def _single_assignment(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """`("out", value)` for a line that is exactly `out = value`."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     assignment = statement.body[0]
@@ -159,7 +166,6 @@ def _single_call_assignment(statement: cst.BaseStatement) -> tuple[str, cst.Call
         isinstance(assignment, cst.Assign)
         and len(assignment.targets) == 1
         and isinstance(assignment.targets[0].target, cst.Name)
-        and isinstance(assignment.value, cst.Call)
     ):
         return assignment.targets[0].target.value, assignment.value
     return None
@@ -322,7 +328,8 @@ class CudnnDeterministicEnabled(Rule):
     """`torch.backends.cudnn.deterministic = True` restricts cuDNN to its slower algorithms.
 
     ## What it does
-    Checks for assignments of `True` to `torch.backends.cudnn.deterministic`.
+    Checks for assignments of `True` to `torch.backends.cudnn.deterministic`. Assignments
+    under a flag (`if args.seed is not None:`) are a decision and are not reported.
 
     ## Why is this bad?
     Deterministic mode lets cuDNN use only algorithms that give bit-identical results run to
@@ -355,7 +362,7 @@ class CudnnDeterministicEnabled(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for assignment, target, value in assigned_settings(facts):
-            if target == CUDNN_DETERMINISTIC and is_true(value):
+            if target == CUDNN_DETERMINISTIC and is_true(value) and not facts.guards.under_flag(assignment):
                 yield self.finding(assignment)
 
 
@@ -565,6 +572,7 @@ class TensorCoreUnfriendlyDims(Rule):
     Checks, in modules that use autocast, for `nn.Linear` and `nn.Conv*` constructions whose
     literal feature or channel counts are not multiples of 8. Sizes below 8 (an RGB input,
     a scalar output) are not reported: they come from the data, and padding them buys little.
+    Test files are not reported.
 
     ## Why is this bad?
     Tensor cores multiply float16/bfloat16 matrices in tiles whose dimensions are multiples of
@@ -596,7 +604,7 @@ class TensorCoreUnfriendlyDims(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not uses_autocast(facts):
+        if facts.is_test_file or not uses_autocast(facts):
             return
         for layer in layer_constructions(facts, frozenset(SIZE_PARAMETERS)):
             qualified = facts.names.call_name(layer) or ""
