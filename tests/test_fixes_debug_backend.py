@@ -51,10 +51,10 @@ ANOMALY_CASES = [
     ),
     (
         ("import torch\n\n\ndef step(model, x):\n"
-        "    with torch.autograd.detect_anomaly(): model(x).backward(); print(x)\n"
+        "    with torch.autograd.detect_anomaly(): model(x).backward(); print(x)  # debug\n"
         "    return x\n"),
         ("import torch\n\n\ndef step(model, x):\n"
-        "    model(x).backward(); print(x)\n"
+        "    model(x).backward(); print(x)  # debug\n"
         "    return x\n"),
     ),
     (

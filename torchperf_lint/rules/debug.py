@@ -352,7 +352,8 @@ class DebugApiEnabled(Rule):
             return None  # re-indenting would change the string's text
         body = statement.body
         if isinstance(body, cst.SimpleStatementSuite):
-            content = facts.code(body).strip()
+            # Each small statement renders with its own `;`; the line's comment stays in place.
+            content = "".join(facts.code(small) for small in body.body).strip()
         else:
             text = "".join(facts.code(line) for line in body.body).rstrip("\n")
             indentation = block_indentation(facts, statement)
