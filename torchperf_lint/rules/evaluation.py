@@ -137,6 +137,7 @@ class EvalWithoutNoGrad(Rule):
     that compute gradients are left alone: they call `backward`, step an optimizer, call
     `torch.autograd.grad`, or switch gradients on (`requires_grad_()`, `torch.enable_grad()`);
     a frozen model in eval mode inside a training step, or an adversarial attack, needs them.
+    Test files are not checked: a test's single forward pass is not where time goes.
 
     ## Why is this bad?
     `eval()` only changes how dropout and batch normalization behave; it does not stop autograd.
@@ -183,6 +184,8 @@ class EvalWithoutNoGrad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.is_test_file:
+            return
         calls = None
         for call in facts.index.calls:
             func = call.func
@@ -290,7 +293,8 @@ class NoGradInsteadOfInferenceMode(Rule):
     EMA weights), no stores into attributes or subscripts, in a function that computes no
     gradients. Unless the module trains nowhere at all, the function must also put the model
     in eval mode (an evaluation function), because tensors made under `inference_mode` cannot
-    later enter a training graph. Modules that use `torch.compile` are left alone.
+    later enter a training graph. Modules that use `torch.compile`, constructors (`__init__`,
+    where a forward pass probes shapes once) and test files are left alone.
 
     ## Why is this bad?
     `no_grad` only stops graph recording. `inference_mode` also skips the version counters and
@@ -327,7 +331,9 @@ class NoGradInsteadOfInferenceMode(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if any(facts.names.call_name(call) == "torch.compile" for call in facts.index.calls):
+        if facts.is_test_file or any(
+            facts.names.call_name(call) == "torch.compile" for call in facts.index.calls
+        ):
             return
         calls = FunctionCalls(facts)
         module_trains = any(
@@ -336,6 +342,8 @@ class NoGradInsteadOfInferenceMode(Rule):
         for expression, body, function in self._no_grad_regions(facts):
             if calls.computes_gradients(function):
                 continue
+            if function is not None and function.name.value == "__init__":
+                continue  # A forward pass in a constructor probes shapes once.
             if module_trains and not self._evaluates(calls, function):
                 continue
             if not self._pure_inference(facts, body) or self._results_mutated_later(

@@ -271,7 +271,8 @@ class OptimizerNotFused(Rule):
     In a module that trains on CUDA, checks for `torch.optim.Adam`, `AdamW` and `SGD`
     constructions that pass neither `fused=` nor `foreach=`. An explicit `fused=False` or
     `foreach=...` is a decision and is left alone, as are calls that unpack `**kwargs`, modules
-    with no CUDA use and configured PyTorch versions whose optimizer has no fused kernel.
+    with no CUDA use, configured PyTorch versions whose optimizer has no fused kernel, and
+    optimizers over `model.parameters()` of a model built here and never moved to a device.
 
     ## Why is this bad?
     The default (`foreach`) implementation still launches a handful of kernels per group of
@@ -314,8 +315,40 @@ class OptimizerNotFused(Rule):
                 for keyword in ("fused", "foreach", "differentiable")
             ):
                 continue
+            if _parameters_stay_on_host(facts, call):
+                continue
             new_call = add_keyword(call, "fused", cst.Name("True"))
             yield self.finding(call, self.replace(facts, call, new_call, "Pass `fused=True`"))
+
+
+def _parameters_stay_on_host(facts: FileFacts, optimizer: cst.Call) -> bool:
+    """`Opt(model.parameters())` where `model` is built in this module and never moved:
+    a CPU model (a parameter server, a CPU-side copy), for which `fused=True` is no help."""
+    if not optimizer.args or not isinstance(optimizer.args[0].value, cst.Call):
+        return False
+    parameters = optimizer.args[0].value.func
+    if not (isinstance(parameters, cst.Attribute) and parameters.attr.value == "parameters"):
+        return False
+    owner = dotted_name(parameters.value)
+    values = facts.scopes.bound_values(parameters.value)
+    if owner is None or not values:
+        return False
+    if not all(isinstance(value, cst.Call) and not _moves(value) for value in values):
+        return False
+    return not any(
+        _moves(call) and dotted_name(call.func.value) == owner for call in facts.index.calls
+    )
+
+
+def _moves(call: cst.Call) -> bool:
+    """`x.to(...)`, `x.cuda()`, `x.to_empty(...)`, or a chain or wrapper containing one."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        if func.attr.value in ("to", "cuda", "to_empty"):
+            return True
+        if isinstance(func.value, cst.Call) and _moves(func.value):
+            return True
+    return any(isinstance(arg.value, cst.Call) and _moves(arg.value) for arg in call.args)
 
 
 class DdpAccumulationWithoutNoSync(Rule):
