@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,10 +70,30 @@ def parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        location = Location(error.raw_line, error.raw_column + 1)
-        raise SourceError(f"syntax error: {error.message}", location) from None
+        raise _syntax_error(text, error) from None
     except (RecursionError, MemoryError) as error:
         raise SourceError(f"cannot parse: {type(error).__name__}") from None
+
+
+def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
+    """Python's own message and position where it has one (`'(' was never closed`); LibCST's
+    otherwise (syntax Python accepts but LibCST does not know yet)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        if python_error.lineno is not None:
+            column = max(python_error.offset or 1, 1)
+            location = Location(python_error.lineno, column)
+            return SourceError(f"syntax error: {python_error.msg}", location)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    match = re.search(r"error at (\d+):(\d+)", error.message)
+    location = (
+        Location(int(match.group(1)), int(match.group(2)) + 1)
+        if match
+        else Location(error.raw_line, 1)
+    )
+    return SourceError(f"syntax error: {error.message}", location)
 
 
 def may_contain_pytorch(text: str) -> bool:
