@@ -81,6 +81,14 @@ class FunctionCalls:
             )
         ]
 
+    def called_while_training(self, function: cst.FunctionDef) -> bool:
+        """Whether some call of `function` sits in a function (or module-level code) that
+        computes gradients: its outputs may be part of a training step."""
+        return any(
+            self.computes_gradients(self.facts.scopes.enclosing_function(site))
+            for site in self.call_sites(function)
+        )
+
     def always_called_without_grad(
         self, function: cst.FunctionDef, seen: frozenset[cst.FunctionDef] = frozenset()
     ) -> bool:
@@ -105,6 +113,50 @@ def grad_mode_spelling(facts: FileFacts, mode: str) -> str | None:
     if torch_name is not None:
         return f"{torch_name}.{mode}"
     return facts.names.module_level_name(f"torch.{mode}")
+
+
+def _runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
+    """`forward` and the other methods of an `nn.Module`: they run inside training steps,
+    where a submodule is often kept in eval mode (frozen batch norm) while it still trains."""
+    if function.name.value == "forward":
+        return True
+    owner = facts.scopes.enclosing_class(function)
+    return owner is not None and any(
+        (facts.names.qualified_name(base.value) or "").startswith("torch.nn.") for base in owner.bases
+    )
+
+
+def _is_frozen(facts: FileFacts, receiver: str) -> bool:
+    """`receiver.requires_grad_(False)`, or `p.requires_grad = False` in a loop over
+    `receiver.parameters()`."""
+    for call in facts.index.calls:
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "requires_grad_"
+            and dotted_name(func.value) == receiver
+            and call.args
+            and literal_value(call.args[0].value) is False
+        ):
+            return True
+    for assignment in facts.index.assigns:
+        if not (isinstance(assignment, cst.Assign) and literal_value(assignment.value) is False):
+            continue
+        if not any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
+            for t in assignment.targets
+        ):
+            continue
+        for loop in facts.loops.enclosing_loops(assignment):
+            iterated = loop.node.iter if isinstance(loop.node, cst.For) else None
+            if (
+                isinstance(iterated, cst.Call)
+                and isinstance(iterated.func, cst.Attribute)
+                and iterated.func.attr.value in ("parameters", "named_parameters")
+                and dotted_name(iterated.func.value) == receiver
+            ):
+                return True
+    return False
 
 
 def _is_train_call(call: cst.Call, receiver: str) -> bool:
@@ -137,6 +189,8 @@ class EvalWithoutNoGrad(Rule):
     that compute gradients are left alone: they call `backward`, step an optimizer, call
     `torch.autograd.grad`, or switch gradients on (`requires_grad_()`, `torch.enable_grad()`);
     a frozen model in eval mode inside a training step, or an adversarial attack, needs them.
+    So are `forward` and other `nn.Module` methods, helpers called from a function that
+    computes gradients, and models frozen with `requires_grad_(False)` (they record no graph).
     Test files are not checked: a test's single forward pass is not where time goes.
 
     ## Why is this bad?
@@ -203,7 +257,13 @@ class EvalWithoutNoGrad(Rule):
             ]
             if not recording or calls.computes_gradients(function):
                 continue
-            if function is not None and calls.always_called_without_grad(function):
+            if _is_frozen(facts, receiver):
+                continue  # No parameter records a graph: `no_grad` would save little.
+            if function is not None and (
+                _runs_in_training(facts, function)
+                or calls.always_called_without_grad(function)
+                or calls.called_while_training(function)
+            ):
                 continue
             yield self.finding(call, self._fix(facts, call, function, recording))
 
