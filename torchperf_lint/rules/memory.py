@@ -299,9 +299,14 @@ class LossGraphRetained(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         graphs = GraphTracker(facts)
+        recording: dict[cst.CSTNode, bool] = {}
         for store in stores(facts):
             loop = facts.loops.nearest_loop(store.statement)
-            if loop is None or not self._records_graphs(facts, loop):
+            if loop is None:
+                continue
+            if loop.node not in recording:
+                recording[loop.node] = self._records_graphs(facts, loop)
+            if not recording[loop.node]:
                 continue
             if _reset_every_iteration(facts, store, loop):
                 continue
