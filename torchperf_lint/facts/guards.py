@@ -48,6 +48,43 @@ class Guards:
                 return parent
         return None
 
+    def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
+        """The `if` inside `loop` whose body holds `node` and runs on few of its iterations.
+
+        That is a periodic guard, a test of the loop's own counter for equality (`if i == 0:`,
+        `if i + 1 == len(loader):`, or a name bound to one: `last = i == n - 1`), an `and`
+        with one of those as an operand, or an `or` of them only.
+        """
+        counter = loop_counter(loop)
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is loop or isinstance(parent, ScopeNode):
+                return None
+            if (
+                isinstance(parent, cst.If)
+                and child is parent.body
+                and self._is_sparse_test(parent.test, counter)
+            ):
+                return parent
+        return None
+
+    def _is_sparse_test(
+        self, test: cst.BaseExpression, counter: str | None, depth: int = 0
+    ) -> bool:
+        if is_modulo_test(test):
+            return True
+        if isinstance(test, cst.BooleanOperation):
+            left = self._is_sparse_test(test.left, counter, depth)
+            right = self._is_sparse_test(test.right, counter, depth)
+            return left or right if isinstance(test.operator, cst.And) else left and right
+        if counter is None:
+            return False
+        if isinstance(test, cst.Name) and depth == 0:
+            values = self.scopes.bound_values(test)
+            return bool(values) and all(
+                self._is_sparse_test(value, counter, depth + 1) for value in values
+            )
+        return _compares_counter(test, counter)
+
     def under_condition(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under some `if` (either branch) in its function."""
         for parent in self.scopes.ancestors(node):
@@ -152,3 +189,35 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
         isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides
     )
     return has_name and has_main and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
+def loop_counter(loop: cst.For | cst.While) -> str | None:
+    """The name that counts a loop's iterations: `i` in `for i in range(n)` and in
+    `for i, batch in enumerate(loader)`; None for other loops."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return None
+    function = loop.iter.func
+    called = function.value if isinstance(function, cst.Name) else None
+    target = loop.target
+    if called == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements:
+        target = target.elements[0].value
+    elif called != "range":
+        return None
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def _compares_counter(test: cst.BaseExpression, counter: str) -> bool:
+    """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since the counter never repeats."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+
+    def is_counter(side: cst.BaseExpression) -> bool:
+        if isinstance(side, cst.BinaryOperation) and isinstance(
+            side.operator, (cst.Add, cst.Subtract)
+        ):
+            return is_counter(side.left) or is_counter(side.right)
+        return isinstance(side, cst.Name) and side.value == counter
+
+    return is_counter(test.left) or is_counter(test.comparisons[0].comparator)

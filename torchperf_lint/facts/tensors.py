@@ -34,6 +34,15 @@ _NON_TENSOR_METHODS = frozenset({
     "parameters", "named_parameters", "state_dict", "modules", "children", "keys", "items",
     "values",
 })
+# Tensor attributes that describe the tensor rather than hold its values.
+_NON_TENSOR_ATTRIBUTES = frozenset({
+    "shape", "ndim", "dtype", "device", "is_cuda", "requires_grad", "layout", "is_leaf",
+    "grad_fn", "names", "is_sparse", "is_quantized", "is_meta", "training",
+})
+# Comparisons that ask about identity or membership give a Python bool, never a tensor.
+_NON_ELEMENTWISE_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+# `torch.nn` namespaces of functions: calling one computes a value, it builds no module.
+_NN_NON_MODULES = ("torch.nn.utils", "torch.nn.functional.", "torch.nn.init.")
 _MAX_DEPTH = 4
 
 
@@ -77,7 +86,7 @@ class TensorExpressions:
                 continue
             callee = self.names.call_name(assignment.value) or ""
             own = last_identifier(assignment.value.func) in own_modules
-            if own or (callee.startswith("torch.nn.") and not callee.startswith("torch.nn.utils")):
+            if own or (callee.startswith("torch.nn.") and not callee.startswith(_NN_NON_MODULES)):
                 for target in assignment.targets:
                     name = dotted_name(target.target)
                     if name is not None:
@@ -86,13 +95,19 @@ class TensorExpressions:
 
     def is_module_call(self, call: cst.Call) -> bool:
         """A call of a model, layer or criterion: `model(x)`, `self.encoder(x)`, `criterion(o, y)`."""
-        name = dotted_name(call.func)
+        if (last_identifier(call.func) or "")[:1].isupper():
+            # `Net(cfg)`, `MyModel()`: constructing a module class, not running a module.
+            return dotted_name(call.func) in self.module_names
+        return self.is_module_reference(call.func)
+
+    def is_module_reference(self, expression: cst.BaseExpression) -> bool:
+        """A name or attribute that holds a model, layer or criterion: `model`, `self.encoder`."""
+        name = dotted_name(expression)
         if name is None:
             return False
         if name in self.module_names:
             return True
-        identifier = last_identifier(call.func) or ""
-        return bool(_MODEL_NAME.search(identifier))
+        return bool(_MODEL_NAME.search(last_identifier(expression) or ""))
 
     def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -109,6 +124,12 @@ class TensorExpressions:
             )
         if isinstance(expression, cst.UnaryOperation):
             return self.is_tensor(expression.expression, depth + 1)
+        if isinstance(expression, cst.Comparison):
+            # `pred == target` compares element-wise and gives a boolean tensor.
+            if any(isinstance(c.operator, _NON_ELEMENTWISE_COMPARISONS) for c in expression.comparisons):
+                return False
+            operands = (expression.left, *(c.comparator for c in expression.comparisons))
+            return any(self.is_tensor(operand, depth + 1) for operand in operands)
         return False
 
     def _is_tensor_call(self, call: cst.Call, depth: int) -> bool:
@@ -133,7 +154,7 @@ class TensorExpressions:
             return True
         if isinstance(expression, cst.Attribute) and not name.startswith("self."):
             # `out.logits`, `loss.data`: an attribute of a tensor-valued name.
-            if self.qualified_torch_constant(expression):
+            if self.qualified_torch_constant(expression) or expression.attr.value in _NON_TENSOR_ATTRIBUTES:
                 return False
             return self.is_tensor(expression.value, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))

@@ -1,0 +1,169 @@
+"""The facts the TPL2xx rules lean on: tensor expressions, module references, sparse guards."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+import libcst as cst
+import pytest
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.guards import loop_counter
+
+
+def facts_of(source: str) -> FileFacts:
+    return FileFacts(cst.parse_module(source), PurePath("train.py"))
+
+
+def expression_at(facts: FileFacts, code: str) -> cst.BaseExpression:
+    """The last expression in the module whose source is exactly `code`."""
+    found = [
+        node
+        for node in facts.index.parents
+        if isinstance(node, cst.BaseExpression) and facts.code(node) == code
+    ]
+    assert found, code
+    return found[-1]
+
+
+TRAINING = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Net(nn.Module):
+    pass
+
+def train(loader, optimizer):
+    model = Net().cuda()
+    criterion = nn.CrossEntropyLoss()
+    for i, (x, y) in enumerate(loader):
+        x = x.cuda()
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        correct = (out.argmax(1) == y).sum()
+        out.argmax(1) == y
+        out.shape[0]
+        out.device
+        x is None
+        "aux" in out
+        model.training
+        criterion
+        self.encoder
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "is_tensor"),
+    [
+        ("(out.argmax(1) == y).sum()", True),
+        ("out.argmax(1) == y", True),
+        ("out.shape[0]", False),
+        ("out.device", False),
+        ("model.training", False),
+        ("x is None", False),
+        ('"aux" in out', False),
+        ("Net()", False),
+        ("model", False),
+        ("loss", True),
+    ],
+)
+def test_tensor_expressions(code: str, is_tensor: bool) -> None:
+    facts = facts_of(TRAINING)
+    assert facts.tensors.is_tensor(expression_at(facts, code)) is is_tensor
+
+
+def test_functional_losses_are_not_module_constructions() -> None:
+    facts = facts_of(TRAINING)
+    assert "loss" not in facts.tensors.module_names
+    assert "criterion" in facts.tensors.module_names
+
+
+@pytest.mark.parametrize(
+    ("code", "is_module"),
+    [("model", True), ("criterion", True), ("self.encoder", True), ("loss", False), ("x", False)],
+)
+def test_module_references(code: str, is_module: bool) -> None:
+    facts = facts_of(TRAINING)
+    assert facts.tensors.is_module_reference(expression_at(facts, code)) is is_module
+
+
+def test_constructing_a_module_class_is_not_running_a_module() -> None:
+    facts = facts_of(TRAINING)
+    assert not facts.tensors.is_module_call(expression_at(facts, "Net()"))
+    assert facts.tensors.is_module_call(expression_at(facts, "model(x)"))
+
+
+def guard_of(source: str, code: str) -> str | None:
+    facts = facts_of(source)
+    node = expression_at(facts, code)
+    loop = facts.loops.nearest_loop(node)
+    assert loop is not None
+    guard = facts.guards.sparse_guard(node, loop.node)
+    return None if guard is None else facts.code(guard.test)
+
+
+@pytest.mark.parametrize(
+    ("test", "sparse"),
+    [
+        ("step % 10 == 0", True),
+        ("step % 10 == 0 and rank == 0", True),
+        ("not step % 10", True),
+        ("step == 0", True),
+        ("step + 1 == len(loader)", True),
+        ("last or step % 10 == 0", True),
+        ("verbose or step % 10 == 0", False),
+        ("rank == 0", False),
+        ("verbose", False),
+        ("total == 0", False),
+        ("step > 0", False),
+    ],
+)
+def test_sparse_guards(test: str, sparse: bool) -> None:
+    source = (
+        "def train(loader, rank, verbose, last_idx, total):\n"
+        "    for step, batch in enumerate(loader):\n"
+        "        last = step == last_idx\n"
+        f"        if {test}:\n"
+        "            report(batch)\n"
+    )
+    assert guard_of(source, "report(batch)") == (test if sparse else None)
+
+
+def test_sparse_guard_covers_the_body_not_the_else() -> None:
+    source = (
+        "for step in range(100):\n"
+        "    if step % 10 == 0:\n"
+        "        quiet()\n"
+        "    else:\n"
+        "        report()\n"
+    )
+    assert guard_of(source, "quiet()") == "step % 10 == 0"
+    assert guard_of(source, "report()") is None
+
+
+def test_a_counter_test_outside_the_loop_does_not_count() -> None:
+    source = (
+        "for epoch in range(10):\n"
+        "    if epoch == 0:\n"
+        "        for x in loader:\n"
+        "            report(x)\n"
+    )
+    assert guard_of(source, "report(x)") is None
+
+
+@pytest.mark.parametrize(
+    ("loop", "counter"),
+    [
+        ("for i in range(n): pass", "i"),
+        ("for i, (x, y) in enumerate(loader): pass", "i"),
+        ("for x, y in loader: pass", None),
+        ("for i in items: pass", None),
+        ("while True: pass", None),
+    ],
+)
+def test_loop_counter(loop: str, counter: str | None) -> None:
+    node = cst.parse_module(loop + "\n").body[0]
+    assert isinstance(node, (cst.For, cst.While))
+    assert loop_counter(node) == counter
