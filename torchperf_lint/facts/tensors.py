@@ -126,7 +126,7 @@ class TensorExpressions:
             return self.is_tensor(expression.expression, depth + 1)
         if isinstance(expression, cst.Comparison):
             # `pred == target` compares element-wise and gives a boolean tensor.
-            if any(isinstance(c.operator, _NON_ELEMENTWISE_COMPARISONS) for c in expression.comparisons):
+            if not is_elementwise_comparison(expression):
                 return False
             operands = (expression.left, *(c.comparator for c in expression.comparisons))
             return any(self.is_tensor(operand, depth + 1) for operand in operands)
@@ -154,7 +154,9 @@ class TensorExpressions:
             return True
         if isinstance(expression, cst.Attribute) and not name.startswith("self."):
             # `out.logits`, `loss.data`: an attribute of a tensor-valued name.
-            if self.qualified_torch_constant(expression) or expression.attr.value in _NON_TENSOR_ATTRIBUTES:
+            if expression.attr.value in _NON_TENSOR_ATTRIBUTES:
+                return False  # `out.shape`, `x.device`: about the tensor, not its values.
+            if self.qualified_torch_constant(expression):
                 return False
             return self.is_tensor(expression.value, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
@@ -162,3 +164,11 @@ class TensorExpressions:
     def qualified_torch_constant(self, expression: cst.BaseExpression) -> bool:
         """`torch.float16` and friends are not tensors."""
         return (self.names.qualified_name(expression) or "").startswith("torch.")
+
+
+def is_elementwise_comparison(comparison: cst.Comparison) -> bool:
+    """`a < b`, `a == b`: element-wise on tensors; `is`, `is not`, `in`, `not in` never are."""
+    return not any(
+        isinstance(target.operator, _NON_ELEMENTWISE_COMPARISONS)
+        for target in comparison.comparisons
+    )

@@ -10,6 +10,7 @@ import libcst as cst
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import last_identifier
+from torchperf_lint.facts.tensors import is_elementwise_comparison
 from torchperf_lint.rules.base import Finding, Rule
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
@@ -324,7 +325,7 @@ class DataDependentShapes:
             qualified is None
             and isinstance(func, cst.Attribute)
             and func.attr.value in _DATA_DEPENDENT_METHODS
-            and is_tensor_value(self.facts, func.value)
+            and may_be_device_tensor(self.facts, func.value)
         ):
             return HostSync(call, f"`.{func.attr.value}()`")
         return None
@@ -343,12 +344,12 @@ class DataDependentShapes:
         return is_tensor_value(self.facts, subscript.value) and self._is_mask(index)
 
     def _is_mask(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
-        """A comparison of tensors, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
+        """An element-wise comparison, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
         `m & n`, a name bound to one, or a name that says it is one (`mask`, `valid_mask`)."""
         if depth > 3:
             return False
         if isinstance(expression, cst.Comparison):
-            return is_tensor_value(self.facts, expression)
+            return is_elementwise_comparison(expression)
         if isinstance(expression, cst.Call):
             qualified = self.facts.names.call_name(expression)
             if qualified is not None:
