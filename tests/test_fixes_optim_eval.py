@@ -31,20 +31,6 @@ def fixes_of(code: str, source: str) -> list:
     return [d.fix for d in lint_text(textwrap.dedent(source), "train.py", settings)]
 
 
-@pytest.mark.parametrize(
-    "path",
-    sorted(p for p in FIXTURES.glob("TPL[67]*.py") if p.with_name(p.name + ".fixed").exists()),
-    ids=lambda p: p.name,
-)
-def test_fixture_fixed_output(path: Path) -> None:
-    from tests.test_rule_fixtures import fixture_code, fixture_options
-
-    text = path.read_text(encoding="utf-8")
-    settings = LintSettings(rules=rules_for([fixture_code(path)]), options=fixture_options(text))
-    result, _, _ = fix_text(text, f"fixtures/{path.name}", settings, unsafe_fixes=True)
-    assert result == path.with_name(path.name + ".fixed").read_text(encoding="utf-8")
-
-
 # TPL601
 
 

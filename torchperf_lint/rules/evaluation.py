@@ -82,12 +82,18 @@ class FunctionCalls:
         ]
 
     def called_while_training(self, function: cst.FunctionDef) -> bool:
-        """Whether some call of `function` sits in a function (or module-level code) that
-        computes gradients: its outputs may be part of a training step."""
-        return any(
-            self.computes_gradients(self.facts.scopes.enclosing_function(site))
-            for site in self.call_sites(function)
-        )
+        """Whether some call of `function` runs on every step of a training loop: its outputs
+        may be part of the step (a teacher model, a frozen feature extractor). A call once per
+        epoch, or under a periodic guard, is an evaluation and stays reported. So is a call
+        outside any loop of a function that computes gradients (a `train_step` helper)."""
+        for site in self.call_sites(function):
+            loop = self.facts.loops.nearest_loop(site)
+            if loop is None:
+                if self.computes_gradients(self.facts.scopes.enclosing_function(site)):
+                    return True
+            elif loop.is_training and self.facts.guards.periodic_guard(site, loop.node) is None:
+                return True
+        return False
 
     def always_called_without_grad(
         self, function: cst.FunctionDef, seen: frozenset[cst.FunctionDef] = frozenset()
