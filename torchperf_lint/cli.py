@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -139,6 +139,8 @@ class CheckOptions:
     show_fixes: bool
     exit_non_zero_on_fix: bool
     add_noqa: bool
+    # Where linting caches results (None: `--no-cache`); relative to the working directory.
+    cache_dir: Path | None = None
 
 
 @main.command()
@@ -203,7 +205,13 @@ def check(
     **flags: object,
 ) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
-    options = CheckOptions(jobs=jobs or default_jobs(), **flags)  # type: ignore[arg-type]
+    from torchperf_lint.cache import DEFAULT_CACHE_DIR
+
+    options = CheckOptions(
+        jobs=jobs or default_jobs(),
+        cache_dir=None if no_cache else (cache_dir or Path(DEFAULT_CACHE_DIR)),
+        **flags,  # type: ignore[arg-type]
+    )
     overrides = Overrides(
         select=select,
         ignore=ignore or (),
@@ -242,6 +250,9 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         return _add_noqa(jobs, options)
     if options.fix or options.diff:
         return _fix(jobs, configuration, options)
+    if options.cache_dir is not None:
+        cache_dir = configuration.cwd / options.cache_dir
+        jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
     run = run_jobs(lint_job, jobs, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
@@ -381,11 +392,13 @@ def _diff_exit(changed: bool) -> int:
 
 
 def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
-    """Fix one file (`.py` only: notebooks come later, as in `lint_one`)."""
-    from torchperf_lint.fixes import FileFixOutcome, fix_file
+    """Fix one file (a `.py` file or a notebook, as in `lint_one`)."""
+    from torchperf_lint.fixes import fix_file
 
     if job.path.suffix == ".ipynb":
-        return FileFixOutcome(job.display_name, before="", after="")
+        from torchperf_lint.notebooks import fix_notebook
+
+        return fix_notebook(job.path, job.display_name, job.settings, unsafe_fixes, write)
     return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write)
 
 

@@ -31,6 +31,8 @@ class FileJob:
     path: Path
     display_name: str
     settings: LintSettings
+    # Where linting keeps and replays results of unchanged files; None: no cache.
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,25 @@ def lint_one(
     """Lint one file (its `data` when given, as for stdin): the one place that dispatches on
     the kind of file."""
     if path.suffix == ".ipynb":
-        # Notebooks are not linted yet: skipped without an error.
-        return FileResult(display_name)
+        from torchperf_lint.notebooks import lint_notebook
+
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                reason = f"cannot read: {error.strerror or error}"
+                return FileResult(display_name, error=FileError(display_name, reason))
+        return lint_notebook(data, display_name, settings)
     if data is not None:
         return lint_bytes(data, display_name, settings)
     return lint_file(path, display_name, settings)
 
 
 def lint_job(job: FileJob) -> FileResult:
+    if job.cache_dir is not None:
+        from torchperf_lint.cache import Cache, lint_cached
+
+        return lint_cached(Cache(job.cache_dir), job.path, job.display_name, job.settings)
     return lint_one(job.path, job.display_name, job.settings)
 
 

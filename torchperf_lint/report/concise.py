@@ -7,12 +7,15 @@ from torchperf_lint.report import Report, fix_applies, paint
 
 
 def heading(diagnostic: Diagnostic, report: Report) -> str:
-    """`path:row:col: CODE [*] message`; `[*]` when the current flags would apply the fix."""
+    """`path:row:col: CODE [*] message` (`path:cell N:row:col: ...` in a notebook, as Ruff
+    writes it); `[*]` when the current flags would apply the fix."""
     color = report.color
     colon = paint(":", color, fg="cyan")
+    cell = () if diagnostic.cell is None else (f"cell {diagnostic.cell}",)
     where = colon.join(
         (
             paint(diagnostic.filename, color, bold=True),
+            *cell,
             str(diagnostic.location.row),
             str(diagnostic.location.column),
         )

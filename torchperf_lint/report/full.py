@@ -20,13 +20,19 @@ from torchperf_lint.report.concise import heading
 
 def render(report: Report) -> str:
     blocks = []
-    sources: dict[str, list[str] | None] = {}
+    sources: dict[tuple[str, int | None], list[str] | None] = {}
     for diagnostic in report.diagnostics:
-        if diagnostic.filename not in sources:
+        key = (diagnostic.filename, diagnostic.cell)
+        if key not in sources:
             text = report.source_of(diagnostic.filename)
-            sources[diagnostic.filename] = text.splitlines() if text is not None else None
+            if text is not None and diagnostic.cell is not None:
+                # Rows in a notebook are relative to the cell: show the cell's lines.
+                from torchperf_lint.notebooks import cell_source
+
+                text = cell_source(text, diagnostic.cell)
+            sources[key] = text.splitlines() if text is not None else None
         lines = [heading(diagnostic, report)]
-        lines += _snippet(diagnostic, sources[diagnostic.filename], report.color)
+        lines += _snippet(diagnostic, sources[key], report.color)
         # As in Ruff, a blank line follows every finding.
         blocks.append("\n".join(lines) + "\n\n")
     return "".join(blocks)

@@ -19,7 +19,9 @@ def render(report: Report) -> str:
                 ("endColumn", d.end_location.column),
             )
         )
-        lines.append(f"::error {properties}::{_escape_data(f'{d.code} {d.message}')}\n")
+        # Rows in a notebook are relative to the cell, so the message names the cell.
+        cell = "" if d.cell is None else f"cell {d.cell}: "
+        lines.append(f"::error {properties}::{_escape_data(f'{cell}{d.code} {d.message}')}\n")
     return "".join(lines)
 
 

@@ -85,7 +85,7 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     result.update(
         {
             "level": "error",
-            "message": {"text": diagnostic.message},
+            "message": {"text": _message(diagnostic)},
             "locations": [
                 {
                     "physicalLocation": {
@@ -101,7 +101,16 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
             ],
         }
     )
+    if diagnostic.cell is not None:
+        result["properties"] = {"cell": diagnostic.cell}
     return result
+
+
+def _message(diagnostic: Diagnostic) -> str:
+    # Rows in a notebook are relative to the cell, so the message names the cell.
+    if diagnostic.cell is None:
+        return diagnostic.message
+    return f"cell {diagnostic.cell}: {diagnostic.message}"
 
 
 def artifact_uri(filename: str, cwd: Path) -> str:

@@ -1,0 +1,133 @@
+"""The cache: unchanged files are replayed exactly, any change of content, name, settings or
+version misses, and a broken cache is ignored."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from cli_helpers import torchperf_lint, write_files
+
+from torchperf_lint import cache as cache_module
+from torchperf_lint.cache import Cache, lint_cached
+from torchperf_lint.config import resolve_selection
+from torchperf_lint.engine import LintSettings
+from torchperf_lint.rules.base import RuleOptions
+from torchperf_lint.runner import lint_one
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SETTINGS = LintSettings(resolve_selection(["ALL"]))
+TRAIN = """import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(ds)
+for x in loader:
+    x = x.cuda()
+    loss = model(x)
+    loss.backward()
+    opt.step()
+    print(loss.item())
+"""
+
+
+def entries(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.json"))
+
+
+def test_a_hit_replays_the_result_exactly_fixes_included(tmp_path):
+    source = tmp_path / "train.py"
+    source.write_text(TRAIN)
+    cache = Cache(tmp_path / "cache")
+    fresh = lint_cached(cache, source, "train.py", SETTINGS)
+    assert fresh.diagnostics and any(d.fix for d in fresh.diagnostics)
+    assert len(entries(cache.directory)) == 1
+    replayed = lint_cached(cache, source, "train.py", SETTINGS)
+    assert replayed == fresh
+
+
+def test_a_hit_does_not_lint_again(tmp_path, monkeypatch):
+    source = tmp_path / "train.py"
+    source.write_text(TRAIN)
+    cache = Cache(tmp_path / "cache")
+    lint_cached(cache, source, "train.py", SETTINGS)
+    monkeypatch.setattr("torchperf_lint.runner.lint_one", None)  # Any call would raise.
+    assert lint_cached(cache, source, "train.py", SETTINGS).diagnostics
+
+
+def test_notebook_results_and_file_errors_are_cached_too(tmp_path):
+    notebook = FIXTURES / "notebooks" / "train_loop.ipynb"
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\ndef f(:\n")
+    cache = Cache(tmp_path / "cache")
+    for path, name in ((notebook, "train_loop.ipynb"), (broken, "broken.py")):
+        fresh = lint_cached(cache, path, name, SETTINGS)
+        assert lint_cached(cache, path, name, SETTINGS) == fresh
+        assert fresh == lint_one(path, name, SETTINGS)
+    assert len(entries(cache.directory)) == 2
+    assert lint_cached(cache, broken, "broken.py", SETTINGS).error.location.row == 2
+
+
+def test_content_name_settings_and_version_are_in_the_key(tmp_path, monkeypatch):
+    cache = Cache(tmp_path)
+    data = TRAIN.encode()
+    key = cache.key(data, "train.py", SETTINGS)
+    assert cache.key(data + b"\n", "train.py", SETTINGS) != key
+    assert cache.key(data, "other.py", SETTINGS) != key
+    fewer_rules = LintSettings(SETTINGS.rules[1:], SETTINGS.options)
+    assert cache.key(data, "train.py", fewer_rules) != key
+    options = replace(RuleOptions(), torch_version=(2, 0))
+    assert cache.key(data, "train.py", LintSettings(SETTINGS.rules, options)) != key
+    # The version names the entries' directory.
+    before = cache.entries
+    monkeypatch.setattr(cache_module, "__version__", "9.9.9")
+    assert cache.entries != before
+
+
+def test_corrupt_or_foreign_entries_are_misses_and_get_replaced(tmp_path):
+    source = tmp_path / "train.py"
+    source.write_text(TRAIN)
+    cache = Cache(tmp_path / "cache")
+    fresh = lint_cached(cache, source, "train.py", SETTINGS)
+    (entry,) = entries(cache.directory)
+    for garbage in (b"", b"\xff\xfe", b"[1, 2]", b'{"diagnostics": [[1]], "error": null}',
+                    json.dumps({"diagnostics": [], "error": {"reason": "x", "location": "a"}}).encode()):
+        entry.write_bytes(garbage)
+        assert lint_cached(cache, source, "train.py", SETTINGS) == fresh
+    assert json.loads(entry.read_text())["diagnostics"]
+
+
+def test_an_unwritable_cache_is_not_an_error(tmp_path):
+    source = tmp_path / "train.py"
+    source.write_text(TRAIN)
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    result = lint_cached(Cache(blocker), source, "train.py", SETTINGS)
+    assert result == lint_one(source, "train.py", SETTINGS)
+
+
+def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_path):
+    write_files(tmp_path, {"train.py": TRAIN})
+    first = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
+    default_dir = tmp_path / ".torchperf_lint_cache"
+    assert len(entries(default_dir)) == 1
+    assert (default_dir / ".gitignore").read_text().endswith("*\n")
+    assert (default_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f59")
+    second = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
+    assert (second.returncode, second.stdout) == (first.returncode, first.stdout) == (
+        1, first.stdout
+    )
+    torchperf_lint("--cache-dir", "elsewhere", ".", cwd=tmp_path)
+    assert len(entries(tmp_path / "elsewhere")) == 1
+    (tmp_path / "nocache").mkdir()
+    write_files(tmp_path / "nocache", {"train.py": TRAIN})
+    torchperf_lint("--no-cache", ".", cwd=tmp_path / "nocache")
+    assert not (tmp_path / "nocache" / ".torchperf_lint_cache").exists()
+
+
+def test_fix_neither_reads_nor_writes_the_cache(tmp_path):
+    write_files(tmp_path, {"train.py": TRAIN})
+    completed = torchperf_lint("--fix", "--unsafe-fixes", "--select", "TPL102", ".", cwd=tmp_path)
+    assert completed.stdout == "Found 1 error (1 fixed, 0 remaining).\n"
+    assert not (tmp_path / ".torchperf_lint_cache").exists()
+    assert "loader = DataLoader(ds, pin_memory=True)" in (tmp_path / "train.py").read_text()

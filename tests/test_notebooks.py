@@ -1,0 +1,228 @@
+"""Notebooks: code cells linted as one module, findings per cell, IPython lines skipped, fixes
+written back into the changed cells only."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from cli_helpers import torchperf_lint
+
+from torchperf_lint.config import resolve_selection
+from torchperf_lint.diagnostics import Location
+from torchperf_lint.engine import LintSettings
+from torchperf_lint.notebooks import lint_notebook
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+TRAIN_LOOP = FIXTURES / "train_loop.ipynb"
+DEFAULTS = LintSettings(resolve_selection(None))
+WITH_TPL104 = LintSettings(resolve_selection(None, extend_select=["TPL104"]))
+
+
+def notebook(*cells: object, indent: int = 1, metadata: dict | None = None) -> bytes:
+    """A notebook as Jupyter writes it: each cell a code source (list of lines or string),
+    or `("markdown", text)`."""
+    raw = []
+    for cell in cells:
+        if isinstance(cell, tuple):
+            raw.append({"cell_type": cell[0], "metadata": {}, "source": cell[1]})
+        else:
+            raw.append(
+                {
+                    "cell_type": "code",
+                    "execution_count": None,
+                    "metadata": {},
+                    "outputs": [],
+                    "source": cell,
+                }
+            )
+    document = {"cells": raw, "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 5}
+    return (json.dumps(document, indent=indent, ensure_ascii=False) + "\n").encode()
+
+
+def found(data: bytes, settings: LintSettings = DEFAULTS) -> list[tuple[str, int, int, int]]:
+    result = lint_notebook(data, "nb.ipynb", settings)
+    assert result.error is None, result.error
+    return [(d.code, d.cell, d.location.row, d.location.column) for d in result.diagnostics]
+
+
+IMPORTS = ["import torch\n", "from torch.utils.data import DataLoader\n", "device = torch.device(\"cuda\")"]
+LOOP = [
+    "for x, y in loader:\n",
+    "    x = x.to(device)\n",
+    "    loss = model(x).sum()\n",
+    "    loss.backward()\n",
+    "    optimizer.step()\n",
+    "    losses.append(loss)",
+]
+
+
+def test_training_loop_split_across_cells_is_linted_as_one_module():
+    # The DataLoader cell alone has no CUDA in it: TPL102 needs the imports cell's facts.
+    data = notebook(
+        ("markdown", "# Training"), IMPORTS, ["loader = DataLoader(ds, num_workers=2)"], LOOP
+    )
+    assert found(data) == [("TPL102", 3, 1, 10), ("TPL501", 4, 6, 5)]
+
+
+# The fixture's findings of these two rules; other rules' judgement is not this file's subject.
+SELECT = ("--no-cache", "--select", "TPL102,TPL501")
+
+
+def test_cli_reports_cell_in_concise_full_json_github_and_sarif(tmp_path):
+    shutil.copy(TRAIN_LOOP, tmp_path / "train.ipynb")
+    concise = torchperf_lint(*SELECT, "--output-format", "concise", "train.ipynb", cwd=tmp_path)
+    assert concise.returncode == 1
+    assert concise.stdout.splitlines()[:2] == [
+        (
+            "train.ipynb:cell 3:2:10: TPL102 `DataLoader` in a CUDA module without "
+            "`pin_memory=True`; pin batches for faster, async copies"
+        ),
+        (
+            "train.ipynb:cell 5:9:5: TPL501 Loss stored across iterations keeps its autograd "
+            "graph alive; store `.detach()`"
+        ),
+    ]
+    full = torchperf_lint(*SELECT, "train.ipynb", cwd=tmp_path).stdout
+    assert "9 |     losses.append(loss)\n  |     ^^^^^^^^^^^^^^^^^^^ TPL501" in full
+    records = json.loads(
+        torchperf_lint(*SELECT, "--output-format", "json", "train.ipynb", cwd=tmp_path).stdout
+    )
+    assert [(r["code"], r["cell"], r["location"], r["noqa_row"]) for r in records] == [
+        ("TPL102", 3, {"row": 2, "column": 10}, 2),
+        ("TPL501", 5, {"row": 9, "column": 5}, 9),
+    ]
+    # Fix edits are relative to the cell too.
+    assert records[1]["fix"]["edits"][0]["location"] == {"row": 9, "column": 19}
+    github = torchperf_lint(*SELECT, "--output-format", "github", "train.ipynb", cwd=tmp_path)
+    assert ",line=9,col=5,endLine=9,endColumn=24::cell 5: TPL501 " in github.stdout
+    sarif = json.loads(
+        torchperf_lint(*SELECT, "--output-format", "sarif", "train.ipynb", cwd=tmp_path).stdout
+    )
+    result = sarif["runs"][0]["results"][1]
+    assert result["properties"] == {"cell": 5}
+    assert result["message"]["text"].startswith("cell 5: Loss stored")
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 9
+
+
+def test_ipython_lines_are_skipped_and_rows_stay_right():
+    data = notebook(
+        ["!pip install torch\n", "%load_ext autoreload\n", "files = !ls\n", "?DataLoader\n"]
+        + IMPORTS,
+        ["%%time\n", "DataLoader.__doc__?\n", "loader = DataLoader(ds)\n", "%timeit next(iter(loader))"],
+        ["%%bash\n", "echo DataLoader(ds)"],
+        ["%pip install \\\n", "    torchvision\n", "loader2 = DataLoader(ds)"],
+    )
+    assert found(data) == [
+        ("TPL101", 2, 3, 10),
+        ("TPL102", 2, 3, 10),
+        ("TPL101", 4, 3, 11),
+        ("TPL102", 4, 3, 11),
+    ]
+
+
+def test_noqa_in_a_cell_is_honoured():
+    data = notebook(
+        IMPORTS,
+        ["loader = DataLoader(ds, num_workers=2)  # noqa: TPL102\n", "other = DataLoader(ds, num_workers=2)"],
+    )
+    assert found(data) == [("TPL102", 2, 2, 9)]
+
+
+def test_syntax_error_names_the_cell_and_its_row():
+    result = lint_notebook(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]), "nb.ipynb", DEFAULTS)
+    assert result.diagnostics == []
+    assert result.error.reason.startswith("cell 2: syntax error")
+    assert result.error.location.row == 2
+
+
+def test_invalid_json_and_non_notebooks_are_file_errors_and_left_untouched(tmp_path):
+    broken = tmp_path / "broken.ipynb"
+    broken.write_bytes(b'{"cells": [')
+    wrong = tmp_path / "wrong.ipynb"
+    wrong.write_bytes(b'{"nbformat": 4}')
+    completed = torchperf_lint(
+        "--no-cache", "--fix", "--output-format", "concise", ".", cwd=tmp_path
+    )
+    assert completed.returncode == 1
+    lines = completed.stdout.splitlines()
+    assert lines[0].startswith("broken.ipynb:1:1: E902 not a notebook: invalid JSON: ")
+    assert lines[1] == "wrong.ipynb:1:1: E902 not a notebook: no list of `cells`"
+    assert broken.read_bytes() == b'{"cells": ['
+    assert wrong.read_bytes() == b'{"nbformat": 4}'
+
+
+def test_other_kernels_are_not_linted():
+    julia = {"kernelspec": {"language": "julia", "name": "julia-1.9"}}
+    assert found(notebook(IMPORTS, ["loader = DataLoader(ds)"], metadata=julia)) == []
+
+
+def test_fix_rewrites_only_the_changed_cells_keeping_json_layout(tmp_path):
+    path = tmp_path / "train.ipynb"
+    shutil.copy(TRAIN_LOOP, path)
+    before = path.read_text(encoding="utf-8")
+    completed = torchperf_lint(
+        "--no-cache", "--fix", "--unsafe-fixes", "--select", "TPL102,TPL104,TPL501", "train.ipynb",
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    expected = (
+        before.replace(
+            '"loader = DataLoader(dataset, batch_size=64, num_workers=4)\\n"',
+            '"loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)\\n"',
+        )
+        .replace(
+            '"    inputs, targets = inputs.to(device), targets.to(device)\\n"',
+            '"    inputs, targets = inputs.to(device, non_blocking=True), '
+            'targets.to(device, non_blocking=True)\\n"',
+        )
+        .replace('"    losses.append(loss)\\n"', '"    losses.append(loss.detach())\\n"')
+    )
+    assert path.read_text(encoding="utf-8") == expected
+    # The magics in the fixed cells are kept, and a second --fix changes nothing.
+    assert '"%%time\\n"' in expected and '"!pip install -q torchvision\\n"' in expected
+    again = torchperf_lint("--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert path.read_text(encoding="utf-8") == expected, again.stdout
+
+
+def test_fix_keeps_string_sources_indent_and_missing_final_newline(tmp_path):
+    data = notebook(
+        "import torch\nx = torch.zeros(3).to('cuda')",
+        ["%timeit y = torch.zeros(2).to('cuda')\n", "y = torch.zeros(2).to('cuda')"],
+        indent=2,
+    )[:-1]
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(data)
+    completed = torchperf_lint("--no-cache", "--fix", "--select", "TPL105", "nb.ipynb", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    expected = (
+        data.decode()
+        .replace(
+            '"import torch\\nx = torch.zeros(3).to(\'cuda\')"',
+            '"import torch\\nx = torch.zeros(3, device=\'cuda\')"',
+        )
+        .replace(
+            '"y = torch.zeros(2).to(\'cuda\')"', '"y = torch.zeros(2, device=\'cuda\')"'
+        )
+    )
+    assert path.read_text(encoding="utf-8") == expected
+
+
+def test_diff_of_a_notebook_writes_nothing(tmp_path):
+    path = tmp_path / "train.ipynb"
+    shutil.copy(TRAIN_LOOP, path)
+    completed = torchperf_lint(
+        "--no-cache", "--diff", "--unsafe-fixes", "--select", "TPL501", "train.ipynb", cwd=tmp_path
+    )
+    assert completed.returncode == 1
+    assert '-    "    losses.append(loss)\\n",' in completed.stdout
+    assert '+    "    losses.append(loss.detach())\\n",' in completed.stdout
+    assert path.read_bytes() == TRAIN_LOOP.read_bytes()
+
+
+def test_cell_relative_locations_of_a_multi_line_finding():
+    data = notebook(IMPORTS, ["loader = DataLoader(\n", "    ds,\n", ")"])
+    result = lint_notebook(data, "nb.ipynb", DEFAULTS)
+    first = result.diagnostics[0]
+    assert (first.cell, first.location, first.end_location) == (2, Location(1, 10), Location(3, 2))

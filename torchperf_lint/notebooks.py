@@ -1,0 +1,446 @@
+"""Jupyter notebooks in and out: lint the code cells as one module, report per cell, and write
+back only the cells a fix changed.
+
+A training loop is often split across cells (imports, the DataLoader, the loop), so the code
+cells are concatenated into one module, as Ruff does, and every finding is mapped back to
+(cell, row). Cells are numbered as in Ruff: the 1-based position among *all* cells, markdown
+cells included, which is the number Jupyter and VS Code show. Rows are relative to the cell.
+
+IPython syntax is not Python: line magics (`%timeit f()`), shell escapes (`!pip install`,
+`files = !ls`), help (`?obj`, `obj?`) become a `pass` placeholder on the same row, so rows
+stay right, and they are never rewritten. A cell magic whose body is Python (`%%time`,
+`%%timeit`, `%%capture`, `%%prun`) keeps its body linted; any other cell magic (`%%bash`,
+`%%writefile`) takes the whole cell out.
+
+The notebook's JSON is never re-serialised: `--fix` replaces the text of each changed cell's
+`source` value in place, in the layout it had (a list of lines or one string, the same
+indentation), so metadata, outputs, key order and the trailing newline stay byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
+from torchperf_lint.engine import LintSettings, SourceError, lint_text
+
+# Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
+
+# A line IPython turns into a call: a magic, a shell escape, help, or an assignment from one.
+_IPYTHON_LINE = re.compile(
+    r"""^\s*(?:
+        [%!?]                                  # %magic, !shell, ?help
+      | [\w.]+\?{1,2}\s*$                      # obj? and obj??
+      | [\w.,\s()\[\]*]+=\s*[%!]               # x = !ls, x = %sx ls
+    )""",
+    re.VERBOSE,
+)
+
+
+class NotebookError(Exception):
+    """The file is not a notebook this tool can read: the reason is the message."""
+
+
+@dataclass(frozen=True)
+class CodeCell:
+    """One code cell: where it is, its source as stored, and the Python the linter sees."""
+
+    index: int  # 0-based position among all cells.
+    source: str
+    source_is_list: bool
+    python: str  # `source` with IPython lines replaced by placeholders; ends with "\n".
+    ipython_lines: tuple[str, ...]  # The replaced lines, in order (with their line ends).
+
+    @property
+    def number(self) -> int:
+        """The cell number users see (1-based, all cells counted)."""
+        return self.index + 1
+
+
+@dataclass
+class Notebook:
+    """A parsed notebook: its JSON text, its code cells, and the markers used to join them."""
+
+    text: str
+    cells: list[CodeCell]
+    separator: str  # A comment line between cells in the joined module.
+    placeholder: str  # What an IPython line becomes (after its indentation).
+
+    def joined(self) -> str:
+        """The code cells as one module, a separator line between two cells."""
+        return (self.separator + "\n").join(cell.python for cell in self.cells)
+
+    def split(self, joined: str) -> list[str] | None:
+        """The cells' Python back out of a joined (possibly fixed) module; None when the
+        separators no longer split it into as many cells."""
+        pieces: list[list[str]] = [[]]
+        for line in joined.splitlines(keepends=True):
+            if line.rstrip("\r\n") == self.separator:
+                pieces.append([])
+            else:
+                pieces[-1].append(line)
+        if len(pieces) != len(self.cells):
+            return None
+        return ["".join(piece) for piece in pieces]
+
+    def first_rows(self, joined: str) -> list[int]:
+        """The row of `joined` where each cell starts."""
+        rows = [1]
+        for row, line in enumerate(joined.splitlines(), start=1):
+            if line == self.separator:
+                rows.append(row + 1)
+        return rows
+
+
+def read_notebook(data: bytes) -> Notebook:
+    """Parse a notebook's bytes; raises `NotebookError` for anything that is not one."""
+    try:
+        text = data.decode("utf-8-sig")
+        document = json.loads(text)
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"cannot decode the notebook as UTF-8: {error}") from None
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"not a notebook: invalid JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        raise NotebookError("not a notebook: no list of `cells`")
+    nonce = secrets.token_hex(8)
+    notebook = Notebook(
+        text=text,
+        cells=[],
+        separator=f"# torchperf-lint cell boundary {nonce}",
+        placeholder=f"pass  # torchperf-lint ipython line {nonce}",
+    )
+    if not _is_python(document):
+        return notebook
+    for index, cell in enumerate(document["cells"]):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"not a notebook: cell {index + 1} is not an object")
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            text_of_cell, is_list = "".join(source), True
+        elif isinstance(source, str):
+            text_of_cell, is_list = source, False
+        else:
+            raise NotebookError(f"not a notebook: cell {index + 1} has an invalid `source`")
+        code = _code_cell(index, text_of_cell, is_list, notebook.placeholder)
+        if code is not None:
+            notebook.cells.append(code)
+    return notebook
+
+
+def _is_python(document: dict) -> bool:
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        return True
+    for key, field_name in (("language_info", "name"), ("kernelspec", "language")):
+        info = metadata.get(key)
+        if isinstance(info, dict) and isinstance(info.get(field_name), str):
+            return info[field_name].lower() == "python"
+    return True
+
+
+def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> CodeCell | None:
+    """The cell with IPython lines replaced; None for a cell that is not Python at all."""
+    lines = source.splitlines(keepends=True)
+    python_lines = []
+    replaced = []
+    continued = False
+    indent = ""
+    for position, line in enumerate(lines):
+        magic = continued or _IPYTHON_LINE.match(line) is not None
+        if position == 0 and line.startswith("%%"):
+            name = line[2:].split(maxsplit=1)[0] if line[2:].strip() else ""
+            if name not in PYTHON_CELL_MAGICS:
+                return None
+            magic = True
+        if not magic:
+            python_lines.append(line)
+            continued = False
+            continue
+        replaced.append(line)
+        body = line.rstrip("\r\n")
+        if not continued:
+            # Continuation lines keep the indentation of the line they continue.
+            indent = body[: len(body) - len(body.lstrip())]
+        python_lines.append(indent + placeholder + line[len(body):])
+        # A magic continued with a backslash goes on over the next line.
+        continued = body.endswith("\\")
+    python = "".join(python_lines)
+    if not python.endswith("\n"):
+        python += "\n"
+    return CodeCell(index, source, is_list, python, tuple(replaced))
+
+
+# Linting
+
+
+def lint_notebook(data: bytes, filename: str, settings: LintSettings) -> FileResult:
+    """Lint a notebook's bytes; a broken notebook or cell becomes a `FileError`, never an
+    exception."""
+    result = FileResult(filename)
+    try:
+        notebook = read_notebook(data)
+        if notebook.cells:
+            joined = notebook.joined()
+            diagnostics = lint_text(joined, filename, settings)
+            result.diagnostics = to_cells(diagnostics, notebook, joined)
+    except NotebookError as error:
+        result.error = FileError(filename, str(error))
+    except SourceError as error:
+        result.error = _source_error(error, filename, notebook, joined)
+    return result
+
+
+def to_cells(
+    diagnostics: Sequence[Diagnostic], notebook: Notebook, joined: str
+) -> list[Diagnostic]:
+    """Diagnostics of the joined module with their cell and cell-relative rows."""
+    first_rows = notebook.first_rows(joined)
+    mapped = []
+    for diagnostic in diagnostics:
+        position = bisect_right(first_rows, diagnostic.location.row) - 1
+        offset = first_rows[position] - 1
+        fix = diagnostic.fix
+        if fix is not None:
+            fix = replace(fix, edits=tuple(_shift_edit(edit, offset) for edit in fix.edits))
+        mapped.append(
+            replace(
+                diagnostic,
+                cell=notebook.cells[position].number,
+                location=_shift(diagnostic.location, offset),
+                end_location=_shift(diagnostic.end_location, offset),
+                noqa_row=None if diagnostic.noqa_row is None else diagnostic.noqa_row - offset,
+                fix=fix,
+            )
+        )
+    return sorted(mapped, key=lambda d: d.sort_key)
+
+
+def _shift(location: Location, rows: int) -> Location:
+    return Location(location.row - rows, location.column)
+
+
+def _shift_edit(edit: Edit, rows: int) -> Edit:
+    return Edit(_shift(edit.start, rows), _shift(edit.end, rows), edit.content)
+
+
+def _source_error(
+    error: SourceError, filename: str, notebook: Notebook, joined: str
+) -> FileError:
+    """A syntax error, located in its cell."""
+    if error.location is None:
+        return FileError(filename, error.reason)
+    first_rows = notebook.first_rows(joined)
+    position = max(0, bisect_right(first_rows, error.location.row) - 1)
+    cell = notebook.cells[position].number
+    location = _shift(error.location, first_rows[position] - 1)
+    return FileError(filename, f"cell {cell}: {error.reason}", location)
+
+
+def cell_source(notebook_text: str, cell: int) -> str | None:
+    """The source of cell `cell` (1-based, all cells counted) of a notebook's JSON text, for
+    reporters that show the reported line; None when there is no such cell."""
+    try:
+        cells = json.loads(notebook_text)["cells"]
+        source = cells[cell - 1]["source"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    if isinstance(source, list):
+        return "".join(source) if all(isinstance(line, str) for line in source) else None
+    return source if isinstance(source, str) else None
+
+
+# Fixing
+
+
+@dataclass
+class NotebookFix:
+    """The fixed cells' new sources, and what was applied and what remains."""
+
+    sources: dict[int, str] = field(default_factory=dict)  # Cell index → new source.
+    remaining: list[Diagnostic] = field(default_factory=list)
+    applied: dict[str, int] = field(default_factory=dict)
+    reverted: str | None = None
+
+
+def fix_notebook_cells(
+    notebook: Notebook, filename: str, settings: LintSettings, unsafe_fixes: bool
+) -> NotebookFix:
+    """Fix the joined module to a fixed point and cut it back into cells. Raises
+    `SourceError` when the notebook's code does not parse, and `NotebookError` when a fix
+    would change an IPython line or move code across cells (nothing is then written)."""
+    from torchperf_lint.fixes import fix_text_result
+
+    joined = notebook.joined()
+    result = fix_text_result(joined, filename, settings, unsafe_fixes)
+    outcome = NotebookFix(reverted=result.reverted, applied=dict(result.applied))
+    outcome.remaining = to_cells(result.remaining, notebook, result.text)
+    if result.text == joined:
+        return outcome
+    pieces = notebook.split(result.text)
+    if pieces is None:
+        raise NotebookError("the fixes would move code across cells; not fixed")
+    for cell, python in zip(notebook.cells, pieces):
+        if python == cell.python:
+            continue
+        outcome.sources[cell.index] = _restore_ipython(cell, python, notebook.placeholder)
+    return outcome
+
+
+def _restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
+    """The fixed cell's text with its IPython lines back, and without the newline the join
+    added."""
+    lines = python.splitlines(keepends=True)
+    originals = iter(cell.ipython_lines)
+    restored = []
+    for line in lines:
+        if line.strip() == placeholder:
+            original = next(originals, None)
+            if original is None:
+                raise NotebookError("a fix would change an IPython line; not fixed")
+            restored.append(original)
+        else:
+            restored.append(line)
+    if next(originals, None) is not None:
+        raise NotebookError("a fix would remove an IPython line; not fixed")
+    text = "".join(restored)
+    if not cell.source.endswith("\n") and text.endswith("\n"):
+        text = text[:-1]
+    return text
+
+
+def rewrite_sources(notebook: Notebook, sources: dict[int, str]) -> str:
+    """The notebook's JSON text with the `source` of the given cells replaced, each in the
+    layout it had, and every other byte kept."""
+    spans = _source_spans(notebook.text)
+    by_index = {cell.index: cell for cell in notebook.cells}
+    pieces = []
+    position = 0
+    for index in sorted(sources):
+        start, end = spans[index]
+        pieces.append(notebook.text[position:start])
+        pieces.append(
+            _encode_source(sources[index], by_index[index].source_is_list, notebook.text, start, end)
+        )
+        position = end
+    pieces.append(notebook.text[position:])
+    return "".join(pieces)
+
+
+def _encode_source(source: str, as_list: bool, text: str, start: int, end: int) -> str:
+    """`source` as a JSON value laid out like the one at `text[start:end]`."""
+    ascii_only = text.isascii()
+    if not as_list:
+        return json.dumps(source, ensure_ascii=ascii_only)
+    items = [json.dumps(line, ensure_ascii=ascii_only) for line in source.splitlines(keepends=True)]
+    if not items:
+        return "[]"
+    old = text[start:end]
+    if "\n" not in old:
+        return "[" + (", " if ", " in old else ",").join(items) + "]"
+    # "[", one item per line, then the closing bracket on its own line: copy both indents.
+    lines = old.split("\n")
+    closing = _indentation(lines[-1])
+    item_indent = _indentation(lines[1]) if len(lines) > 2 else closing + " "
+    return "[\n" + ",\n".join(item_indent + item for item in items) + "\n" + closing + "]"
+
+
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _source_spans(text: str) -> dict[int, tuple[int, int]]:
+    """Where each cell's `source` value lies in the notebook's JSON text (cell index →
+    (start, end) offsets)."""
+    decoder = json.JSONDecoder()
+    whitespace = re.compile(r"[ \t\n\r]*")
+
+    def skip(position: int) -> int:
+        return whitespace.match(text, position).end()
+
+    def members(position: int):
+        """(key, value start, value end) of the object at `position`, and its end."""
+        assert text[position] == "{"
+        position = skip(position + 1)
+        found = []
+        while text[position] != "}":
+            key, position = decoder.raw_decode(text, position)
+            position = skip(skip(position) + 1)  # The colon.
+            value_start = position
+            _, position = decoder.raw_decode(text, position)
+            found.append((key, value_start, position))
+            position = skip(position)
+            if text[position] == ",":
+                position = skip(position + 1)
+        return found, position + 1
+
+    spans = {}
+    start = 1 if text.startswith("\ufeff") else 0
+    top, _ = members(skip(start))
+    for key, value_start, _ in top:
+        if key != "cells":
+            continue
+        position = skip(value_start + 1)
+        index = 0
+        while text[position] != "]":
+            cell_members, position = members(position)
+            for cell_key, source_start, source_end in cell_members:
+                if cell_key == "source":
+                    spans[index] = (source_start, source_end)
+            index += 1
+            position = skip(position)
+            if text[position] == ",":
+                position = skip(position + 1)
+    return spans
+
+
+def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool):
+    """`fixes.fix_file` for a notebook: the same outcome, with `before`/`after` the JSON text."""
+    from torchperf_lint.fixes import FileFixOutcome, write_atomic
+
+    outcome = FileFixOutcome(filename=filename, before="", after="")
+    try:
+        data = path.read_bytes()
+        notebook = read_notebook(data)
+    except OSError as error:
+        outcome.error = FileError(filename, f"cannot read: {error.strerror or error}")
+        return outcome
+    except NotebookError as error:
+        outcome.error = FileError(filename, str(error))
+        return outcome
+    outcome.before = outcome.after = notebook.text
+    if not notebook.cells:
+        return outcome
+    try:
+        fixed = fix_notebook_cells(notebook, filename, settings, unsafe_fixes)
+    except SourceError as error:
+        outcome.error = _source_error(error, filename, notebook, notebook.joined())
+        return outcome
+    except NotebookError as error:
+        outcome.error = FileError(filename, str(error))
+        return outcome
+    outcome.remaining = fixed.remaining
+    outcome.reverted = fixed.reverted
+    if not fixed.sources:
+        return outcome
+    text = rewrite_sources(notebook, fixed.sources)
+    try:
+        if write:
+            bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
+            write_atomic(path, (bom + text).encode("utf-8"))
+    except OSError as error:
+        outcome.error = FileError(filename, f"cannot write: {error.strerror or error}")
+        outcome.remaining = []
+        return outcome
+    outcome.after = text
+    outcome.applied.update(fixed.applied)
+    return outcome
