@@ -179,13 +179,55 @@ class HostSyncs:
         if isinstance(func, cst.Attribute) and func.attr.value in _SYNCING_METHODS:
             if self._moves_a_module(call) or not may_be_device_tensor(self.facts, func.value):
                 return None
+            if self._feeds_an_environment(call):
+                return None
             return HostSync(call, f"`.{func.attr.value}()`")
         qualified = self.facts.names.call_name(call)
         if qualified in _CONVERSIONS and self._first_argument_is_tensor(call):
+            if self._feeds_an_environment(call):
+                return None
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
         return None
+
+    def _feeds_an_environment(self, call: cst.Call) -> bool:
+        """`env.step(action.item())`, or `action = q.argmax().item()` then `env.step(action)`.
+
+        A simulator on the host needs the value now: that read is the algorithm, not overhead.
+        """
+        statement: cst.CSTNode = call
+        for parent in self.facts.scopes.ancestors(call):
+            if isinstance(parent, cst.Call) and self._is_environment_step(parent):
+                return True
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)):
+                statement = parent
+                break
+        if not (
+            isinstance(statement, cst.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name)
+        ):
+            return False
+        name = statement.targets[0].target.value
+        loop = self.facts.loops.loop_of_call(call)
+        return loop is not None and any(
+            self._is_environment_step(other)
+            and any(isinstance(a.value, cst.Name) and a.value.value == name for a in other.args)
+            for other in loop.own_calls
+        )
+
+    def _is_environment_step(self, call: cst.Call) -> bool:
+        """`env.step(action)`, `plateau.step(metric)`: a `.step()` given a value to use on the
+        host, on something that is not an optimizer or a scaler."""
+        func = call.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "step"
+            and bool(call.args)
+            and not self.facts.loops.is_optimizer_or_scaler(func.value)
+        )
 
     def _moves_a_module(self, call: cst.Call) -> bool:
         """`model.cpu()`, `m.cpu().parameters()`: moving a module's weights, not reading values."""
@@ -197,14 +239,21 @@ class HostSyncs:
 
     def _first_argument_is_tensor(self, call: cst.Call) -> bool:
         first = call.args[0] if call.args else None
-        return first is not None and first.star == "" and is_tensor_value(self.facts, first.value)
+        return first is not None and first.star == "" and self._reads_device(first.value)
+
+    def _reads_device(self, expression: cst.BaseExpression) -> bool:
+        """A tensor expression that may live on the device: `int(torch.randint(4, (1,)))`
+        converts a host tensor and waits for nothing."""
+        return is_tensor_value(self.facts, expression) and may_be_device_tensor(
+            self.facts, expression
+        )
 
     def _formats_tensor(self, expression: cst.BaseExpression) -> bool:
         """`loss`, `f"{loss:.3f}"`, `str(loss)`, `"{}".format(loss)`, `"%f" % loss`."""
         if isinstance(expression, cst.FormattedString):
             return any(
                 isinstance(part, cst.FormattedStringExpression)
-                and is_tensor_value(self.facts, part.expression)
+                and self._reads_device(part.expression)
                 for part in expression.parts
             )
         if isinstance(expression, cst.Call):
@@ -215,20 +264,20 @@ class HostSyncs:
             if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(
                 func.value, cst.BaseString
             ):
-                return any(is_tensor_value(self.facts, arg.value) for arg in expression.args)
+                return any(self._reads_device(arg.value) for arg in expression.args)
         if isinstance(expression, cst.BinaryOperation):
             if isinstance(expression.operator, cst.Modulo) and isinstance(
                 expression.left, cst.BaseString
             ):
                 right = expression.right
                 values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
-                return any(is_tensor_value(self.facts, value) for value in values)
+                return any(self._reads_device(value) for value in values)
             if isinstance(expression.operator, cst.Add):
                 return self._formats_tensor(expression.left) or self._formats_tensor(
                     expression.right
                 )
             return False
-        return is_tensor_value(self.facts, expression)
+        return self._reads_device(expression)
 
     def _truth_tests(self) -> Iterator[cst.BaseExpression]:
         """The tests of every `if`, `elif`, `while`, conditional expression and `assert`."""
@@ -247,7 +296,7 @@ class HostSyncs:
                 return False
             sides = (operand.left, *(c.comparator for c in operand.comparisons))
             return any(
-                (isinstance(side, cst.Name) and is_tensor_value(self.facts, side))
+                (isinstance(side, cst.Name) and self._reads_device(side))
                 or self._is_tensor_predicate(side)
                 for side in sides
             )
@@ -262,7 +311,7 @@ class HostSyncs:
         return (
             isinstance(expression, cst.Call)
             and last_identifier(expression.func) in _TRUTH_TESTED_METHODS
-            and is_tensor_value(self.facts, expression)
+            and self._reads_device(expression)
         )
 
 
