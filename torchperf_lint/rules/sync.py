@@ -385,7 +385,9 @@ class DataDependentShapes:
         Assigning through a mask (`t[mask] = 0`) runs as `masked_fill_` without a sync.
         """
         parent = self.facts.index.parents.get(subscript)
-        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del)):
+        if isinstance(parent, (cst.AssignTarget, cst.Del)) or (
+            isinstance(parent, cst.AugAssign) and parent.target is subscript
+        ):
             return False
         if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
             return False
@@ -458,10 +460,16 @@ class SyncInTrainingLoop(_PerIterationRule):
     `if loss < best:`), which is `bool(t)` written implicitly. A chain such as
     `x.cpu().numpy()` is one finding.
 
-    It stays silent on calls under a periodic guard (`if step % log_every == 0:`), on calls
-    after the loop or outside any training loop, on calls in a loop nested inside the training
-    loop or in a function defined in it (each call is judged by its nearest loop), on the
-    batches a DataLoader yields before they are moved (host tensors), and in CPU-only modules.
+    It stays silent on calls that do not run on every step: under a periodic guard
+    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`) or a test of the
+    loop's own counter (`if i == 0:`, `if i + 1 == len(loader):`); on calls after the loop or
+    outside any training loop; on calls in a loop nested inside the training loop or in a
+    function defined in it (each call is judged by its nearest loop). It is also silent where
+    the read waits for nothing or is the algorithm itself: host tensors (the batches a
+    DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
+    values handed to an environment (`env.step(action.item())`), CPU-only modules (or
+    `target-device = "cpu"`), and test files, which read values on purpose. A flag or rank
+    guard (`if rank == 0:`, `if args.verbose:`) still runs on every step and is reported.
 
     ## Why is this bad?
     CUDA work is asynchronous: the host queues kernels and runs ahead, preparing the next
