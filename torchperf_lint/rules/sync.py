@@ -382,7 +382,8 @@ class DataDependentShapes:
     def _is_mask_read(self, subscript: cst.Subscript) -> bool:
         """`t[t > 0]`, `t[mask]`: a tensor indexed by one boolean mask, read (not assigned).
 
-        Assigning through a mask (`t[mask] = 0`) runs as `masked_fill_` without a sync.
+        Assigning a scalar through a mask (`t[mask] = 0`) runs as `masked_fill_` without a
+        sync; assignments are left alone, since the value's shape is rarely known.
         """
         parent = self.facts.index.parents.get(subscript)
         if isinstance(parent, (cst.AssignTarget, cst.Del)) or (
@@ -620,7 +621,8 @@ class DataDependentShapeInLoop(_PerIterationRule):
     In a module that uses CUDA, checks for `.nonzero()` / `torch.nonzero`,
     `torch.masked_select`, `torch.unique` and boolean-mask reads (`t[t > 0]`, `t[mask]`) on
     every iteration of a training loop. Periodic guards, code outside training loops and
-    assignments through a mask (`t[mask] = 0`, which runs as `masked_fill_`) are silent.
+    assignments through a mask are silent (`t[mask] = 0` with a scalar runs as
+    `masked_fill_`, without a sync).
 
     ## Why is this bad?
     The size of the result is only known once the GPU has counted the selected elements, and
