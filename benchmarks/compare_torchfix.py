@@ -1,0 +1,149 @@
+"""Lint one directory with torchperf-lint (cold, then warm from the cache) and with TorchFix,
+and print files, lines, wall time, peak memory and the ratios, with LibCST's bare parse time
+of the files torchperf-lint parses as the floor.
+
+    python benchmarks/compare_torchfix.py [DIRECTORY] [--jobs N] [--torchfix-venv PATH]
+
+DIRECTORY defaults to the installed torch package's sources. TorchFix 0.7.0 runs from its own
+virtualenv (default /tmp/torchfix-0.7.0-venv, created with `pip install torchfix==0.7.0` when
+missing), never from this environment. Both linters run with their default rules and the same
+number of processes. Each measurement runs in a fresh child process, so "peak memory" is the
+peak resident set of the largest process of that run (`ru_maxrss` of its children).
+
+This prints numbers; it asserts nothing. Tests never time anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+TORCHFIX_VERSION = "0.7.0"
+DEFAULT_VENV = Path(tempfile.gettempdir()) / f"torchfix-{TORCHFIX_VERSION}-venv"
+
+
+def measure(command: list[str], cwd: Path | None = None) -> dict[str, float]:
+    """Wall time and peak RSS of `command`, run from a fresh child so the peak is its own."""
+    probe = [sys.executable, __file__, "--probe", "--", *command]
+    completed = subprocess.run(probe, cwd=cwd, capture_output=True, text=True, check=True)
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def probe(command: list[str]) -> None:
+    """Run `command` (its output discarded) and print its wall time and peak RSS as JSON."""
+    start = time.perf_counter()
+    completed = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    wall = time.perf_counter() - start
+    if completed.returncode not in (0, 1):
+        sys.stderr.write(completed.stderr.decode(errors="replace")[-2000:])
+        raise SystemExit(f"{command[0]} exited {completed.returncode}")
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"wall": wall, "peak_mib": peak_kib / 1024}))
+
+
+def torchfix_executable(venv: Path) -> Path:
+    executable = venv / "bin" / "torchfix"
+    if not executable.exists():
+        print(f"creating {venv} with torchfix=={TORCHFIX_VERSION} ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "pip"), "install", "--quiet"]
+        subprocess.run([*pip, f"torchfix=={TORCHFIX_VERSION}"], check=True)
+    return executable
+
+
+def python_files(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.rglob("*.py") if path.is_file())
+
+
+def parse_one(path: Path) -> bool:
+    import libcst
+
+    try:
+        libcst.parse_module(path.read_bytes())
+    except Exception:  # noqa: BLE001 - the floor counts the time, not the outcome
+        return False
+    return True
+
+
+def bare_parse(paths: list[str], jobs: int) -> None:
+    """Parse every path with LibCST in `jobs` processes (run through `--probe`)."""
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(parse_one, map(Path, paths), chunksize=8))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--probe"]:
+        probe(sys.argv[3:])
+        return
+    if sys.argv[1:2] == ["--parse"]:
+        bare_parse(Path(sys.argv[3]).read_text().splitlines(), int(sys.argv[2]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("directory", nargs="?", type=Path)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--torchfix-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--skip-torchfix", action="store_true", help="Only torchperf-lint.")
+    arguments = parser.parse_args()
+    directory = arguments.directory
+    if directory is None:
+        import importlib.util
+
+        directory = Path(importlib.util.find_spec("torch").origin).parent
+    directory = directory.resolve()
+    jobs = arguments.jobs
+
+    files = python_files(directory)
+    texts = [path.read_bytes() for path in files]
+    parsed = [str(path) for path, data in zip(files, texts) if b"torch" in data]
+    lines = sum(data.count(b"\n") for data in texts)
+    print(f"corpus: {directory}")
+    print(f"files: {len(files)} .py, {lines} lines; {len(parsed)} mention torch (parsed)")
+    print(f"jobs: {jobs}")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        listing = Path(scratch) / "parsed.txt"
+        listing.write_text("\n".join(parsed))
+        floor = measure([sys.executable, __file__, "--parse", str(jobs), str(listing)])
+        ours = [
+            sys.executable, "-m", "torchperf_lint", "check", str(directory), "--jobs", str(jobs),
+            "--cache-dir", str(Path(scratch) / "cache"), "--output-format", "concise",
+            "--exit-zero",
+        ]
+        # An empty configuration: the corpus's own settings (if any) do not change the rules.
+        config = Path(scratch) / "torchperf-lint.toml"
+        config.write_text("")
+        ours += ["--config", str(config)]
+        cold = measure(ours, cwd=Path(scratch))
+        warm = measure(ours, cwd=Path(scratch))
+    rows = [
+        ("libcst parse (floor)", floor),
+        ("torchperf-lint cold", cold),
+        ("torchperf-lint warm", warm),
+    ]
+    if not arguments.skip_torchfix:
+        torchfix = torchfix_executable(arguments.torchfix_venv)
+        torchfix_run = measure([str(torchfix), "-j", str(jobs), str(directory)])
+        rows.append((f"torchfix {TORCHFIX_VERSION}", torchfix_run))
+
+    print(f"{'run':<24}{'wall s':>10}{'peak MiB':>10}")
+    for name, numbers in rows:
+        print(f"{name:<24}{numbers['wall']:>10.2f}{numbers['peak_mib']:>10.0f}")
+    print(f"cold / bare parse: {cold['wall'] / floor['wall']:.2f}x (target <= 1.5x)")
+    print(f"cold / warm: {cold['wall'] / warm['wall']:.1f}x (target >= 20x)")
+    if not arguments.skip_torchfix:
+        torchfix_wall = rows[-1][1]["wall"]
+        print(f"torchfix / cold: {torchfix_wall / cold['wall']:.1f}x (target >= 5x)")
+
+
+if __name__ == "__main__":
+    main()
