@@ -21,6 +21,7 @@ from torchperf_lint.facts.index import SyntaxIndex, build_index
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver
 from torchperf_lint.facts.scopes import Scopes
+from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 
 
@@ -69,6 +70,11 @@ class FileFacts:
     @cached_property
     def tensors(self) -> TensorExpressions:
         return TensorExpressions(self.index, self.scopes, self.names)
+
+    @cached_property
+    def host_syncs(self) -> HostSyncs:
+        """Where the host waits for the device: reads of device values, data-dependent shapes."""
+        return HostSyncs(self.index, self.scopes, self.names, self.tensors, self.loops)
 
     @cached_property
     def uses_cuda(self) -> bool:

@@ -15,7 +15,7 @@ from functools import cached_property
 import libcst as cst
 
 from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
-from torchperf_lint.facts.names import NameResolver, last_identifier
+from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
 LoopNode = cst.For | cst.While
@@ -48,6 +48,12 @@ class LoopFacts:
         """A training loop, or a loop over a DataLoader."""
         return self.is_training or self.iterates_dataloader
 
+    @property
+    def target_names(self) -> set[str]:
+        """The names a `for` loop binds on each iteration (`i`, `x`, `y` in
+        `for i, (x, y) in enumerate(loader)`); none for a `while` loop."""
+        return target_names(self.node.target) if isinstance(self.node, cst.For) else set()
+
 
 class Loops:
     """Classifies every loop of a module and maps calls to their nearest loop."""
@@ -66,13 +72,17 @@ class Loops:
             for loop in index.loops
         }
         self._call_loop: dict[cst.Call, LoopFacts | None] = {}
+        # Functions (None: module level) whose own body switches a model to eval mode.
+        self._eval_functions: set[cst.FunctionDef | None] = set()
         for call in index.calls:
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            if method == "eval" and not call.args:
+                self._eval_functions.add(scopes.enclosing_function(call))
             loop = self.nearest_loop(call)
             self._call_loop[call] = loop
             if loop is None:
                 continue
             loop.own_calls.append(call)
-            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
             if method == "backward":
                 loop.backward_calls.append(call)
             elif method == "step" and self.is_optimizer_or_scaler(call.func.value):
@@ -103,6 +113,11 @@ class Loops:
             if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
                 found.append(self.by_node[parent])
         return found
+
+    def calls_eval(self, function: cst.FunctionDef | None) -> bool:
+        """Whether `function`'s own body (module level for None) calls `.eval()`, the mark of
+        an evaluation function (RULES.md, "Evaluation loop")."""
+        return function in self._eval_functions
 
     @property
     def all(self) -> list[LoopFacts]:

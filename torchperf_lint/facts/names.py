@@ -65,6 +65,22 @@ def last_identifier(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """The plain names an assignment or `for` target binds: `x`, `(i, (x, y))`, `[a, *rest]`."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in target_names(element.value)}
+    return set()
+
+
+def root_name(expression: cst.BaseExpression) -> str | None:
+    """`batch` for `batch`, `batch[0]`, `batch["x"]`, `batch.x` and `batch.x[0]`."""
+    while isinstance(expression, (cst.Attribute, cst.Subscript)):
+        expression = expression.value
+    return expression.value if isinstance(expression, cst.Name) else None
+
+
 class NameResolver:
     """Maps expressions to fully qualified names using the module's imports."""
 

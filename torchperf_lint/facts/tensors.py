@@ -132,6 +132,18 @@ class TensorExpressions:
             return any(self.is_tensor(operand, depth + 1) for operand in operands)
         return False
 
+    def is_definitely_tensor(self, expression: cst.BaseExpression) -> bool:
+        """A tensor expression; a name only when every value bound to it is one.
+
+        `loss = loss.item()` rebinds a tensor name to a float: `float(loss)` after it reads no
+        device value, and the bindings do not say which one a given line sees.
+        """
+        if isinstance(expression, cst.Name):
+            values = self.scopes.bound_values(expression)
+            if not all(self.is_tensor(value) for value in values):
+                return False
+        return self.is_tensor(expression)
+
     def _is_tensor_call(self, call: cst.Call, depth: int) -> bool:
         qualified = self.names.call_name(call)
         if qualified is not None:

@@ -1,0 +1,207 @@
+"""The host-sync facts (facts/syncs.py) and the loop facts TPL1xx/2xx/5xx/7xx share."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+import libcst as cst
+import pytest
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.names import root_name, target_names
+from torchperf_lint.facts.syncs import HostSyncs
+
+
+def facts_of(source: str) -> FileFacts:
+    return FileFacts(cst.parse_module(source), PurePath("train.py"))
+
+
+def expression_at(facts: FileFacts, code: str) -> cst.BaseExpression:
+    """The last expression in the module whose source is exactly `code`."""
+    found = [
+        node
+        for node in facts.index.parents
+        if isinstance(node, cst.BaseExpression) and facts.code(node) == code
+    ]
+    assert found, code
+    return found[-1]
+
+
+TRAINING = """
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+def train(dataset, env, optimizer):
+    model = nn.Linear(4, 2).cuda()
+    loader = DataLoader(dataset)
+    order = torch.randperm(10)
+    for x, y in loader:
+        y.tolist()
+        x = x.cuda()
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        x.cpu().numpy()
+        float(loss)
+        int(torch.randint(4, (1,)))
+        print(f"{loss:.3f}")
+        print("step")
+        model.cpu()
+        order.tolist()
+        np.zeros(3).tolist()
+        env.step(loss.argmax().item())
+        if torch.isnan(loss).any():
+            pass
+        if loss > 1:
+            pass
+        if x is None:
+            pass
+        loss[loss > 0]
+        loss[loss > 0] = 0
+        x.nonzero()
+        torch.unique(x)
+        y.nonzero()
+"""
+
+
+def test_device_reads_are_the_values_the_host_waits_for() -> None:
+    facts = facts_of(TRAINING)
+    found = [(facts.code(site.node), site.description) for site in facts.host_syncs.device_reads]
+    assert found == [
+        ("loss.item()", "`.item()`"),
+        ("x.cpu()", "`.cpu()`"),  # `.numpy()` of a host copy waits for nothing more
+        ("float(loss)", "`float()` of a tensor"),
+        ('print(f"{loss:.3f}")', "`print` of a tensor"),
+        ("torch.isnan(loss).any()", "A tensor used as a condition"),
+        ("loss > 1", "A tensor used as a condition"),
+    ]
+
+
+def test_the_fact_is_computed_once_per_file() -> None:
+    facts = facts_of(TRAINING)
+    assert facts.host_syncs is facts.host_syncs
+    assert facts.host_syncs.device_reads is facts.host_syncs.device_reads
+
+
+def test_data_dependent_shapes_are_reads_of_data_sized_results() -> None:
+    facts = facts_of(TRAINING)
+    found = [(facts.code(s.node), s.description) for s in facts.host_syncs.data_dependent_shapes]
+    assert found == [
+        ("x.nonzero()", "`.nonzero()`"),
+        ("torch.unique(x)", "`torch.unique`"),
+        ("loss[loss > 0]", "boolean-mask indexing"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "host"),
+    [
+        ("order", True),  # built without `device=`
+        ("np.zeros(3)", True),
+        ('"step"', True),
+        ("loss", False),
+        ("x", False),
+    ],
+)
+def test_host_values(code: str, host: bool) -> None:
+    facts = facts_of(TRAINING)
+    assert facts.host_syncs.is_host_value(expression_at(facts, code)) is host
+
+
+def test_a_loader_batch_is_on_the_host_until_it_is_reassigned() -> None:
+    facts = facts_of(TRAINING)
+    syncs = facts.host_syncs
+    assert syncs.is_loader_batch(expression_at(facts, "y"))
+    assert not syncs.may_be_device_tensor(expression_at(facts, "y"))
+    assert not syncs.is_loader_batch(expression_at(facts, "x"))  # `x = x.cuda()`
+    assert syncs.may_be_device_tensor(expression_at(facts, "loss"))
+
+
+@pytest.mark.parametrize(
+    ("call", "waits"),
+    [
+        ("torch.cuda.synchronize()", True),
+        ("start.elapsed_time(end)", True),
+        ("dist.barrier()", True),
+        ("accelerator.wait_for_everyone()", True),
+        ("sync_all()", True),
+        ("x.item()", True),
+        ("model(x)", False),
+        ("x.to(device)", False),
+    ],
+)
+def test_calls_that_always_wait(call: str, waits: bool) -> None:
+    expression = cst.parse_expression(call)
+    assert isinstance(expression, cst.Call)
+    assert HostSyncs.always_waits(expression) is waits
+
+
+def test_a_name_rebound_to_a_python_number_is_not_definitely_a_tensor() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def f(x):\n"
+        "    loss = torch.ones(3).sum()\n"
+        "    loss = loss.item()\n"
+        "    total = torch.ones(3).sum()\n"
+        "    float(loss)\n"
+        "    float(total)\n"
+    )
+    assert facts.tensors.is_tensor(expression_at(facts, "loss"))
+    assert not facts.tensors.is_definitely_tensor(expression_at(facts, "loss"))
+    assert facts.tensors.is_definitely_tensor(expression_at(facts, "total"))
+
+
+@pytest.mark.parametrize(
+    ("target", "names"),
+    [
+        ("x", {"x"}),
+        ("(i, (x, y))", {"i", "x", "y"}),
+        ("[a, *rest]", {"a", "rest"}),
+        ("self.x", set()),
+        ("batch[0]", set()),
+    ],
+)
+def test_target_names(target: str, names: set[str]) -> None:
+    assert target_names(cst.parse_expression(target)) == names
+
+
+@pytest.mark.parametrize(
+    ("expression", "root"),
+    [("batch", "batch"), ("batch[0]", "batch"), ("batch.x[0]", "batch"), ("f(x).y", None)],
+)
+def test_root_name(expression: str, root: str | None) -> None:
+    assert root_name(cst.parse_expression(expression)) == root
+
+
+def test_loop_target_names() -> None:
+    facts = facts_of(
+        "for i, (x, y) in enumerate(loader):\n"
+        "    pass\n"
+        "while True:\n"
+        "    pass\n"
+    )
+    for_loop, while_loop = facts.loops.all
+    assert for_loop.target_names == {"i", "x", "y"}
+    assert while_loop.target_names == set()
+
+
+def test_functions_that_call_eval() -> None:
+    facts = facts_of(
+        "def evaluate(model):\n"
+        "    model.eval()\n"
+        "def train(model):\n"
+        "    model.train()\n"
+        "    def inner():\n"
+        "        model.eval()\n"
+        "def other(model):\n"
+        "    model.eval(True)\n"
+    )
+    evaluate, train, inner, other = facts.index.functions
+    assert facts.loops.calls_eval(evaluate)
+    assert facts.loops.calls_eval(inner)
+    assert not facts.loops.calls_eval(train)  # only its nested def does
+    assert not facts.loops.calls_eval(other)  # `eval(True)` is not `nn.Module.eval()`
+    assert not facts.loops.calls_eval(None)
