@@ -20,12 +20,6 @@ CLOCKS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic",
     "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
 })
-# Methods that make the host wait for the device: explicit synchronisation, or reading a
-# result (`.item()`, `.cpu()`); distributed barriers wait for the collective's kernels too.
-SYNCING_METHODS = frozenset({
-    "synchronize", "item", "tolist", "cpu", "numpy", "elapsed_time", "barrier",
-    "wait_for_everyone", "block_until_ready", "wait_device_ops",
-})
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
 
 ANOMALY_SWITCHES = frozenset({
@@ -234,14 +228,13 @@ class CudaTimingWithoutSync(Rule):
         return facts.tensors.is_module_call(node) or facts.tensors.is_tensor(node)
 
     def _may_synchronise(self, facts: FileFacts, node: cst.CSTNode) -> bool:
-        """A host sync, or code this rule cannot see into (the user's own functions and
-        methods), which may read a result: when in doubt, assume it synchronises."""
+        """A call that waits for the device, or code this rule cannot see into (the user's own
+        functions and methods), which may read a result: when in doubt, assume it synchronises."""
         if not isinstance(node, cst.Call):
             return False
-        identifier = last_identifier(node.func) or ""
-        if identifier in SYNCING_METHODS or "sync" in identifier.lower():
+        if facts.host_syncs.always_waits(node):
             return True
-        if facts.tensors.is_module_call(node) or identifier == "backward":
+        if facts.tensors.is_module_call(node) or last_identifier(node.func) == "backward":
             return False
         qualified = facts.names.call_name(node)
         if qualified is None:
@@ -252,16 +245,6 @@ class CudaTimingWithoutSync(Rule):
         passes_tensor = any(facts.tensors.is_tensor(arg.value) for arg in node.args)
         formats = any(isinstance(arg.value, cst.FormattedString) for arg in node.args)
         return passes_tensor or (qualified in CONVERSIONS and formats)
-
-
-def block_indentation(facts: FileFacts, node: cst.CSTNode) -> str:
-    """The whitespace in front of the statement `node` (from the blocks that contain it)."""
-    indents = [
-        block.indent if block.indent is not None else facts.module.default_indent
-        for block in facts.scopes.ancestors(node)
-        if isinstance(block, cst.IndentedBlock)
-    ]
-    return "".join(reversed(indents))
 
 
 def _has_multiline_string(node: cst.CSTNode, facts: FileFacts) -> bool:
@@ -356,7 +339,7 @@ class DebugApiEnabled(Rule):
             content = "".join(facts.code(small) for small in body.body).strip()
         else:
             text = "".join(facts.code(line) for line in body.body).rstrip("\n")
-            indentation = block_indentation(facts, statement)
+            indentation = "".join(facts.indents(statement))
             first, *rest = text.split("\n")
             content = "\n".join([first, *(indentation + line if line else line for line in rest)])
         return ProposedFix(
