@@ -17,8 +17,7 @@ from torchperf_lint.facts.arguments import (
 )
 from torchperf_lint.facts.dataloaders import DataLoaderConstruction
 from torchperf_lint.facts.devices import creates_cuda_tensor, is_cuda_literal
-from torchperf_lint.facts.loops import LoopFacts
-from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.facts.names import dotted_name, root_name
 from torchperf_lint.rules.base import Finding, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
 
@@ -320,11 +319,10 @@ class BlockingHostToDeviceCopy(Rule):
             loader = facts.dataloaders.loader_of(loop.node)
             if loader is None or not loader.pins_memory:
                 continue
-            batch_names = _target_names(loop)
             for call in loop.own_calls:
                 if not self._is_host_to_device(facts, call):
                     continue
-                if _root_name(call.func.value) not in batch_names:
+                if root_name(call.func.value) not in loop.target_names:
                     continue
                 new_call = add_keyword(call, "non_blocking", cst.Name("True"))
                 applicability = (
@@ -364,29 +362,6 @@ def _is_device_target(facts: FileFacts, value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Name, cst.Attribute)):
         return "cpu" not in (dotted_name(value) or "").lower()
     return False
-
-
-def _target_names(loop: LoopFacts) -> set[str]:
-    target = loop.node.target if isinstance(loop.node, cst.For) else None
-    names: set[str] = set()
-
-    def collect(node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Name):
-            names.add(node.value)
-        elif isinstance(node, (cst.Tuple, cst.List)):
-            for element in node.elements:
-                collect(element.value)
-
-    if target is not None:
-        collect(target)
-    return names
-
-
-def _root_name(expression: cst.BaseExpression) -> str | None:
-    """`batch` for `batch`, `batch[0]`, `batch["x"]`, `batch.x`."""
-    while isinstance(expression, (cst.Subscript, cst.Attribute)):
-        expression = expression.value
-    return expression.value if isinstance(expression, cst.Name) else None
 
 
 class TensorCreatedThenMoved(Rule):

@@ -11,7 +11,7 @@ from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.index import Loop, ScopeNode
-from torchperf_lint.facts.names import dotted_name, last_identifier
+from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
 NO_GRAD_DOCS = "https://pytorch.org/docs/stable/generated/torch.no_grad.html"
@@ -410,7 +410,7 @@ class NoGradInsteadOfInferenceMode(Rule):
                 continue
             if function is not None and function.name.value == "__init__":
                 continue  # A forward pass in a constructor probes shapes once.
-            if module_trains and not self._evaluates(calls, function):
+            if module_trains and not facts.loops.calls_eval(function):
                 continue
             if not self._pure_inference(facts, body) or self._results_mutated_later(
                 facts, calls, body, function
@@ -431,13 +431,6 @@ class NoGradInsteadOfInferenceMode(Rule):
             for decorator in function.decorators:
                 if _is_no_grad(facts, decorator.decorator):
                     yield decorator.decorator, function.body, function
-
-    @staticmethod
-    def _evaluates(calls: FunctionCalls, function: cst.FunctionDef | None) -> bool:
-        return any(
-            isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args
-            for call in calls.own[function]
-        )
 
     @staticmethod
     def _pure_inference(facts: FileFacts, body: cst.BaseSuite) -> bool:
@@ -462,11 +455,11 @@ class NoGradInsteadOfInferenceMode(Rule):
         """Whether a name bound in `body` is updated in place after it (`out += 1`,
         `out.clamp_(0)`, `out[i] = 0`): inference tensors cannot be, outside inference mode."""
         bound = {
-            name.value
+            name
             for assignment in facts.index.assigns
             if facts.scopes.within_same_scope(assignment, body)
             for target in _assignment_targets(assignment)
-            for name in _names_in(target)
+            for name in target_names(target)
         }
         if not bound:
             return False
@@ -475,7 +468,7 @@ class NoGradInsteadOfInferenceMode(Rule):
             if (
                 isinstance(func, cst.Attribute)
                 and _is_in_place_method(func.attr.value)
-                and _root_name(func.value) in bound
+                and root_name(func.value) in bound
                 and not facts.scopes.within_same_scope(call, body)
             ):
                 return True
@@ -486,7 +479,7 @@ class NoGradInsteadOfInferenceMode(Rule):
                 continue
             for target in _assignment_targets(assignment):
                 in_place = isinstance(assignment, cst.AugAssign) or isinstance(target, cst.Subscript)
-                if in_place and _root_name(target) in bound:
+                if in_place and root_name(target) in bound:
                     return True
         return False
 
@@ -525,22 +518,6 @@ def _assignment_targets(
 def _is_in_place_method(name: str) -> bool:
     """PyTorch's in-place naming: `add_`, `copy_`, `nn.init.normal_` (not `__call__`)."""
     return name.endswith("_") and not name.startswith("_")
-
-
-def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
-    """The plain names an assignment target binds (`a`, `a, b`, `(a, [b, c])`)."""
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    return []
-
-
-def _root_name(expression: cst.BaseExpression) -> str | None:
-    """`out` for `out`, `out.logits`, `out[0]` and `out.logits[0]`."""
-    while isinstance(expression, (cst.Attribute, cst.Subscript)):
-        expression = expression.value
-    return expression.value if isinstance(expression, cst.Name) else None
 
 
 RULES = (EvalWithoutNoGrad, NoGradInsteadOfInferenceMode)

@@ -323,21 +323,13 @@ class LossGraphRetained(Rule):
         """A training loop, or an evaluation loop that runs with autograd on."""
         if loop.is_training:
             return True
-        if not (loop.iterates_dataloader or _calls_eval(facts, loop.function)):
+        if not (loop.iterates_dataloader or facts.loops.calls_eval(loop.function)):
             return False
         return not (
             facts.guards.grad_disabled(loop.node)
             or _called_with_grad_disabled(facts, loop.function)
             or _switches_grad_off(facts)
         )
-
-
-def _calls_eval(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
-    return any(
-        isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args
-        and facts.scopes.enclosing_function(call) is function
-        for call in facts.index.calls
-    )
 
 
 def _called_with_grad_disabled(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
