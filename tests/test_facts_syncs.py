@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
-
 import libcst as cst
 import pytest
+from test_facts_sync import expression_at, facts_of
 
-from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.names import root_name, target_names
 from torchperf_lint.facts.syncs import HostSyncs
-
-
-def facts_of(source: str) -> FileFacts:
-    return FileFacts(cst.parse_module(source), PurePath("train.py"))
-
-
-def expression_at(facts: FileFacts, code: str) -> cst.BaseExpression:
-    """The last expression in the module whose source is exactly `code`."""
-    found = [
-        node
-        for node in facts.index.parents
-        if isinstance(node, cst.BaseExpression) and facts.code(node) == code
-    ]
-    assert found, code
-    return found[-1]
-
 
 TRAINING = """
 import numpy as np
