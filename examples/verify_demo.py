@@ -3,7 +3,8 @@
 Its DataLoader builds every batch in the training process (TPL101), so the model waits for
 the data; its loss is read with `.item()` every step (TPL201). The unsafe fix for TPL101 moves
 loading into worker processes, which pays off wherever cores are idle, even on a 2-core CPU
-machine: `torchperf-lint verify examples/verify_demo.py --steps 40 --warmup 8 --repeats 5`.
+machine: `torchperf-lint verify examples/verify_demo.py --steps 100 --warmup 20 --repeats 5`
+(see the README for the numbers it printed).
 """
 
 import argparse

@@ -227,9 +227,13 @@ def install(recorder: Recorder) -> None:
 def _install_census(recorder: Recorder, torch: types.ModuleType) -> None:
     from torch.overrides import TorchFunctionMode
 
+    # Syncs inside the optimizer, AMP and the DataLoader (its sampler's `tolist()`) are the
+    # library's own, not the script's: they are not counted.
+    import torch.utils.data
+
     ignored = tuple(
         os.path.dirname(module.__file__) + os.sep
-        for module in (torch.optim, torch.amp, torch.cuda.amp)
+        for module in (torch.optim, torch.amp, torch.cuda.amp, torch.utils.data)
     )
 
     class SyncCensus(TorchFunctionMode):

@@ -391,4 +391,5 @@ def _optional(value: float | None, formatted: Callable[[float], str]) -> str:
 
 
 def _times(per_step: float) -> str:
-    return f"{per_step:g}×"
+    """`1×`, `1.01×`, `0.5×`: two decimals at most, trailing zeros dropped."""
+    return f"{per_step:.2f}".rstrip("0").rstrip(".") + "×"
