@@ -74,16 +74,35 @@ _SOURCE_ORDER = {
 }
 
 
+# Fields that hold only whitespace, punctuation or operators: no analysis looks inside them
+# (a `BinaryOperation`'s operator is read from the node itself), so the walk skips them.
+_LAYOUT_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "equal", "semicolon", "colon", "dot", "leading_lines",
+    "lines_after_decorators", "header", "footer", "operator", "asynchronous", "posonly_ind",
+    "star_tok", "whitespace",
+})
+
+
 @cache
 def _child_fields(node_type: type) -> tuple[str, ...]:
     ordered = _SOURCE_ORDER.get(node_type)
     names = tuple(f.name for f in fields(node_type))
-    if ordered is None:
-        return names
-    # Any field the table does not name (a newer LibCST's) still gets visited, last.
-    return tuple(name for name in ordered if name in names) + tuple(
-        name for name in names if name not in ordered
+    if ordered is not None:
+        # Any field the table does not name (a newer LibCST's) still gets visited, last.
+        names = tuple(name for name in ordered if name in names) + tuple(
+            name for name in names if name not in ordered
+        )
+    return tuple(
+        name for name in names
+        if name not in _LAYOUT_FIELDS and not name.startswith("whitespace")
     )
+
+
+@cache
+def _is_node_type(value_type: type) -> bool:
+    # `isinstance` against the abstract CSTNode goes through ABC machinery on every call; the
+    # walk asks this for every field of every node, so the answer is cached per type.
+    return issubclass(value_type, cst.CSTNode)
 
 
 def build_index(module: cst.Module) -> SyntaxIndex:
@@ -106,9 +125,10 @@ def build_index(module: cst.Module) -> SyntaxIndex:
         children = []
         for name in _child_fields(type(node)):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            value_type = type(value)
+            if value_type is tuple or value_type is list:
+                children.extend(item for item in value if _is_node_type(type(item)))
+            elif _is_node_type(value_type):
                 children.append(value)
-            elif isinstance(value, (tuple, list)):
-                children.extend(item for item in value if isinstance(item, cst.CSTNode))
         pending.extend((child, node) for child in reversed(children))
     return index
