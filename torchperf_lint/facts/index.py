@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from functools import cache
 
@@ -105,6 +106,28 @@ def _is_node_type(value_type: type) -> bool:
     return issubclass(value_type, cst.CSTNode)
 
 
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node`'s child nodes in source order, layout (whitespace, punctuation) left out."""
+    found: list[cst.CSTNode] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            found.extend(item for item in value if _is_node_type(type(item)))
+        elif _is_node_type(value_type):
+            found.append(value)
+    return found
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (not `node` itself), in source order."""
+    pending = list(reversed(children(node)))
+    while pending:
+        child = pending.pop()
+        yield child
+        pending.extend(reversed(children(child)))
+
+
 def build_index(module: cst.Module) -> SyntaxIndex:
     """Walk `module` once, in source order, and return its index.
 
@@ -122,13 +145,5 @@ def build_index(module: cst.Module) -> SyntaxIndex:
         bucket = buckets.get(type(node))
         if bucket is not None:
             bucket.append(node)
-        children = []
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            value_type = type(value)
-            if value_type is tuple or value_type is list:
-                children.extend(item for item in value if _is_node_type(type(item)))
-            elif _is_node_type(value_type):
-                children.append(value)
-        pending.extend((child, node) for child in reversed(children))
+        pending.extend((child, node) for child in reversed(children(node)))
     return index

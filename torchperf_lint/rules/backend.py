@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, argument_value, bound_argument
+from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.rules.base import Finding, Rule
 from torchperf_lint.rules.edits import replace_argument, set_keyword
@@ -146,7 +146,10 @@ def _consecutive_layer_statements(
                 (target, layer_call), (_, value) = produced, consumed
                 if not isinstance(layer_call, cst.Call):
                     continue
-                reads = m.findall(value, m.Name(target))
+                reads = [
+                    node for node in descendants(value)
+                    if isinstance(node, cst.Name) and node.value == target
+                ]
                 if len(reads) != 1:
                     continue
                 argument = facts.index.parents.get(reads[0])

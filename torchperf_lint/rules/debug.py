@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, argument_value
+from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
@@ -248,7 +248,10 @@ class CudaTimingWithoutSync(Rule):
 
 
 def _has_multiline_string(node: cst.CSTNode, facts: FileFacts) -> bool:
-    strings = m.findall(node, m.SimpleString() | m.FormattedString())
+    strings = (
+        child for child in (node, *descendants(node))
+        if isinstance(child, (cst.SimpleString, cst.FormattedString))
+    )
     return any("\n" in facts.code(string) for string in strings)
 
 
