@@ -615,9 +615,7 @@ class NoMixedPrecision(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         loops = facts.loops.training_loops
-        if not loops or facts.is_test_file or self.options.target_device == "cpu":
-            return
-        if self.options.target_device != "cuda" and not facts.uses_cuda:
+        if facts.is_test_file or not self.trains_on_cuda(facts):
             return
         if facts.autocast.mentions_autocast or _chooses_reduced_precision(facts):
             return

@@ -50,16 +50,6 @@ def assigned_settings(facts: FileFacts) -> Iterator[tuple[cst.Assign, str, cst.B
                     yield assignment, qualified, assignment.value
 
 
-def trains_on_cuda(facts: FileFacts, target_device: str) -> bool:
-    """The module has a training loop and runs on CUDA (or `target-device = "cuda"`).
-
-    Test files are not training code: their speed is not what these rules are about.
-    """
-    if target_device == "cpu" or facts.is_test_file or not facts.loops.training_loops:
-        return False
-    return target_device == "cuda" or facts.uses_cuda
-
-
 def uses_autocast(facts: FileFacts) -> bool:
     """Some autocast region of the module may be enabled (the module uses AMP)."""
     return any(autocast.may_be_enabled for autocast in facts.autocast.calls)
@@ -318,7 +308,7 @@ class CudnnBenchmarkNotEnabled(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not trains_on_cuda(facts, self.options.target_device):
+        if facts.is_test_file or not self.trains_on_cuda(facts):
             return
         if any(target == CUDNN_BENCHMARK for _, target, _ in assigned_settings(facts)):
             return
@@ -495,7 +485,7 @@ class Float32MatmulPrecision(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not trains_on_cuda(facts, self.options.target_device):
+        if facts.is_test_file or not self.trains_on_cuda(facts):
             return
         if any(
             facts.names.call_name(call) == "torch.set_float32_matmul_precision" for call in facts.index.calls
@@ -665,7 +655,7 @@ class ChannelsLastNotUsed(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not trains_on_cuda(facts, self.options.target_device) or not uses_autocast(facts):
+        if facts.is_test_file or not self.trains_on_cuda(facts) or not uses_autocast(facts):
             return
         if self._chooses_memory_format(facts):
             return

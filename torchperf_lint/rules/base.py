@@ -83,6 +83,16 @@ class Rule:
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         raise NotImplementedError
 
+    def runs_on_cuda(self, facts: FileFacts) -> bool:
+        """`target-device` says so, or (when it is "auto") the module itself uses CUDA."""
+        if self.options.target_device == "auto":
+            return facts.uses_cuda
+        return self.options.target_device == "cuda"
+
+    def trains_on_cuda(self, facts: FileFacts) -> bool:
+        """The module has a training loop and runs on CUDA."""
+        return bool(facts.loops.training_loops) and self.runs_on_cuda(facts)
+
     # Helpers every rule uses to build its findings.
 
     def finding(self, node: cst.CSTNode, fix: ProposedFix | None = None, **details: object) -> Finding:

@@ -118,7 +118,8 @@ class DataLoaderNoPinMemory(Rule):
     """`DataLoader` feeding a CUDA model without `pin_memory=True`.
 
     ## What it does
-    Checks for `DataLoader(...)` calls without `pin_memory=True` in a module that uses CUDA.
+    Checks for `DataLoader(...)` calls without `pin_memory=True` in a module that uses CUDA
+    (or in every module, with `target-device = "cuda"`; never with `target-device = "cpu"`).
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a pinned staging buffer
@@ -159,7 +160,7 @@ class DataLoaderNoPinMemory(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not facts.uses_cuda:
+        if not self.runs_on_cuda(facts):
             return
         for loader in facts.dataloaders.constructions:
             if loader.value("pin_memory") is not MISSING:

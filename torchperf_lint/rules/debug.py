@@ -132,9 +132,7 @@ class CudaTimingWithoutSync(Rule):
     default = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if self.options.target_device == "cpu":
-            return
-        if not (self.options.target_device == "cuda" or facts.uses_cuda):
+        if not self.runs_on_cuda(facts):
             return
         if not any(facts.names.call_name(call) in CLOCKS for call in facts.index.calls):
             return

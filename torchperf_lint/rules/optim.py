@@ -42,13 +42,6 @@ def optimizer_constructions(facts: FileFacts, classes: frozenset[str]) -> Iterat
             yield call, name
 
 
-def is_cuda_training_module(facts: FileFacts, target_device: str) -> bool:
-    """A module with a training loop that runs on CUDA (or is configured to)."""
-    if target_device == "cpu" or not facts.loops.training_loops:
-        return False
-    return target_device == "cuda" or facts.uses_cuda
-
-
 class AdamWithWeightDecay(Rule):
     """`Adam` with `weight_decay` adds an L2 penalty to the gradients instead of decaying weights.
 
@@ -305,7 +298,7 @@ class OptimizerNotFused(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not is_cuda_training_module(facts, self.options.target_device):
+        if not self.trains_on_cuda(facts):
             return
         for call, name in optimizer_constructions(facts, frozenset(FUSED_SINCE)):
             if self.options.torch_version < FUSED_SINCE[name]:

@@ -12,16 +12,6 @@ from torchperf_lint.facts.syncs import HostSync
 from torchperf_lint.rules.base import Finding, Rule
 
 
-def device_runs_on_cuda(rule: Rule, facts: FileFacts) -> bool:
-    """`target-device` says so, or (when it is "auto") the module uses CUDA.
-
-    Without a GPU nothing is queued, so reading a value costs no wait.
-    """
-    if rule.options.target_device == "auto":
-        return facts.uses_cuda
-    return rule.options.target_device == "cuda"
-
-
 class _PerIterationRule(Rule):
     """Reports the sites that run on every iteration of the loops a subclass selects, in a
     module whose tensors live on a CUDA device (elsewhere nothing is queued to wait for)."""
@@ -34,7 +24,7 @@ class _PerIterationRule(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         # Tests read values on purpose (`assert loss < previous`) and their speed is no one's goal.
-        if facts.is_test_file or not device_runs_on_cuda(self, facts):
+        if facts.is_test_file or not self.runs_on_cuda(facts):
             return
         for site in self.sites(facts):
             loop = facts.loops.nearest_loop(site.node)
