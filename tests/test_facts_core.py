@@ -1,0 +1,318 @@
+"""The core per-file facts, each on its own: names, loops, guards, CUDA use, DataLoaders,
+argument binding, and the engine's promise to parse only files that can hold PyTorch code."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import PurePath
+
+import libcst as cst
+import pytest
+
+from torchperf_lint.engine import LintSettings, lint_text
+from torchperf_lint.facts import FileFacts, is_test_file
+from torchperf_lint.facts.arguments import MISSING, SIGNATURES, UNKNOWN, argument_value
+from torchperf_lint.fixes import fix_text
+from torchperf_lint.rules import BY_CODE
+
+
+def facts_of(source: str, path: str = "train.py") -> FileFacts:
+    return FileFacts(cst.parse_module(textwrap.dedent(source)), PurePath(path))
+
+
+def calls_named(facts: FileFacts, method: str) -> list[cst.Call]:
+    """Calls whose callee is `method` or ends in `.method`, in source order."""
+    found = []
+    for call in facts.index.calls:
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name == method:
+            found.append(call)
+    return found
+
+
+# Names
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch\ntorch.utils.data.DataLoader(ds)", "torch.utils.data.DataLoader"),
+        ("import torch as T\nT.optim.Adam(p)", "torch.optim.Adam"),
+        ("from torch.utils.data import DataLoader as DL\nDL(ds)", "torch.utils.data.DataLoader"),
+        ("from torch.cuda import amp\namp.autocast()", "torch.cuda.amp.autocast"),
+        ("import torch.nn as nn\nnn.Linear(1, 2)", "torch.nn.Linear"),
+        ("from torch import nn, optim\noptim.SGD(p)", "torch.optim.SGD"),
+        # Re-exports resolve to the public name.
+        ("from torch.utils.data.dataloader import DataLoader\nDataLoader(ds)",
+         "torch.utils.data.DataLoader"),
+        ("import torch\nDL = torch.utils.data.DataLoader\nDL(ds)", "torch.utils.data.DataLoader"),
+        ("float(x)", "builtins.float"),
+    ],
+)
+def test_qualified_names_follow_imports_and_aliases(source: str, expected: str) -> None:
+    facts = facts_of(source)
+    assert facts.names.call_name(facts.index.calls[-1]) == expected
+
+
+def test_a_local_definition_shadows_the_import_only_in_its_own_scope() -> None:
+    facts = facts_of(
+        """
+        from torch.utils.data import DataLoader
+
+        def mine(ds):
+            class DataLoader:
+                pass
+            return DataLoader(ds)
+
+        def theirs(ds):
+            return DataLoader(ds)
+        """
+    )
+    shadowed, real = calls_named(facts, "DataLoader")
+    assert facts.names.call_name(shadowed) is None
+    assert facts.names.call_name(real) == "torch.utils.data.DataLoader"
+
+
+def test_a_module_level_class_shadows_everywhere_and_relative_imports_are_not_torch() -> None:
+    facts = facts_of(
+        """
+        from torch.utils.data import DataLoader
+        from .loaders import Loader
+        class DataLoader:
+            pass
+        DataLoader(ds)
+        Loader(ds)
+        """
+    )
+    assert [facts.names.call_name(call) for call in facts.index.calls] == [None, None]
+
+
+# Loops
+
+
+def test_training_loops_and_the_nearest_loop_of_each_call() -> None:
+    facts = facts_of(
+        """
+        for epoch in range(3):
+            for x, y in loader:
+                loss = model(x)
+                loss.backward()
+                optimizer.step()
+                stats = [t.item() for t in loss]
+                def later():
+                    return loss.item()
+            print(epoch_loss.item())
+        """
+    )
+    epoch_loop, step_loop = facts.loops.all
+    assert (epoch_loop.is_training, step_loop.is_training) == (False, True)
+    first_item, in_def, after = calls_named(facts, "item")
+    # A comprehension belongs to the enclosing loop; a nested def to no loop.
+    assert facts.loops.loop_of_call(first_item) is step_loop
+    assert facts.loops.loop_of_call(in_def) is None
+    assert facts.loops.loop_of_call(after) is epoch_loop
+    assert [loop.node for loop in facts.loops.enclosing_loops(first_item)] == [
+        step_loop.node, epoch_loop.node
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "is_training"),
+    [
+        ("accelerator.backward(loss)", True),
+        ("if ready:\n        scaler.step(optimizer)", True),
+        ("opt.step()", True),  # bound to a torch.optim construction below
+        ("scheduler.step()", False),
+        ("env.step(action)", False),
+    ],
+)
+def test_what_makes_a_training_loop(body: str, is_training: bool) -> None:
+    facts = facts_of(
+        f"import torch\nopt = torch.optim.SGD(params)\nfor batch in batches:\n    {body}\n"
+    )
+    assert facts.loops.all[0].is_training is is_training
+
+
+def test_a_for_loops_iterable_runs_once_and_a_while_test_every_iteration() -> None:
+    facts = facts_of(
+        """
+        for x in make_batches().items():
+            pass
+        while queue.get().item() > 0:
+            pass
+        """
+    )
+    for_loop, while_loop = facts.loops.all
+    (items,) = calls_named(facts, "items")
+    (item,) = calls_named(facts, "item")
+    assert facts.loops.loop_of_call(items) is None
+    assert facts.loops.loop_of_call(item) is while_loop
+    assert for_loop.own_calls == []
+
+
+def test_loops_over_dataloaders_are_hot() -> None:
+    facts = facts_of(
+        """
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, pin_memory=True)
+        for i, batch in enumerate(loader):
+            pass
+        for batch in tqdm(self.val_loader):
+            pass
+        for row in rows:
+            pass
+        """
+    )
+    known, by_name, plain = facts.loops.all
+    assert [loop.is_hot for loop in (known, by_name, plain)] == [True, True, False]
+    assert facts.dataloaders.loader_of(known.node).pins_memory
+    assert facts.dataloaders.loader_of(by_name.node) is None
+
+
+# Guards
+
+
+@pytest.mark.parametrize(
+    ("test", "periodic"),
+    [
+        ("step % 100 == 0", True),
+        ("step % args.log_every != 0", True),
+        ("not step % 10", True),
+        ("step % 10 == 0 and rank == 0", True),
+        ("0 == step % 10", True),
+        ("rank == 0", False),
+        ("step % 10 == 0 or last", False),
+        ("args.verbose", False),
+    ],
+)
+def test_periodic_guards(test: str, periodic: bool) -> None:
+    facts = facts_of(f"for step in range(9):\n    if {test}:\n        loss.item()\n")
+    (item,) = calls_named(facts, "item")
+    assert (facts.guards.periodic_guard(item) is not None) is periodic
+
+
+def test_the_else_branch_of_a_periodic_guard_runs_every_other_step() -> None:
+    facts = facts_of("for s in r:\n    if s % 10 == 0:\n        pass\n    else:\n        x.item()\n")
+    (item,) = calls_named(facts, "item")
+    assert facts.guards.periodic_guard(item) is None
+
+
+def test_autograd_is_off_under_no_grad_or_inference_mode_and_decorators() -> None:
+    facts = facts_of(
+        """
+        import torch
+        with torch.no_grad():
+            a = model(x)
+        @torch.inference_mode()
+        def evaluate():
+            def inner():
+                return model(x)
+            return model(x)
+        with torch.set_grad_enabled(False):
+            b = model(x)
+        c = model(x)
+        """
+    )
+    verdicts = [facts.guards.grad_disabled(call) for call in calls_named(facts, "model")]
+    assert verdicts == [True, True, True, True, False]
+
+
+def test_main_guard() -> None:
+    facts = facts_of("if __name__ == '__main__':\n    main()\nother()\n")
+    main, other = facts.index.calls
+    assert facts.guards.under_main_guard(main)
+    assert not facts.guards.under_main_guard(other)
+
+
+# CUDA use
+
+
+@pytest.mark.parametrize(
+    ("source", "uses_cuda"),
+    [
+        ("model.cuda()", True),
+        ("x.to('cuda:0')", True),
+        ("torch.zeros(3, device='cuda')", True),
+        ("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", True),
+        ("device = 'cuda'\nmodel.to(device)", True),
+        ("torch.autocast('cuda')", True),
+        ("torch.autocast(device_type='cuda')", True),
+        ("x.to('cpu')\ntorch.cuda.is_available()", False),
+        ("print('cuda')", False),
+        ("model.to(device)", False),
+    ],
+)
+def test_module_uses_cuda(source: str, uses_cuda: bool) -> None:
+    assert facts_of("import torch\n" + source).uses_cuda is uses_cuda
+
+
+# Arguments
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("DataLoader(ds, num_workers=0)", 0),
+        ("DataLoader(ds, 10, False, None, None, 3)", 3),
+        ("DataLoader(ds)", MISSING),
+        ("DataLoader(ds, num_workers=n)", UNKNOWN),
+        ("DataLoader(ds, **kwargs)", UNKNOWN),
+        ("DataLoader(ds, *args)", UNKNOWN),
+        ("DataLoader(ds, *args, num_workers=2)", 2),
+    ],
+)
+def test_arguments_bind_by_keyword_or_position(call: str, expected: object) -> None:
+    node = cst.parse_expression(call)
+    signature = SIGNATURES["torch.utils.data.DataLoader"]
+    assert argument_value(node, "num_workers", signature) == expected
+
+
+def test_test_files() -> None:
+    assert is_test_file(PurePath("pkg/tests/helpers.py"))
+    assert is_test_file(PurePath("test_model.py"))
+    assert is_test_file(PurePath("model_test.py"))
+    assert is_test_file(PurePath("conftest.py"))
+    assert not is_test_file(PurePath("src/train.py"))
+    assert not is_test_file(PurePath("src/contest.py"))
+
+
+# Engine
+
+
+def test_files_without_torch_are_not_parsed() -> None:
+    settings = LintSettings(rules=tuple(BY_CODE.values()))
+    # Not valid Python: it would be a syntax error if it were parsed.
+    assert lint_text("def broken(:\n", "tool.py", settings) == []
+
+
+def test_findings_are_deterministic() -> None:
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loaders = {DataLoader(a), DataLoader(b)}\nx = torch.zeros(3).cuda()\n"
+    )
+    settings = LintSettings(rules=tuple(BY_CODE.values()))
+    runs = {tuple(lint_text(source, "train.py", settings)) for _ in range(5)}
+    assert len(runs) == 1
+
+
+def test_adding_pin_memory_lets_the_non_blocking_fix_apply_in_the_same_run() -> None:
+    source = textwrap.dedent(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train(ds, model, optimizer):
+            loader = DataLoader(ds, num_workers=4)
+            for x, y in loader:
+                x = x.to("cuda")
+                model(x).sum().backward()
+                optimizer.step()
+        """
+    )
+    settings = LintSettings(rules=(BY_CODE["TPL102"], BY_CODE["TPL104"]))
+    fixed, applied, remaining = fix_text(source, "train.py", settings, unsafe_fixes=True)
+    assert dict(applied) == {"TPL102": 1, "TPL104": 1}
+    assert remaining == []
+    assert "DataLoader(ds, num_workers=4, pin_memory=True)" in fixed
+    assert 'x = x.to("cuda", non_blocking=True)' in fixed
