@@ -12,6 +12,7 @@ from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.amp import Precision
 from torchperf_lint.facts.arguments import SIGNATURES
+from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import CANONICAL_NAMES, dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -358,14 +359,8 @@ def _references(facts: FileFacts, names: set[str], statement: cst.ImportFrom) ->
     """Every `Name` node reading one of `names`, outside the import statement itself."""
     finder = _NameReferences(names)
     facts.module.visit(finder)
-    inside_import = {id(node) for node in _descendants(statement)}
+    inside_import = {id(statement), *(id(node) for node in descendants(statement))}
     return [name for name in finder.found if id(name) not in inside_import]
-
-
-def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _descendants(child)
 
 
 class _NameReferences(cst.CSTVisitor):

@@ -11,7 +11,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
-from torchperf_lint.facts.index import ScopeNode
+from torchperf_lint.facts.index import ScopeNode, descendants
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -222,19 +222,11 @@ class GraphTracker:
 def _names_in(node: cst.CSTNode) -> set[str]:
     """Every dotted name read in `node`: `total`, `self.losses`, `losses` in `sum(losses)`."""
     found: set[str] = set()
-
-    class Collector(cst.CSTVisitor):
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            name = dotted_name(attribute)
-            if name is not None:
-                found.add(name)
-            return True
-
-        def visit_Name(self, name: cst.Name) -> bool:
-            found.add(name.value)
-            return False
-
-    node.visit(Collector())
+    for child in (node, *descendants(node)):
+        if isinstance(child, cst.Name):
+            found.add(child.value)
+        elif isinstance(child, cst.Attribute) and (name := dotted_name(child)) is not None:
+            found.add(name)
     return found
 
 
