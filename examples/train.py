@@ -8,7 +8,7 @@ Every performance mistake here is one the seed documents warn about; run
 import time
 
 import torch
-import torch.nn as nn
+from torch import nn
 from torch.cuda.amp import GradScaler, autocast
 from torch.utils.data import DataLoader, TensorDataset
 

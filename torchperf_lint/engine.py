@@ -22,7 +22,7 @@ from torchperf_lint.diagnostics import (
     Location,
 )
 from torchperf_lint.facts import FileFacts
-from torchperf_lint.noqa import NoqaDirectives
+from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
 
 
@@ -107,19 +107,22 @@ def lint_text(
     """Diagnostics for Python source `text`; raises `SourceError` when it does not parse."""
     if not may_contain_pytorch(text) or not settings.rules:
         return []
-    noqa = NoqaDirectives.from_source(text)
-    if noqa.whole_file:
+    # Comments are tokenized early only when a file-level directive may be there; the
+    # line directives are read only for files that have findings.
+    noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
+    if noqa is not None and noqa.whole_file:
         return []
     module = parse(text)
     facts = FileFacts(module, PurePath(filename))
     found: list[tuple[type[Rule], Finding]] = []
     for rule_class in settings.rules:
-        if noqa.file_ignores(rule_class.code):
+        if noqa is not None and noqa.file_ignores(rule_class.code):
             continue
         rule = rule_class(settings.options)
         found.extend((rule_class, finding) for finding in rule.check(facts))
     if not found:
         return []
+    noqa = noqa or NoqaDirectives.from_source(text)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     diagnostics = []
     for rule_class, finding in found:
@@ -150,7 +153,7 @@ def lint_bytes(data: bytes, filename: str, settings: LintSettings) -> FileResult
     return result
 
 
-def _location(position) -> Location:  # noqa: ANN001 - libcst CodePosition
+def _location(position) -> Location:
     return Location(position.line, position.column + 1)
 
 

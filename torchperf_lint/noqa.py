@@ -20,6 +20,12 @@ _FILE = re.compile(
     re.IGNORECASE,
 )
 ALL = frozenset({"*"})
+_TOOL_NAME = re.compile("torchperf-lint", re.IGNORECASE)
+
+
+def may_have_file_directive(text: str) -> bool:
+    """A cheap test before tokenizing: a file-level directive names the tool."""
+    return _TOOL_NAME.search(text) is not None
 
 
 def _codes(match: re.Match) -> frozenset[str]:

@@ -20,6 +20,8 @@ from torchperf_lint.engine import LintSettings, lint_bytes, lint_file
 
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_FOR_POOL = 4
+# Files handed to a worker at a time.
+MAX_CHUNK = 8
 
 Outcome = TypeVar("Outcome")
 
@@ -88,7 +90,9 @@ def run_jobs(
     tasks = [(function, job) for job in jobs]
     if workers > 1 and len(jobs) >= MIN_FILES_FOR_POOL:
         workers = min(workers, len(jobs))
-        chunksize = max(1, len(jobs) // (workers * 4))
+        # Small chunks: file sizes vary by orders of magnitude, and one large chunk of big
+        # files left to a single worker at the end leaves the other cores idle.
+        chunksize = max(1, min(MAX_CHUNK, len(jobs) // (workers * 4)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             answers = list(pool.map(_guarded, tasks, chunksize=chunksize))
     else:

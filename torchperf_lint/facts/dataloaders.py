@@ -84,4 +84,4 @@ class DataLoaders:
         return "loader" in identifier.lower() and dotted_name(iterated) is not None
 
 
-__all__ = ["DataLoaderConstruction", "DataLoaders", "DATALOADER", "MISSING", "UNKNOWN"]
+__all__ = ["DATALOADER", "MISSING", "UNKNOWN", "DataLoaderConstruction", "DataLoaders"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from functools import cache
 
 import libcst as cst
 
@@ -14,7 +13,11 @@ ScopeNode = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 @dataclass
 class SyntaxIndex:
-    """Every node the analyses and rules look at, found in one visit, in source order."""
+    """Every node the analyses and rules look at, found in one visit, in source order.
+
+    `parents` maps each node to its parent and is filled in pre-order (source order), which
+    analyses that order nodes by execution rely on.
+    """
 
     parents: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
     calls: list[cst.Call] = field(default_factory=list)
@@ -84,8 +87,7 @@ _LAYOUT_FIELDS = frozenset({
 })
 
 
-@cache
-def _child_fields(node_type: type) -> tuple[str, ...]:
+def _child_fields_of(node_type: type) -> tuple[str, ...]:
     ordered = _SOURCE_ORDER.get(node_type)
     names = tuple(f.name for f in fields(node_type))
     if ordered is not None:
@@ -99,33 +101,47 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     )
 
 
-@cache
-def _is_node_type(value_type: type) -> bool:
-    # `isinstance` against the abstract CSTNode goes through ABC machinery on every call; the
-    # walk asks this for every field of every node, so the answer is cached per type.
-    return issubclass(value_type, cst.CSTNode)
+# Per node type, the fields to read; per value type, whether it is a node. Both are asked for
+# every field of every node, so plain dicts answer (`isinstance` against the abstract CSTNode
+# goes through ABC machinery on every call).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_IS_NODE_TYPE: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    value_type = type(value)
+    known = _IS_NODE_TYPE.get(value_type)
+    if known is None:
+        known = _IS_NODE_TYPE[value_type] = issubclass(value_type, cst.CSTNode)
+    return known
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node`'s child nodes in source order, layout (whitespace, punctuation) left out."""
+    node_type = type(node)
+    names = _CHILD_FIELDS.get(node_type)
+    if names is None:
+        names = _CHILD_FIELDS[node_type] = _child_fields_of(node_type)
     found: list[cst.CSTNode] = []
-    for name in _child_fields(type(node)):
+    for name in names:
         value = getattr(node, name)
-        value_type = type(value)
-        if value_type is tuple or value_type is list:
-            found.extend(item for item in value if _is_node_type(type(item)))
-        elif _is_node_type(value_type):
+        if type(value) is tuple or type(value) is list:
+            found.extend([item for item in value if _is_node(item)])
+        elif _is_node(value):
             found.append(value)
     return found
 
 
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below `node` (not `node` itself), in source order."""
-    pending = list(reversed(children(node)))
+    pending = children(node)
+    pending.reverse()
     while pending:
         child = pending.pop()
         yield child
-        pending.extend(reversed(children(child)))
+        below = children(child)
+        below.reverse()
+        pending.extend(below)
 
 
 def build_index(module: cst.Module) -> SyntaxIndex:
@@ -141,9 +157,11 @@ def build_index(module: cst.Module) -> SyntaxIndex:
     while pending:
         node, parent = pending.pop()
         if parent is not None:
-            parents[node] = parent
+            parents[node] = parent  # in pre-order: analyses rely on the insertion order
         bucket = buckets.get(type(node))
         if bucket is not None:
             bucket.append(node)
-        pending.extend((child, node) for child in reversed(children(node)))
+        below = children(node)
+        below.reverse()
+        pending.extend([(child, node) for child in below])
     return index

@@ -65,9 +65,9 @@ class TensorExpressions:
 
     def _strip_scale(self, receiver: cst.BaseExpression) -> cst.BaseExpression:
         # scaler.scale(loss).backward() backpropagates `loss`.
-        if isinstance(receiver, cst.Call) and last_identifier(receiver.func) == "scale":
-            if receiver.args:
-                return receiver.args[0].value
+        is_scale = isinstance(receiver, cst.Call) and last_identifier(receiver.func) == "scale"
+        if is_scale and receiver.args:
+            return receiver.args[0].value
         return receiver
 
     def _module_constructions(self, index: SyntaxIndex) -> set[str]:

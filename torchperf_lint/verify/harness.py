@@ -225,11 +225,11 @@ def install(recorder: Recorder) -> None:
 
 
 def _install_census(recorder: Recorder, torch: types.ModuleType) -> None:
+    import torch.utils.data
     from torch.overrides import TorchFunctionMode
 
     # Syncs inside the optimizer, AMP and the DataLoader (its sampler's `tolist()`) are the
     # library's own, not the script's: they are not counted.
-    import torch.utils.data
 
     ignored = tuple(
         os.path.dirname(module.__file__) + os.sep
