@@ -31,6 +31,7 @@ class SyntaxIndex:
     subscripts: list[cst.Subscript] = field(default_factory=list)
     binary_operations: list[cst.BinaryOperation] = field(default_factory=list)
     strings: list[cst.SimpleString] = field(default_factory=list)
+    names: list[cst.Name] = field(default_factory=list)
 
 
 # The node types each bucket collects.
@@ -50,6 +51,7 @@ _BUCKETS = {
     cst.Subscript: "subscripts",
     cst.BinaryOperation: "binary_operations",
     cst.SimpleString: "strings",
+    cst.Name: "names",
 }
 
 # Children are read from the node's dataclass fields, which LibCST declares in source order

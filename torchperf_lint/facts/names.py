@@ -86,6 +86,7 @@ class NameResolver:
 
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
+        self._resolved: dict[cst.BaseExpression, str | None] = {}
         self.aliases: dict[str, str] = {}
         # name -> the scopes (a def or class node, None for the module) that define it locally.
         self.local_definitions: dict[str, set[cst.CSTNode | None]] = {}
@@ -115,7 +116,7 @@ class NameResolver:
         self.local_definitions.setdefault(name, set()).add(scope)
 
     def _bind(self, target: cst.Name, value: cst.BaseExpression) -> None:
-        aliased = self.qualified_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        aliased = self._resolve(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
         if aliased is not None and aliased.startswith("torch"):
             self.aliases.setdefault(target.value, aliased)
         elif target.value in self.aliases:
@@ -168,6 +169,13 @@ class NameResolver:
 
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The canonical dotted name `node` refers to, or None when it cannot be known."""
+        # Every rule asks about the same calls: each node is resolved once.
+        if node in self._resolved:
+            return self._resolved[node]
+        resolved = self._resolved[node] = self._resolve(node)
+        return resolved
+
+    def _resolve(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.Name):
             name = node.value
             if self._is_shadowed(node):
@@ -178,7 +186,7 @@ class NameResolver:
                 return f"builtins.{name}"
             return None
         if isinstance(node, cst.Attribute):
-            base = self.qualified_name(node.value)
+            base = self._resolve(node.value)
             if base is None or base.startswith("builtins."):
                 return None
             full = f"{base}.{node.attr.value}"

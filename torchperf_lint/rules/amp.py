@@ -12,7 +12,6 @@ from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.amp import Precision
 from torchperf_lint.facts.arguments import SIGNATURES
-from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import CANONICAL_NAMES, dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -356,43 +355,34 @@ def _use_of(facts: FileFacts, reference: cst.BaseExpression) -> cst.CSTNode:
 
 
 def _references(facts: FileFacts, names: set[str], statement: cst.ImportFrom) -> list[cst.Name]:
-    """Every `Name` node reading one of `names`, outside the import statement itself."""
-    finder = _NameReferences(names)
-    facts.module.visit(finder)
-    inside_import = {id(statement), *(id(node) for node in descendants(statement))}
-    return [name for name in finder.found if id(name) not in inside_import]
+    """Every `Name` node reading one of `names`, outside the import statement itself: not an
+    attribute's `.attr`, a keyword or a parameter's name. The names a `def` or `class` binds
+    are included: they do not resolve to the import, which makes the fix back off."""
+    parents = facts.index.parents
+    found = []
+    for name in facts.index.names:
+        if name.value not in names:
+            continue
+        parent = parents.get(name)
+        if (
+            (isinstance(parent, cst.Attribute) and parent.attr is name)
+            or (isinstance(parent, cst.Arg) and parent.keyword is name)
+            or (isinstance(parent, cst.Param) and parent.name is name)
+            or _in_import(facts, name)
+        ):
+            continue
+        found.append(name)
+    return found
 
 
-class _NameReferences(cst.CSTVisitor):
-    """Collects the `Name` nodes that read a name: not attributes' `.attr`, keywords or the
-    names a `def`, `class`, parameter or import alias binds."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.found: list[cst.Name] = []
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Param(self, node: cst.Param) -> bool:
-        for part in (node.annotation, node.default):
-            if part is not None:
-                part.visit(self)
-        return False
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        # Includes the names a `def` or `class` binds: they do not resolve to the import,
-        # which makes the fix back off.
-        if node.value in self.names:
-            self.found.append(node)
+def _in_import(facts: FileFacts, name: cst.Name) -> bool:
+    """Part of an `import` or `from ... import` statement (a module path or an alias)."""
+    for parent in facts.scopes.ancestors(name):
+        if isinstance(parent, (cst.Import, cst.ImportFrom)):
+            return True
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
 
 
 class Fp16WithoutGradScaler(Rule):
