@@ -90,11 +90,14 @@ def run_jobs(
     tasks = [(function, job) for job in jobs]
     if workers > 1 and len(jobs) >= MIN_FILES_FOR_POOL:
         workers = min(workers, len(jobs))
-        # Small chunks: file sizes vary by orders of magnitude, and one large chunk of big
-        # files left to a single worker at the end leaves the other cores idle.
+        # File sizes vary by orders of magnitude: the largest files go first and chunks stay
+        # small, so no worker is left with a big file while the other cores idle.
+        order = sorted(range(len(jobs)), key=lambda position: -_size(jobs[position].path))
         chunksize = max(1, min(MAX_CHUNK, len(jobs) // (workers * 4)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            answers = list(pool.map(_guarded, tasks, chunksize=chunksize))
+            done = pool.map(_guarded, [tasks[position] for position in order], chunksize=chunksize)
+            by_position = dict(zip(order, done))
+        answers = [by_position[position] for position in range(len(jobs))]
     else:
         answers = [_guarded(task) for task in tasks]
     for answer in answers:
@@ -103,6 +106,13 @@ def run_jobs(
         else:
             run.outcomes.append(answer)
     return run
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _guarded(task: tuple[Callable[[FileJob], Outcome], FileJob]) -> Outcome | InternalError:
