@@ -25,7 +25,12 @@ _MODEL_NAME = re.compile(
 _NON_TENSOR_TORCH = re.compile(
     r"^torch\.(device|dtype|cuda\.(?!FloatTensor)|backends|distributed|optim|utils|nn\.(?!functional)"
     r"|autograd\.profiler|profiler|amp|is_|get_|set_|manual_seed|compile|jit|load$|save$|no_grad"
-    r"|inference_mode|enable_grad|Size|Generator|finfo|iinfo|numel$)"
+    r"|inference_mode|enable_grad|Size|Generator|finfo|iinfo|numel$"
+    # Private modules, and the compiler, export and tooling namespaces, build graphs, guards
+    # and descriptions of tensors, not tensors.
+    r"|_|fx|export|library|onnx|hub|package|testing|ao|futures|multiprocessing|overrides|types)"
+    # Classes other than the tensor types (`torch.fx.tensor_type.TensorType` is no tensor).
+    r"|^torch\..*\.(?!\w*Tensor$)[A-Z]\w*$"
 )
 # Tensor methods that return something that is no longer a tensor.
 _NON_TENSOR_METHODS = frozenset({
