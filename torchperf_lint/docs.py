@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,11 @@ def missing_sections(rule: type[Rule]) -> list[str]:
     return [heading for heading in DOC_SECTIONS if not sections.get(heading, "").strip()]
 
 
+def message_template(rule: type[Rule]) -> str:
+    """The rule's message with its per-finding parts shown as `<what>` placeholders."""
+    return re.sub(r"\{(\w+)\}", r"<\1>", rule.message)
+
+
 def render_page(rule: type[Rule]) -> str:
     """The Markdown page of one rule: title, metadata line, summary, the six sections."""
     sections = rule.documentation()
@@ -52,7 +58,7 @@ def render_page(rule: type[Rule]) -> str:
         "",
         rule.summary(),
         "",
-        f"Message: {rule.message}",
+        f"Message: {message_template(rule)}",
     ]
     for heading in DOC_SECTIONS:
         if heading in sections:
