@@ -247,6 +247,7 @@ class DeprecatedCudaAmp(Rule):
     message = "`{old}` is deprecated; use `torch.amp.{new}` with the device type `\"{device}\"`"
     default = True
     fix_applicability = Applicability.SAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         uses = _DeprecatedAmpUses(facts, self.options.torch_version)
@@ -443,6 +444,7 @@ class Fp16WithoutGradScaler(Rule):
         "`scaler.scale(loss).backward()` with a `GradScaler`, or bfloat16"
     )
     default = True
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         reported: set[cst.Call] = set()
@@ -533,6 +535,7 @@ class GradScalerWithBf16(Rule):
     name = "grad-scaler-with-bf16"
     message = "`GradScaler` with bfloat16 autocast is unneeded work; drop the scaler"
     default = True
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         autocasts = [call for call in facts.autocast.calls if call.may_be_enabled]

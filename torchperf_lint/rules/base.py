@@ -75,6 +75,9 @@ class Rule:
     message: ClassVar[str]
     default: ClassVar[bool]
     fix_applicability: ClassVar[Applicability | None] = None  # None: the rule never fixes.
+    # Whether the fix can only pay off on a CUDA device (pinned memory, CUDA AMP, fused CUDA
+    # optimizers): `verify` never reports such a fix as a gain on a machine without CUDA.
+    gains_only_on_cuda: ClassVar[bool] = False
     options: RuleOptions
 
     def __init__(self, options: RuleOptions | None = None) -> None:

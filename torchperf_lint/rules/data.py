@@ -158,6 +158,7 @@ class DataLoaderNoPinMemory(Rule):
     message = "`DataLoader` in a CUDA module without `pin_memory=True`; pin batches for faster, async copies"
     default = True
     fix_applicability = Applicability.UNSAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if not self.runs_on_cuda(facts):
@@ -314,6 +315,7 @@ class BlockingHostToDeviceCopy(Rule):
     message = "Blocking copy of a pinned batch to the GPU; pass `non_blocking=True`"
     default = True
     fix_applicability = Applicability.SAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
@@ -407,6 +409,7 @@ class TensorCreatedThenMoved(Rule):
     message = "Tensor created on the CPU then moved to the device; pass `device=` to the factory"
     default = True
     fix_applicability = Applicability.SAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:

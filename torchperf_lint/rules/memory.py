@@ -471,6 +471,7 @@ class EmptyCacheInLoop(Rule):
     message = "`torch.cuda.empty_cache()` in a hot loop frees the allocator cache every step; remove it"
     default = True
     fix_applicability = Applicability.UNSAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         flagged = [

@@ -296,6 +296,7 @@ class OptimizerNotFused(Rule):
     message = "Optimizer on CUDA without `fused=True` launches many kernels per step; pass `fused=True`"
     default = False
     fix_applicability = Applicability.UNSAFE
+    gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if not self.trains_on_cuda(facts):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchperf_lint.diagnostics import Diagnostic
+from torchperf_lint.rules import ALL_RULES
 
 if TYPE_CHECKING:
     from torchperf_lint.engine import LintSettings
@@ -14,12 +15,10 @@ if TYPE_CHECKING:
 BASELINE = "as written"
 ALL_FIXES = "all fixes"
 
-# Rules whose gain exists only on a CUDA device: pinned memory and non-blocking copies,
-# tensors created on the device instead of moved there, CUDA AMP, the CUDA caching
-# allocator, fused CUDA optimizers. On a CPU-only machine their rewrite cannot show a gain.
-CUDA_ONLY_RULES = frozenset(
-    {"TPL102", "TPL104", "TPL105", "TPL301", "TPL302", "TPL303", "TPL503", "TPL603"}
-)
+# Rules whose gain exists only on a CUDA device (pinned memory and non-blocking copies,
+# tensors created on the device, CUDA AMP, the caching allocator, fused CUDA optimizers): on a
+# CPU-only machine their rewrite cannot show a gain.
+CUDA_ONLY_RULES = frozenset(rule.code for rule in ALL_RULES if rule.gains_only_on_cuda)
 
 
 @dataclass(frozen=True)
