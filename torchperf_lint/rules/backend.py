@@ -282,15 +282,32 @@ class CudnnBenchmarkNotEnabled(Rule):
 
     ## Example
     ```python
-    model = torchvision.models.resnet50().cuda()
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, kernel_size=3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    ).cuda()
+
     for images, labels in loader:
-        ...
+        loss = criterion(model(images.cuda()), labels.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Use instead
     ```python
     torch.backends.cudnn.benchmark = True
-    model = torchvision.models.resnet50().cuda()
+
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, kernel_size=3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    ).cuda()
+
+    for images, labels in loader:
+        loss = criterion(model(images.cuda()), labels.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Fix safety
@@ -462,13 +479,25 @@ class Float32MatmulPrecision(Rule):
 
     ## Example
     ```python
+    model = Net().cuda()
+
     for x, y in loader:
         loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Use instead
     ```python
     torch.set_float32_matmul_precision("high")
+    model = Net().cuda()
+
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Fix safety
@@ -575,12 +604,16 @@ class TensorCoreUnfriendlyDims(Rule):
 
     ## Example
     ```python
-    self.lm_head = nn.Linear(768, 50257)
+    lm_head = nn.Linear(768, 50257).cuda()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = lm_head(hidden)
     ```
 
     ## Use instead
     ```python
-    self.lm_head = nn.Linear(768, 50304)  # padded vocabulary; extra logits are never targets
+    lm_head = nn.Linear(768, 50304).cuda()  # padded vocabulary; extra logits are never targets
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = lm_head(hidden)
     ```
 
     ## Fix safety
@@ -629,15 +662,33 @@ class ChannelsLastNotUsed(Rule):
 
     ## Example
     ```python
-    model = torchvision.models.resnet50().cuda()
-    with torch.autocast("cuda"):
-        loss = criterion(model(images), labels)
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, kernel_size=3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    ).cuda()
+
+    for images, labels in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = criterion(model(images.cuda()), labels.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Use instead
     ```python
-    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
-    images = images.to(memory_format=torch.channels_last)
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, kernel_size=3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    ).cuda().to(memory_format=torch.channels_last)
+
+    for images, labels in loader:
+        images = images.cuda().to(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = criterion(model(images), labels.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Fix safety

@@ -85,8 +85,12 @@ class ModelNotCompiled(Rule):
     ```python
     model = Net().cuda()
     optimizer = torch.optim.AdamW(model.parameters())
+
     for x, y in loader:
-        ...
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Use instead
@@ -94,6 +98,12 @@ class ModelNotCompiled(Rule):
     model = Net().cuda()
     model = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters())
+
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Fix safety

@@ -364,16 +364,22 @@ class ProfilerLeftOn(Rule):
 
     ## Example
     ```python
-    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for x, y in loader:
-            ...
+            loss = criterion(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
     ```
 
     ## Use instead
     ```python
     with torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as prof:
         for x, y in loader:
-            ...
+            loss = criterion(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
             prof.step()
     ```
 

@@ -880,11 +880,15 @@ class RepeatInsteadOfBroadcast(Rule):
 
     ## Example
     ```python
+    queries = torch.randn(batch, n, dim, device="cuda")
+    keys = torch.randn(batch, dim, device="cuda")
     scores = queries * keys.unsqueeze(1).repeat(1, n, 1)
     ```
 
     ## Use instead
     ```python
+    queries = torch.randn(batch, n, dim, device="cuda")
+    keys = torch.randn(batch, dim, device="cuda")
     scores = queries * keys.unsqueeze(1)
     ```
 

@@ -274,12 +274,26 @@ class OptimizerNotFused(Rule):
 
     ## Example
     ```python
+    model = Net().cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Use instead
     ```python
+    model = Net().cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     ```
 
     ## Fix safety
@@ -362,6 +376,9 @@ class DdpAccumulationWithoutNoSync(Rule):
 
     ## Example
     ```python
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_model = DDP(model.cuda(), device_ids=[local_rank])
     for i, (x, y) in enumerate(loader):
         loss = criterion(ddp_model(x), y) / accumulation_steps
         loss.backward()
@@ -372,6 +389,10 @@ class DdpAccumulationWithoutNoSync(Rule):
 
     ## Use instead
     ```python
+    import contextlib
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_model = DDP(model.cuda(), device_ids=[local_rank])
     for i, (x, y) in enumerate(loader):
         sync = (i + 1) % accumulation_steps == 0
         with contextlib.nullcontext() if sync else ddp_model.no_sync():

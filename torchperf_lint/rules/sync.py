@@ -278,12 +278,16 @@ class PythonLoopOverTensorElements(Rule):
 
     ## Example
     ```python
+    scores = torch.rand(10_000, device="cuda")
+    weights = torch.rand(10_000, device="cuda")
     for i in range(len(scores)):
         scores[i] = scores[i] * weights[i]
     ```
 
     ## Use instead
     ```python
+    scores = torch.rand(10_000, device="cuda")
+    weights = torch.rand(10_000, device="cuda")
     scores = scores * weights
     ```
 
