@@ -70,7 +70,11 @@ class DataLoaderNoWorkers(Rule):
 
     ## Fix safety
     Unsafe: workers need a picklable dataset and `collate_fn`, each worker holds a copy of the
-    dataset, and random augmentation draws from per-worker generators. The fix sets
+    dataset, and random augmentation draws from per-worker generators. With
+    `persistent_workers=True` the loader's iterator is created once instead of once per epoch,
+    so it draws fewer seeds from the global generator and a shuffled loader visits the data in
+    another order from the second epoch on (`torchperf-lint verify` reports this as
+    `changes-results` on `examples/verify_demo.py -- --epochs 3`). The fix sets
     `num_workers=4` (tune it to your cores) and `persistent_workers=True`. It is display-only
     when the module trains at import time without an `if __name__ == "__main__":` guard:
     spawned workers (Windows, macOS) re-import the module and would run the training again.
