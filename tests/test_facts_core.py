@@ -125,6 +125,9 @@ def test_training_loops_and_the_nearest_loop_of_each_call() -> None:
         ("opt.step()", True),  # bound to a torch.optim construction below
         ("scheduler.step()", False),
         ("env.step(action)", False),
+        # timm's and MAE's NativeScaler runs backward and the optimizer step in __call__.
+        ("loss_scaler(loss, optimizer, parameters=model.parameters())", True),
+        ("loss_scaler(loss)", False),
     ],
 )
 def test_what_makes_a_training_loop(body: str, is_training: bool) -> None:
@@ -238,6 +241,8 @@ def test_main_guard() -> None:
         ("device = 'cuda'\nmodel.to(device)", True),
         ("torch.autocast('cuda')", True),
         ("torch.autocast(device_type='cuda')", True),
+        ("torch.cuda.synchronize()", True),
+        ("with torch.cuda.amp.autocast():\n    pass", True),
         ("x.to('cpu')\ntorch.cuda.is_available()", False),
         ("print('cuda')", False),
         ("model.to(device)", False),

@@ -45,10 +45,20 @@ def _is_cuda_fstring(node: cst.BaseExpression) -> bool:
     return False
 
 
+# APIs that only do anything on a CUDA device: a module that calls them runs there.
+_CUDA_ONLY_CALLS = frozenset({
+    "torch.cuda.synchronize", "torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler",
+    "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.set_device", "torch.cuda.empty_cache",
+})
+
+
 def module_uses_cuda(index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> bool:
-    """Any `.cuda()`, or a CUDA device passed as a device, a `.to()` target or a device type."""
+    """Any `.cuda()`, a CUDA device passed as a device, a `.to()` target or a device type, or
+    a call of a CUDA-only API (`torch.cuda.synchronize()`, `torch.cuda.amp.autocast()`)."""
     for call in index.calls:
         func = call.func
+        if names.call_name(call) in _CUDA_ONLY_CALLS:
+            return True
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not _is_namespace(
             func.value, names
         ):

@@ -87,6 +87,8 @@ class Loops:
                 loop.backward_calls.append(call)
             elif method == "step" and self.is_optimizer_or_scaler(call.func.value):
                 loop.step_calls.append(call)
+            elif self.is_scaler_step(call):
+                loop.step_calls.append(call)
 
     def nearest_loop(self, node: cst.CSTNode) -> LoopFacts | None:
         """The loop whose every iteration runs `node`, or None outside loops."""
@@ -126,6 +128,16 @@ class Loops:
     @cached_property
     def training_loops(self) -> list[LoopFacts]:
         return [loop for loop in self.by_node.values() if loop.is_training]
+
+    def is_scaler_step(self, call: cst.Call) -> bool:
+        """`loss_scaler(loss, optimizer, ...)`: timm's and MAE's `NativeScaler` objects run
+        `scale(loss).backward()` and the optimizer step inside their `__call__`."""
+        identifier = last_identifier(call.func) or ""
+        if "scaler" not in identifier.lower():
+            return False
+        return any(
+            "optim" in (last_identifier(arg.value) or "").lower() for arg in call.args
+        )
 
     def is_optimizer_or_scaler(self, receiver: cst.BaseExpression) -> bool:
         """`optimizer`, `self.scaler`, or a name bound to `torch.optim.X(...)`/`GradScaler(...)`."""
