@@ -201,8 +201,7 @@ def lint_cached(
     try:
         data = path.read_bytes()
     except OSError as error:
-        reason = f"cannot read: {error.strerror or error}"
-        return FileResult(display_name, error=FileError(display_name, reason))
+        return FileResult(display_name, error=FileError.unreadable(display_name, error))
     key = cache.key(data, display_name, settings)
     cached = cache.get(key, display_name)
     if cached is not None:

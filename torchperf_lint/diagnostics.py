@@ -77,6 +77,11 @@ class FileError:
     reason: str
     location: Location | None = None
 
+    @classmethod
+    def unreadable(cls, filename: str, error: OSError) -> FileError:
+        """The file could not be read (missing, a directory, no permission, a symlink loop)."""
+        return cls(filename, f"cannot read: {error.strerror or error}")
+
     @property
     def sort_key(self) -> tuple:
         return (self.filename, 0, self.location or Location(0, 0), "")

@@ -8,7 +8,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -130,16 +130,6 @@ def lint_text(
         if not noqa.suppresses(diagnostic.location.row, rule_class.code, rule_class.name):
             diagnostics.append(diagnostic)
     return sorted(diagnostics, key=lambda d: d.sort_key)
-
-
-def lint_file(path: Path, filename: str, settings: LintSettings) -> FileResult:
-    """Read, decode and lint one `.py` file; problems become a `FileError`, never an exception."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        reason = f"cannot read: {error.strerror or error}"
-        return FileResult(filename, error=FileError(filename, reason))
-    return lint_bytes(data, filename, settings)
 
 
 def lint_bytes(data: bytes, filename: str, settings: LintSettings) -> FileResult:

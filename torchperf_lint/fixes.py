@@ -250,7 +250,7 @@ def fix_file(
         data = path.read_bytes()
         source = decode(data)
     except OSError as error:
-        outcome.error = FileError(filename, f"cannot read: {error.strerror or error}")
+        outcome.error = FileError.unreadable(filename, error)
         return outcome
     except SourceError as error:
         outcome.error = FileError(filename, error.reason, error.location)

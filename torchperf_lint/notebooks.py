@@ -412,7 +412,7 @@ def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes
         data = path.read_bytes()
         notebook = read_notebook(data)
     except OSError as error:
-        outcome.error = FileError(filename, f"cannot read: {error.strerror or error}")
+        outcome.error = FileError.unreadable(filename, error)
         return outcome
     except NotebookError as error:
         outcome.error = FileError(filename, str(error))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.engine import LintSettings, lint_bytes, lint_file
+from torchperf_lint.engine import LintSettings, lint_bytes
 
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -58,19 +58,16 @@ def lint_one(
 ) -> FileResult:
     """Lint one file (its `data` when given, as for stdin): the one place that dispatches on
     the kind of file."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return FileResult(display_name, error=FileError.unreadable(display_name, error))
     if path.suffix == ".ipynb":
         from torchperf_lint.notebooks import lint_notebook
 
-        if data is None:
-            try:
-                data = path.read_bytes()
-            except OSError as error:
-                reason = f"cannot read: {error.strerror or error}"
-                return FileResult(display_name, error=FileError(display_name, reason))
         return lint_notebook(data, display_name, settings)
-    if data is not None:
-        return lint_bytes(data, display_name, settings)
-    return lint_file(path, display_name, settings)
+    return lint_bytes(data, display_name, settings)
 
 
 def lint_job(job: FileJob) -> FileResult:

@@ -85,9 +85,7 @@ class Loops:
             loop.own_calls.append(call)
             if method == "backward":
                 loop.backward_calls.append(call)
-            elif method == "step" and self.is_optimizer_or_scaler(call.func.value):
-                loop.step_calls.append(call)
-            elif self.is_scaler_step(call):
+            elif self.is_training_step(call, method):
                 loop.step_calls.append(call)
 
     def nearest_loop(self, node: cst.CSTNode) -> LoopFacts | None:
@@ -128,6 +126,12 @@ class Loops:
     @cached_property
     def training_loops(self) -> list[LoopFacts]:
         return [loop for loop in self.by_node.values() if loop.is_training]
+
+    def is_training_step(self, call: cst.Call, method: str | None) -> bool:
+        """`optimizer.step()`, `scaler.step(optimizer)`, or a NativeScaler call."""
+        if method == "step" and self.is_optimizer_or_scaler(call.func.value):
+            return True
+        return self.is_scaler_step(call)
 
     def is_scaler_step(self, call: cst.Call) -> bool:
         """`loss_scaler(loss, optimizer, ...)`: timm's and MAE's `NativeScaler` objects run
