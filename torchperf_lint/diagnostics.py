@@ -50,6 +50,16 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding: in a per-step helper, the call from the training
+    loop that runs it every step (SARIF `relatedLocations`, JSON `related`)."""
+
+    filename: str
+    location: Location
+    message: str
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding of one rule in one file (or one notebook cell)."""
 
@@ -63,6 +73,7 @@ class Diagnostic:
     noqa_row: int | None = None
     cell: int | None = None
     url: str | None = None
+    related: tuple[Related, ...] = ()
 
     @property
     def sort_key(self) -> tuple:

@@ -20,7 +20,9 @@ from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import SyntaxIndex, build_index
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.program import Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
+from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 
@@ -39,9 +41,15 @@ def is_test_file(path: PurePath) -> bool:
 class FileFacts:
     """The shared analyses of one parsed file."""
 
-    def __init__(self, module: cst.Module, path: PurePath) -> None:
+    def __init__(self, module: cst.Module, path: PurePath, program: Program | None = None) -> None:
         self.module = module
         self.path = path
+        self._program = program or Program()
+
+    @cached_property
+    def program(self) -> ProgramAnswers:
+        """What the rest of the program says about this file (nothing, linted on its own)."""
+        return self._program.answers_for(self)
 
     @cached_property
     def index(self) -> SyntaxIndex:
@@ -61,11 +69,22 @@ class FileFacts:
 
     @cached_property
     def loops(self) -> Loops:
-        return Loops(self.index, self.scopes, self.names, self.dataloaders.iterates_a_loader)
+        return Loops(
+            self.index,
+            self.scopes,
+            self.names,
+            self.dataloaders.iterates_a_loader,
+            self.program.calls_step_helper,
+        )
 
     @cached_property
     def guards(self) -> Guards:
-        return Guards(self.scopes, self.names)
+        return Guards(self.scopes, self.names, self.program.disables_grad)
+
+    @cached_property
+    def steps(self) -> Steps:
+        """What runs on every training or evaluation step, here and through the program."""
+        return Steps(self.scopes, self.names, self.loops, self.guards, self.program)
 
     @cached_property
     def tensors(self) -> TensorExpressions:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Union
 
 import libcst as cst
 
@@ -18,7 +19,7 @@ from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
-LoopNode = cst.For | cst.While
+LoopNode = Union[cst.For, cst.While]
 
 # Callables whose result is an optimizer or a gradient scaler, so `.step()` on it is a training step.
 _STEPPER_PREFIXES = ("torch.optim.", "torch.amp.GradScaler", "torch.cuda.amp.GradScaler")
@@ -36,12 +37,19 @@ class LoopFacts:
     own_calls: list[cst.Call] = field(default_factory=list)
     backward_calls: list[cst.Call] = field(default_factory=list)
     step_calls: list[cst.Call] = field(default_factory=list)
+    # Calls of project functions that call backward or step themselves (`train_step(batch)`).
+    step_helper_calls: list[cst.Call] = field(default_factory=list)
     iterates_dataloader: bool = False
 
     @property
-    def is_training(self) -> bool:
+    def trains_itself(self) -> bool:
         """Calls `.backward()` or an optimizer/scaler `.step()` in its own body."""
         return bool(self.backward_calls or self.step_calls)
+
+    @property
+    def is_training(self) -> bool:
+        """Trains itself, or calls a project step helper that does."""
+        return self.trains_itself or bool(self.step_helper_calls)
 
     @property
     def is_hot(self) -> bool:
@@ -64,6 +72,7 @@ class Loops:
         scopes: Scopes,
         names: NameResolver,
         iterates_a_loader: Callable[[LoopNode], bool],
+        calls_step_helper: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.scopes = scopes
         self.names = names
@@ -87,6 +96,9 @@ class Loops:
                 loop.backward_calls.append(call)
             elif self.is_training_step(call, method):
                 loop.step_calls.append(call)
+        for loop in self.by_node.values():
+            if not loop.trains_itself:
+                loop.step_helper_calls = [c for c in loop.own_calls if calls_step_helper(c)]
 
     def nearest_loop(self, node: cst.CSTNode) -> LoopFacts | None:
         """The loop whose every iteration runs `node`, or None outside loops."""

@@ -87,9 +87,10 @@ class Rule:
         raise NotImplementedError
 
     def runs_on_cuda(self, facts: FileFacts) -> bool:
-        """`target-device` says so, or (when it is "auto") the module itself uses CUDA."""
+        """`target-device` says so, or (when it is "auto") the module itself uses CUDA or
+        belongs to a program that does."""
         if self.options.target_device == "auto":
-            return facts.uses_cuda
+            return facts.uses_cuda or facts.program.runs_on_cuda()
         return self.options.target_device == "cuda"
 
     def trains_on_cuda(self, facts: FileFacts) -> bool:
