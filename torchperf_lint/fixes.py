@@ -32,6 +32,7 @@ from torchperf_lint.engine import (
     parse,
 )
 from torchperf_lint.noqa import NoqaDirectives, add_codes
+from torchperf_lint.program.link import ProgramFacts
 
 # Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
 # still end, so the loop stops here whatever is left.
@@ -180,7 +181,7 @@ def fix_text(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> tuple[str, Counter[str], list[Diagnostic]]:
     """Lint and fix `text` until no applicable fix is left (at most `MAX_PASSES` passes).
 
@@ -188,7 +189,7 @@ def fix_text(
     A pass whose result does not parse is thrown away and fixing stops. Raises `SourceError`
     when `text` itself does not parse.
     """
-    result = fix_text_result(text, filename, settings, unsafe_fixes, cell)
+    result = fix_text_result(text, filename, settings, unsafe_fixes, program)
     return result.text, result.applied, result.remaining
 
 
@@ -197,10 +198,10 @@ def fix_text_result(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> TextFixResult:
     """`fix_text`, also saying why fixing stopped early when a pass was thrown away."""
-    diagnostics = lint_text(text, filename, settings, cell)
+    diagnostics = lint_text(text, filename, settings, program)
     original = text
     applied_total: Counter[str] = Counter()
     for _ in range(MAX_PASSES):
@@ -214,7 +215,7 @@ def fix_text_result(
             # only held to parsing.
             if not _compiles(candidate) and _compiles(original):
                 raise SourceError("it no longer compiles")
-            candidate_diagnostics = lint_text(candidate, filename, settings, cell)
+            candidate_diagnostics = lint_text(candidate, filename, settings, program)
         except SourceError as error:
             codes = ", ".join(sorted(applied))
             return TextFixResult(
@@ -238,7 +239,12 @@ def _compiles(text: str) -> bool:
 
 
 def fix_file(
-    path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool
+    path: Path,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    write: bool,
+    program: ProgramFacts | None = None,
 ) -> FileFixOutcome:
     """Fix one `.py` file; with `write`, save the result atomically if anything changed.
 
@@ -257,7 +263,7 @@ def fix_file(
         return outcome
     outcome.before = outcome.after = source.text
     try:
-        result = fix_text_result(source.text, filename, settings, unsafe_fixes)
+        result = fix_text_result(source.text, filename, settings, unsafe_fixes, program)
     except SourceError as error:
         outcome.error = FileError(filename, error.reason, error.location)
         return outcome

@@ -313,7 +313,10 @@ class OptimizerNotFused(Rule):
     gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not self.trains_on_cuda(facts):
+        # An optimizer factory (`build_optimizer(cfg, model)` in `optim.py`) belongs to the
+        # CUDA training program that imports it.
+        in_cuda_program = self.options.target_device != "cpu" and facts.program.trains_on_cuda()
+        if not (self.trains_on_cuda(facts) or in_cuda_program):
             return
         for call, name in optimizer_constructions(facts, frozenset(FUSED_SINCE)):
             if self.options.torch_version < FUSED_SINCE[name]:
