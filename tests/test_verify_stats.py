@@ -68,10 +68,12 @@ def outcome(
 ) -> RunOutcome:
     job = Job("train.py", "train.py", mode, PLAN.warmup, PLAN.steps)
     result = {
+        "rank": 0,
         "status": "ok",
         "steps": 12,
         "measured_steps": 10,
         "measured_time_s": step_time * 10,
+        "step_times_s": [step_time] * 10,
         "data_wait_s": step_time * 5,
         "peak_memory_bytes": 100 * 2**20,
         "memory_kind": "rss",
@@ -82,7 +84,7 @@ def outcome(
         "losses": list(losses),
         **extra,
     }
-    return RunOutcome(job, "ok", result)
+    return RunOutcome(job, "ok", [result])
 
 
 def finding(code: str, row: int) -> Diagnostic:
@@ -149,7 +151,7 @@ def test_report_a_failed_variant_keeps_the_others() -> None:
     crash = RunOutcome(
         Job("train.py", "x.py", "timing", 2, 10),
         "crashed",
-        {"error": "Trace\nOSError: boom"},
+        [{"error": "Trace\nOSError: boom"}],
         stderr_tail="Trace\nOSError: boom",
     )
     runs.timing = [crash]

@@ -1,0 +1,3 @@
+"""placeholder"""
+def render_html(report):
+    return ""
