@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
-from torchperf_lint.diagnostics import Applicability, Diagnostic, Fix, Location
+from verify_helpers import PLAN, baseline_runs, finding, runs_of
+
 from torchperf_lint.verify import stats
 from torchperf_lint.verify.harness import Job
 from torchperf_lint.verify.report import render, summarize, to_json
-from torchperf_lint.verify.runner import Plan, RunOutcome, VariantRuns
+from torchperf_lint.verify.runner import RunOutcome, VariantRuns
 from torchperf_lint.verify.variants import ALL_FIXES, BASELINE, Variant
-
-PLAN = Plan("train.py", (), steps=10, warmup=2, repeats=3, timeout_s=60)
 
 
 def test_speedup_is_the_ratio_of_medians() -> None:
@@ -58,53 +57,6 @@ def test_nan_against_a_number_differs_and_nan_against_nan_does_not() -> None:
     nan = float("nan")
     assert stats.max_relative_difference([1.0, nan], [1.0, nan]) == 0.0
     assert stats.max_relative_difference([1.0, nan], [1.0, 2.0]) == math.inf
-
-
-# Synthetic runs for the report.
-
-
-def outcome(
-    mode: str, step_time: float = 0.1, losses: tuple[float, ...] = (1.0, 0.5), **extra
-) -> RunOutcome:
-    job = Job("train.py", "train.py", mode, PLAN.warmup, PLAN.steps)
-    result = {
-        "rank": 0,
-        "status": "ok",
-        "steps": 12,
-        "measured_steps": 10,
-        "measured_time_s": step_time * 10,
-        "step_times_s": [step_time] * 10,
-        "data_wait_s": step_time * 5,
-        "peak_memory_bytes": 100 * 2**20,
-        "memory_kind": "rss",
-        "cuda_available": False,
-        "torch_version": "2.13.0+cpu",
-        "syncs": [{"row": 7, "call": "item", "count": 10}],
-        "syncs_elsewhere": 0,
-        "losses": list(losses),
-        **extra,
-    }
-    return RunOutcome(job, "ok", [result])
-
-
-def finding(code: str, row: int) -> Diagnostic:
-    fix = Fix(Applicability.UNSAFE, "fix it", ())
-    return Diagnostic(code, "name", "message", "train.py", Location(row, 5), Location(row, 9), fix)
-
-
-def runs_of(
-    variant: Variant, times: list[float], losses: tuple[float, ...] = (1.0, 0.5)
-) -> VariantRuns:
-    runs = VariantRuns(variant, "train.py")
-    runs.timing = [outcome("timing", t) for t in times]
-    runs.census = [outcome("census", losses=losses)]
-    return runs
-
-
-def baseline_runs() -> VariantRuns:
-    runs = runs_of(Variant(BASELINE, "source"), [0.10, 0.11, 0.10])
-    runs.census.append(outcome("census"))
-    return runs
 
 
 def test_report_faster_variant_and_runtime_evidence() -> None:

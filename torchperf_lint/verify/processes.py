@@ -199,7 +199,12 @@ def supervise(parent: int, command: list[str]) -> int:
             die_with_parent(signal.SIGTERM)
         if os.getppid() != parent:  # the parent died before the death signal was set
             raise Stopped(signal.SIGTERM)
-        child = subprocess.Popen(command, start_new_session=True, preexec_fn=die_with_parent)
+        # The supervisor runs no thread, so a `preexec_fn` is safe here.
+        child = subprocess.Popen(
+            command,
+            start_new_session=True,
+            preexec_fn=die_with_parent,  # noqa: PLW1509
+        )
         status = _wait_for(child.pid)
     except Stopped as stop:
         status = 128 + stop.signum

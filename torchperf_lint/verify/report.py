@@ -337,7 +337,9 @@ def _variant_json(summary: VariantSummary) -> dict:
                 "step_time_s": run.step_time_s if run.measured else None,
                 "wall_s": run.wall_s,
                 "step_times_s": run.slowest_rank["step_times_s"] if run.measured else None,
-                "losses": run.result["losses"] if run.measured and run.job.mode == "census" else None,
+                "losses": run.result["losses"]
+                if run.measured and run.job.mode == "census"
+                else None,
                 "problem": None if run.measured else run.problem,
                 "stderr_tail": None if run.measured else run.stderr_tail,
             }
@@ -353,9 +355,7 @@ def _optional_list(values: tuple[float, ...] | None) -> list[float] | None:
 def render(report: VerifyReport) -> str:
     """The human-readable report: header, table, failures, runtime evidence."""
     plan = report.plan
-    device = {True: "CUDA available", False: "CPU only", None: "device unknown"}[
-        report.cuda_available
-    ]
+    device = device_text(report.cuda_available)
     processes = (
         f", {plan.nproc_per_node} processes (torch.distributed.run)" if plan.nproc_per_node else ""
     )
@@ -415,7 +415,7 @@ def _row(summary: VariantSummary) -> tuple[str, ...]:
         ", ".join(variant.codes) or "-",
         _optional(summary.step_time_s, lambda t: f"{t * 1000:.2f} ms"),
         _optional(summary.steps_per_s, lambda r: f"{r:.1f}"),
-        _speedup(summary),
+        speedup_text(summary),
         _optional(summary.syncs_per_step, lambda s: f"{s:g}"),
         _optional(summary.data_wait_share, lambda s: f"{s:.0%}"),
         _optional(summary.peak_memory_bytes, lambda b: f"{b / 2**20:,.0f} MiB"),
@@ -430,11 +430,16 @@ def _per_rank(summary: VariantSummary) -> str:
     return f"  {summary.runs.variant.name}: step time {times}; syncs/step {syncs}"
 
 
-def _speedup(summary: VariantSummary) -> str:
+def speedup_text(summary: VariantSummary) -> str:
+    """`2.90x (2.70-3.10)`, or `-` when there is no speedup."""
     if summary.speedup is None or summary.speedup_ci is None:
         return "-"
     low, high = summary.speedup_ci
     return f"{summary.speedup:.2f}x ({low:.2f}-{high:.2f})"
+
+
+def device_text(cuda_available: bool | None) -> str:
+    return {True: "CUDA available", False: "CPU only", None: "device unknown"}[cuda_available]
 
 
 def _optional(value: float | None, formatted: Callable[[float], str]) -> str:
