@@ -4,7 +4,7 @@
 Two ranks train one model with DistributedDataParallel on the CPU (`gloo`), accumulating the
 gradients of 4 micro-batches per optimizer step. Without `no_sync()` every micro-batch's
 backward all-reduces all 0.8 M gradients (TPL604); the unsafe fix makes only the last one of
-each step do it. Each sample is read from slow storage (a 5 ms wait per sample, as from a
+each step do it. Each sample is read from slow storage (a 3 ms wait per sample, as from a
 network file system) in the training process (TPL101); the unsafe fix reads them in worker
 processes. `torchperf-lint verify examples/verify_ddp.py --nproc-per-node 2 --per-fix
 --select TPL101,TPL604` measures both (see the README for the numbers it printed).
@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 FEATURES = 512
-READ_LATENCY_S = 0.005
+READ_LATENCY_S = 0.003
 
 
 class SlowStorage(Dataset):
@@ -70,6 +70,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--accumulation-steps", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=4)
     arguments = parser.parse_args()
     train(arguments.epochs, arguments.accumulation_steps, arguments.batch_size)

@@ -51,7 +51,7 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
 table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; }
 th { border-bottom: 1px solid #999; } pre { background: #f6f6f6; padding: 8px; overflow-x: auto; }
 svg { display: block; } svg text { font: 12px system-ui, sans-serif; fill: #222; }
-.axis line, .axis path { stroke: #888; } .grid { stroke: #e4e4e4; }
+.axis line { stroke: #888; } .axis line.grid { stroke: #e4e4e4; }
 .del { color: #b00; } .add { color: #070; } .note { color: #555; }
 """
 
@@ -272,10 +272,7 @@ def _step_time_chart(variants: list[VariantSummary], colours: dict[str, str]) ->
 
 
 def _loss_chart(variants: list[VariantSummary], colours: dict[str, str]) -> str:
-    baseline = variants[0]
-    curves = [(baseline, _census_losses(baseline))] + [
-        (summary, _census_losses(summary)) for summary in variants[1:]
-    ]
+    curves = [(summary, _census_losses(summary)) for summary in variants]
     curves = [(summary, losses) for summary, losses in curves if losses]
     height = TOP + PLOT_HEIGHT + BOTTOM + 20 * len(curves)
     finite = [loss for _, losses in curves for loss in losses if math.isfinite(loss)]
@@ -304,7 +301,7 @@ def _loss_chart(variants: list[VariantSummary], colours: dict[str, str]) -> str:
                 f'stroke="{colours[name]}" stroke-dasharray="5 4" stroke-width="1.5"/>'
             )
         legend_y = TOP + PLOT_HEIGHT + BOTTOM + 20 * position + 4
-        label = name if first is None else f"{name} (differs from step {first})"
+        label = name if first is None else f"{name} (parts from the script at call {first})"
         dashes = ' stroke-dasharray="6 3"' if position else ""
         parts.append(
             _series(

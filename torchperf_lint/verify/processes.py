@@ -144,14 +144,13 @@ def kill_descendants(group: int | None = None) -> None:
     deadline = time.monotonic() + KILL_PATIENCE_S
     while time.monotonic() < deadline:
         below = descendants(os.getpid())
-        living = [pid for pid in below if not _is_zombie(pid)]
-        for pid in living:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        for pid in below:
+            if not _is_zombie(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         if not _reap_children() and not below:
             return
-        if not living:
-            time.sleep(0.002)  # zombies whose parents are still being reaped
+        time.sleep(0.002)  # for the killed to die and their zombie children to be re-parented
 
 
 # Scratch folders.

@@ -172,7 +172,8 @@ class Plan:
     warmup: int
     repeats: int
     timeout_s: float
-    nproc_per_node: int | None = None  # run through `torch.distributed.run` with this many
+    # Processes per run under `torch.distributed.run`; None: one process, no launcher.
+    nproc_per_node: int | None = None
 
 
 @dataclass
