@@ -141,6 +141,9 @@ def apply_fixes(
         spans = [lines.span(edit) for edit in fix.edits]
         if any(span is None for span in spans):
             continue
+        # An edit identical to one already accepted (two fixes adding the same import) is
+        # that edit, not a conflict.
+        spans = [span for span in spans if span not in accepted]
         if any(
             span.conflicts_with(other)
             for position, span in enumerate(spans)
