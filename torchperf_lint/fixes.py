@@ -27,12 +27,14 @@ from torchperf_lint.engine import (
     DecodedSource,
     LintSettings,
     SourceError,
+    analyse_text,
     decode,
     lint_text,
     parse,
 )
 from torchperf_lint.noqa import NoqaDirectives, add_codes
-from torchperf_lint.program.link import ProgramFacts
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary
 
 # Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
 # still end, so the loop stops here whatever is left.
@@ -55,6 +57,10 @@ class FileFixOutcome:
     error: FileError | None = None
     # Why fixing stopped early: a pass produced code that does not parse and was thrown away.
     reverted: str | None = None
+    # The fixed text's summary, and the program answers its remaining findings read: after
+    # the program is linked again, a file whose answers changed is fixed again.
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,6 +71,8 @@ class TextFixResult:
     applied: Counter[str]
     remaining: list[Diagnostic]
     reverted: str | None = None
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, order=True)
@@ -204,11 +212,12 @@ def fix_text_result(
     program: ProgramFacts | None = None,
 ) -> TextFixResult:
     """`fix_text`, also saying why fixing stopped early when a pass was thrown away."""
-    diagnostics = lint_text(text, filename, settings, program)
+    analysis = analyse_text(text, filename, settings, program)
     original = text
     applied_total: Counter[str] = Counter()
+    reverted = None
     for _ in range(MAX_PASSES):
-        candidate, applied = apply_fixes(text, diagnostics, unsafe_fixes)
+        candidate, applied = apply_fixes(text, analysis.diagnostics, unsafe_fixes)
         if not applied:
             break
         try:
@@ -218,16 +227,16 @@ def fix_text_result(
             # only held to parsing.
             if not _compiles(candidate) and _compiles(original):
                 raise SourceError("it no longer compiles")
-            candidate_diagnostics = lint_text(candidate, filename, settings, program)
+            candidate_analysis = analyse_text(candidate, filename, settings, program)
         except SourceError as error:
             codes = ", ".join(sorted(applied))
-            return TextFixResult(
-                text, applied_total, diagnostics,
-                reverted=f"fixes for {codes} produced invalid code ({error.reason}); not applied",
-            )
-        text, diagnostics = candidate, candidate_diagnostics
+            reverted = f"fixes for {codes} produced invalid code ({error.reason}); not applied"
+            break
+        text, analysis = candidate, candidate_analysis
         applied_total.update(applied)
-    return TextFixResult(text, applied_total, diagnostics)
+    return TextFixResult(
+        text, applied_total, analysis.diagnostics, reverted, analysis.summary, analysis.asked
+    )
 
 
 def _compiles(text: str) -> bool:
@@ -272,6 +281,7 @@ def fix_file(
         return outcome
     outcome.remaining = result.remaining
     outcome.reverted = result.reverted
+    outcome.summary, outcome.asked = result.summary, result.asked
     if result.text == source.text:
         return outcome
     try:
@@ -366,7 +376,9 @@ def _lines_with_endings(text: str) -> list[str]:
     return rows
 
 
-def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
+def add_noqa_file(
+    path: Path, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> int:
     """Add `# noqa: CODE` comments for every finding in the file, written atomically.
 
     Returns how many comments were added or extended. A file that cannot be read, decoded or
@@ -375,7 +387,7 @@ def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
     try:
         data = path.read_bytes()
         source = decode(data)
-        diagnostics = lint_text(source.text, filename, settings)
+        diagnostics = lint_text(source.text, filename, settings, program)
     except (OSError, SourceError):
         return 0
     text, changed = add_noqa_text(source.text, diagnostics)

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
 from torchperf_lint.engine import Analysis, LintSettings, SourceError, analyse_text
-from torchperf_lint.program.link import ProgramFacts
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -286,6 +287,8 @@ class NotebookFix:
     remaining: list[Diagnostic] = field(default_factory=list)
     applied: dict[str, int] = field(default_factory=dict)
     reverted: str | None = None
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 def fix_notebook_cells(
@@ -302,7 +305,12 @@ def fix_notebook_cells(
 
     joined = notebook.joined()
     result = fix_text_result(joined, filename, settings, unsafe_fixes, program)
-    outcome = NotebookFix(reverted=result.reverted, applied=dict(result.applied))
+    outcome = NotebookFix(
+        reverted=result.reverted,
+        applied=dict(result.applied),
+        summary=result.summary,
+        asked=result.asked,
+    )
     outcome.remaining = to_cells(result.remaining, notebook, result.text)
     if result.text == joined:
         return outcome
@@ -457,6 +465,7 @@ def fix_notebook(
         return outcome
     outcome.remaining = fixed.remaining
     outcome.reverted = fixed.reverted
+    outcome.summary, outcome.asked = fixed.summary, fixed.asked
     if not fixed.sources:
         return outcome
     text = rewrite_sources(notebook, fixed.sources)

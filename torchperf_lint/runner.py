@@ -152,6 +152,17 @@ def _python_text(data: bytes, path: Path) -> str | None:
         return None
 
 
+def link_files(jobs: Sequence[FileJob], workers: int) -> ProgramFacts:
+    """The program of these files, from their summaries alone (for `--fix`: the findings
+    come from fixing)."""
+    run = run_jobs(summary_job, jobs, workers)
+    return ProgramFacts({
+        analysis.result.filename: analysis.summary
+        for analysis in run.outcomes
+        if analysis.summary is not None
+    })
+
+
 def lint_program(
     jobs: Sequence[FileJob], context: Sequence[FileJob], workers: int
 ) -> Run[FileResult]:
@@ -190,12 +201,37 @@ def lint_program(
     return run
 
 
-def _located_source(path: Path | None):
-    """A file's Python text, and for a notebook the (cell, row) of each row of it."""
+def lint_source(
+    job: FileJob, data: bytes, context: Sequence[FileJob], workers: int
+) -> FileResult:
+    """Lint `data` as the file of `job` (an editor's unsaved buffer, read from stdin) in the
+    program of its project (`context`), as `lint_program` would lint it from disk."""
+    alone = analyse_one(job.path, job.display_name, job.settings, data)
+    others = [other for other in context if other.display_name != job.display_name]
+    program = link_files(others, workers)
+    if alone.summary is not None:
+        program = ProgramFacts({**program.summaries, job.display_name: alone.summary})
+    result = alone.result
+    if any(program.answer(job.display_name, q) != a for q, a in alone.asked.items()):
+        result = analyse_one(job.path, job.display_name, job.settings, data, program).result
+    paths = {other.display_name: other.path for other in context}
+
+    def source(name: str):
+        if name == job.display_name:
+            return _located_source(job.path, data)
+        return _located_source(paths.get(name))
+
+    locate_related([result], source)
+    return result
+
+
+def _located_source(path: Path | None, data: bytes | None = None):
+    """A file's Python text (of `data` when given, else read), and for a notebook the
+    (cell, row) of each row of it."""
     if path is None:
         return None
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError:
         return None
     text = _python_text(data, path)
