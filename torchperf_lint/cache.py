@@ -31,7 +31,7 @@ from torchperf_lint.diagnostics import (
     Fix,
     Location,
 )
-from torchperf_lint.engine import LintSettings
+from torchperf_lint.engine import LintSettings, SourceError, read_source
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
@@ -47,7 +47,7 @@ _CACHEDIR_TAG = (
 def settings_fingerprint(settings: LintSettings) -> str:
     """The settings as text: rule codes and options, so that any change misses."""
     codes = ",".join(rule.code for rule in settings.rules)
-    return f"{codes}|{settings.options!r}"
+    return f"{codes}|{settings.options!r}|{settings.limits!r}"
 
 
 @dataclass(frozen=True)
@@ -199,9 +199,11 @@ def lint_cached(
     from torchperf_lint.runner import lint_one
 
     try:
-        data = path.read_bytes()
+        data = read_source(path, settings.limits)
     except OSError as error:
         return FileResult(display_name, error=FileError.unreadable(display_name, error))
+    except SourceError as error:
+        return FileResult(display_name, error=FileError(display_name, error.reason))
     key = cache.key(data, display_name, settings)
     cached = cache.get(key, display_name)
     if cached is not None:

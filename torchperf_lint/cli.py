@@ -7,6 +7,7 @@ parsed, or `--diff` would change something), 2 bad usage, bad settings or an int
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import os
 import sys
@@ -52,6 +53,8 @@ from torchperf_lint.runner import (
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# As a shell reports a command ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 STDIN = "-"
 VERIFY_MODULE = "torchperf_lint.verify.command"
 
@@ -79,6 +82,56 @@ class CheckByDefault(click.Group):
         if name == "verify":
             return _verify_command()
         return super().get_command(ctx, name)
+
+    def main(self, *args, **kwargs):  # noqa: ANN201 - click's signature
+        _replace_unencodable_output()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        """Every command's way out: Ctrl-C exits 130 (not click's "Aborted!" and 1), and a
+        reader that closed the pipe (`| head -1`) ends the run quietly with 0, as Ruff does."""
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                # A closed pipe shows here rather than in the interpreter's last flush.
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _discard_output()
+            ctx.exit(EXIT_CLEAN)
+
+
+def _replace_unencodable_output() -> None:
+    """File names that are not valid UTF-8 (kept by Python as lone surrogates) are printed with
+    U+FFFD in their place, so every output format stays valid UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        if not hasattr(stream, "reconfigure"):
+            continue
+        utf8 = codecs.lookup(stream.encoding or "ascii").name == "utf-8"
+        stream.reconfigure(errors=_REPLACEMENT if utf8 else "replace")
+
+
+def _replace_with_fffd(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+_REPLACEMENT = "torchperf-lint-replace"
+codecs.register_error(_REPLACEMENT, _replace_with_fffd)
+
+
+def _discard_output() -> None:
+    """Point stdout and stderr at the null device, so what is still buffered goes nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(null, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(null)
 
 
 def _verify_command() -> click.Command | None:
@@ -226,7 +279,7 @@ def check(
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
         code = EXIT_ERROR
-    except click.ClickException:
+    except (click.ClickException, BrokenPipeError):
         raise
     except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
         click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
@@ -239,22 +292,23 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
     if list(paths) == [Path(STDIN)] or (not paths and options.stdin_filename):
         return _check_stdin(configuration, options)
-    files = discover(paths or [Path(".")], configuration, options.force_exclude)
-    if not files:
+    discovery = discover(paths or [Path(".")], configuration, options.force_exclude)
+    if not discovery.files and not discovery.errors:
         click.echo("warning: No Python files found under the given path(s)", err=True)
     jobs = [
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
-        for path in files
+        for path in discovery.files
     ]
     if options.add_noqa:
-        return _add_noqa(jobs, options)
+        return _add_noqa(jobs, options, discovery.errors)
     if options.fix or options.diff:
-        return _fix(jobs, configuration, options)
+        return _fix(jobs, configuration, options, discovery.errors)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
     run = run_jobs(lint_job, jobs, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
+    errors = [*errors, *discovery.errors]
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
 
 
@@ -402,7 +456,12 @@ def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
     return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write)
 
 
-def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOptions) -> int:
+def _fix(
+    jobs: Sequence[FileJob],
+    configuration: Configuration,
+    options: CheckOptions,
+    discovery_errors: Sequence[FileError] = (),
+) -> int:
     from torchperf_lint.fixes import unified_diff
 
     task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
@@ -411,7 +470,7 @@ def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOp
         if outcome.reverted:
             click.echo(f"warning: {outcome.filename}: {outcome.reverted}", err=True)
     remaining = [d for outcome in run.outcomes for d in outcome.remaining]
-    errors = [outcome.error for outcome in run.outcomes if outcome.error]
+    errors = [*(outcome.error for outcome in run.outcomes if outcome.error), *discovery_errors]
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
     if options.diff:
         changed = [o for o in run.outcomes if o.before != o.after]
@@ -459,10 +518,14 @@ def add_noqa_job(job: FileJob) -> int:
     return add_noqa_file(job.path, job.display_name, job.settings)
 
 
-def _add_noqa(jobs: Sequence[FileJob], options: CheckOptions) -> int:
+def _add_noqa(
+    jobs: Sequence[FileJob], options: CheckOptions, discovery_errors: Sequence[FileError] = ()
+) -> int:
     run = run_jobs(add_noqa_job, jobs, options.jobs)
     added = sum(run.outcomes)
     noun = "directive" if added == 1 else "directives"
+    for error in discovery_errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
     click.echo(f"Added {added} noqa {noun}.", err=True)
     _print_internal_errors(run.internal_errors)
     return EXIT_ERROR if run.internal_errors else EXIT_CLEAN

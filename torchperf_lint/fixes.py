@@ -30,6 +30,7 @@ from torchperf_lint.engine import (
     decode,
     lint_text,
     parse,
+    read_source,
 )
 from torchperf_lint.noqa import NoqaDirectives, add_codes
 
@@ -247,7 +248,7 @@ def fix_file(
     """
     outcome = FileFixOutcome(filename=filename, before="", after="")
     try:
-        data = path.read_bytes()
+        data = read_source(path, settings.limits)
         source = decode(data)
     except OSError as error:
         outcome.error = FileError.unreadable(filename, error)
@@ -364,7 +365,7 @@ def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
     parsed is left alone and counts 0 (linting reports it); a failed write raises `OSError`.
     """
     try:
-        data = path.read_bytes()
+        data = read_source(path, settings.limits)
         source = decode(data)
         diagnostics = lint_text(source.text, filename, settings)
     except (OSError, SourceError):

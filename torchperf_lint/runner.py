@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.engine import LintSettings, lint_bytes
+from torchperf_lint.engine import LintSettings, SourceError, lint_bytes, read_source
 
 # Below this many files a process pool costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -60,9 +60,11 @@ def lint_one(
     the kind of file."""
     if data is None:
         try:
-            data = path.read_bytes()
+            data = read_source(path, settings.limits)
         except OSError as error:
             return FileResult(display_name, error=FileError.unreadable(display_name, error))
+        except SourceError as error:
+            return FileResult(display_name, error=FileError(display_name, error.reason))
     if path.suffix == ".ipynb":
         from torchperf_lint.notebooks import lint_notebook
 
