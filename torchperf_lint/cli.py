@@ -299,16 +299,18 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
         for path in discovery.files
     ]
+    # Files reached through symbolic links are only written when they are inside these.
+    roots = tuple(writable_root(configuration.cwd / path) for path in paths or [Path(".")])
     if options.add_noqa:
-        return _add_noqa(jobs, options, discovery.errors)
+        return _add_noqa(jobs, options, roots, discovery.errors)
     if options.fix or options.diff:
-        return _fix(jobs, configuration, options, discovery.errors)
+        return _fix(jobs, configuration, options, roots, discovery.errors)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
     run = run_jobs(lint_job, jobs, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
-    errors = [*errors, *discovery.errors]
+    errors = [*errors, *run.crashed, *discovery.errors]
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
 
 
@@ -445,10 +447,31 @@ def _diff_exit(changed: bool) -> int:
 # --fix, --diff, --add-noqa
 
 
-def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
-    """Fix one file (a `.py` file or a notebook, as in `lint_one`)."""
-    from torchperf_lint.fixes import fix_file
+def writable_root(given: Path) -> Path:
+    """What a path named on the command line lets `--fix` write in: the directory itself, or
+    the directory of a named file (symbolic links resolved)."""
+    real = Path(os.path.realpath(given))
+    return real if real.is_dir() else Path(os.path.realpath(given.parent))
 
+
+def outside_roots(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why `path` must not be written: a symbolic link (of the file or of a directory on the
+    way) to a file outside every root; None when it may be."""
+    real = Path(os.path.realpath(path))
+    if any(real == root or root in real.parents for root in roots):
+        return None
+    return f"not fixed: a symbolic link to {real}, outside the paths given"
+
+
+def fix_job(job: FileJob, unsafe_fixes: bool, write: bool, roots: Sequence[Path] = ()):
+    """Fix one file (a `.py` file or a notebook, as in `lint_one`); with `roots`, a file that
+    resolves outside them is refused."""
+    from torchperf_lint.fixes import FileFixOutcome, fix_file
+
+    refusal = outside_roots(job.path, roots) if write and roots else None
+    if refusal is not None:
+        error = FileError(job.display_name, refusal)
+        return FileFixOutcome(job.display_name, before="", after="", error=error)
     if job.path.suffix == ".ipynb":
         from torchperf_lint.notebooks import fix_notebook
 
@@ -460,17 +483,24 @@ def _fix(
     jobs: Sequence[FileJob],
     configuration: Configuration,
     options: CheckOptions,
+    roots: Sequence[Path] = (),
     discovery_errors: Sequence[FileError] = (),
 ) -> int:
     from torchperf_lint.fixes import unified_diff
 
-    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
+    task = partial(
+        fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff, roots=roots
+    )
     run = run_jobs(task, jobs, options.jobs)
     for outcome in run.outcomes:
         if outcome.reverted:
             click.echo(f"warning: {outcome.filename}: {outcome.reverted}", err=True)
     remaining = [d for outcome in run.outcomes for d in outcome.remaining]
-    errors = [*(outcome.error for outcome in run.outcomes if outcome.error), *discovery_errors]
+    errors = [
+        *(outcome.error for outcome in run.outcomes if outcome.error),
+        *run.crashed,
+        *discovery_errors,
+    ]
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
     if options.diff:
         changed = [o for o in run.outcomes if o.before != o.after]
@@ -510,25 +540,39 @@ def _print_fixes(outcomes: Sequence) -> None:
     click.echo()
 
 
-def add_noqa_job(job: FileJob) -> int:
+def add_noqa_job(job: FileJob, roots: Sequence[Path] = ()) -> int | FileError:
+    """How many `# noqa` comments were added to the file, or why it could not be written."""
     from torchperf_lint.fixes import add_noqa_file
 
     if job.path.suffix == ".ipynb":
         return 0
-    return add_noqa_file(job.path, job.display_name, job.settings)
+    refusal = outside_roots(job.path, roots) if roots else None
+    if refusal is not None:
+        return FileError(job.display_name, refusal)
+    try:
+        return add_noqa_file(job.path, job.display_name, job.settings)
+    except OSError as error:
+        return FileError(job.display_name, f"cannot write: {error.strerror or error}")
 
 
 def _add_noqa(
-    jobs: Sequence[FileJob], options: CheckOptions, discovery_errors: Sequence[FileError] = ()
+    jobs: Sequence[FileJob],
+    options: CheckOptions,
+    roots: Sequence[Path] = (),
+    discovery_errors: Sequence[FileError] = (),
 ) -> int:
-    run = run_jobs(add_noqa_job, jobs, options.jobs)
-    added = sum(run.outcomes)
+    run = run_jobs(partial(add_noqa_job, roots=roots), jobs, options.jobs)
+    added = sum(outcome for outcome in run.outcomes if isinstance(outcome, int))
     noun = "directive" if added == 1 else "directives"
-    for error in discovery_errors:
+    refused = [outcome for outcome in run.outcomes if isinstance(outcome, FileError)]
+    errors = sorted([*refused, *run.crashed, *discovery_errors], key=lambda e: e.sort_key)
+    for error in errors:
         click.echo(f"error: {error.filename}: {error.reason}", err=True)
     click.echo(f"Added {added} noqa {noun}.", err=True)
     _print_internal_errors(run.internal_errors)
-    return EXIT_ERROR if run.internal_errors else EXIT_CLEAN
+    if run.internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
 
 
 # The catalog
