@@ -83,11 +83,11 @@ class CheckByDefault(click.Group):
             return _verify_command()
         return super().get_command(ctx, name)
 
-    def main(self, *args, **kwargs):  # noqa: ANN201 - click's signature
+    def main(self, *args, **kwargs):
         _replace_unencodable_output()
         return super().main(*args, **kwargs)
 
-    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+    def invoke(self, ctx: click.Context):
         """Every command's way out: Ctrl-C exits 130 (not click's "Aborted!" and 1), and a
         reader that closed the pipe (`| head -1`) ends the run quietly with 0, as Ruff does."""
         try:
@@ -113,10 +113,11 @@ def _replace_unencodable_output() -> None:
         stream.reconfigure(errors=_REPLACEMENT if utf8 else "replace")
 
 
-def _replace_with_fffd(error: UnicodeError) -> tuple[str, int]:
+def _replace_with_fffd(error: UnicodeError) -> tuple[bytes, int]:
     if not isinstance(error, UnicodeEncodeError):
         raise error
-    return "\ufffd" * (error.end - error.start), error.end
+    # Bytes: the UTF-8 encoder takes only ASCII text from an error handler.
+    return "\ufffd".encode("utf-8") * (error.end - error.start), error.end
 
 
 _REPLACEMENT = "torchperf-lint-replace"

@@ -12,7 +12,7 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path, PurePath
 
 import libcst as cst
@@ -29,7 +29,6 @@ from torchperf_lint.diagnostics import (
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
-
 
 # Above these a file is reported (E902 "too large") instead of parsed: LibCST needs about
 # 0.7 GB and 40 s per MB of code (the largest file in PyTorch 2.13 is 1.4 MB, its longest line
@@ -91,7 +90,7 @@ def decode(data: bytes) -> DecodedSource:
     return DecodedSource(text=text, encoding=encoding, bom=bom)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ascii_compatible(encoding: str) -> bool:
     ascii_bytes = bytes(range(128))
     try:
@@ -192,18 +191,18 @@ def may_nest_deeply(text: str) -> bool:
 def _many_nesting_tokens(text: str, start: int, end: int) -> bool:
     if end - start <= _NESTING_TO_CHECK:
         return False
-    count = 0
-    for _ in _NESTING_TOKENS.finditer(text, start, end):
-        count += 1
-        if count > _NESTING_TO_CHECK:
-            return True
-    return False
+    tokens = _NESTING_TOKENS.finditer(text, start, end)
+    return any(count > _NESTING_TO_CHECK for count, _ in enumerate(tokens, start=1))
 
 
 def check_nesting(text: str) -> None:
     """Raise `SourceError` when Python itself rejects `text` for nesting too deeply."""
     if not may_nest_deeply(text):
         return
+    # Python's parser bounds its recursion by the interpreter's limit: judge with the default
+    # one, not the raised limit linting runs under.
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
         ast.parse(text)
     except SyntaxError as error:
@@ -212,6 +211,12 @@ def check_nesting(text: str) -> None:
             raise SourceError(f"too deeply nested to parse ({error.msg})", location) from None
     except (RecursionError, MemoryError):
         raise SourceError("too deeply nested to parse (Python rejects it too)") from None
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+# CPython's default recursion limit, under which it compiles about 2,500 nested levels.
+_PYTHON_RECURSION_LIMIT = 1000
 
 
 # Python calls per level of nesting in LibCST's visitors and code generation; with what

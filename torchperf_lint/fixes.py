@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import errno
-import io
 import os
 import re
 import stat
@@ -33,7 +32,7 @@ from torchperf_lint.engine import (
     parse,
     read_source,
 )
-from torchperf_lint.noqa import NoqaDirectives, add_codes
+from torchperf_lint.noqa import NoqaDirectives, add_codes, tokens
 
 try:
     import fcntl
@@ -509,7 +508,7 @@ def _rows_ending_a_line(text: str) -> set[int]:
     """Rows that end in a NEWLINE or NL token: a comment appended there stays a comment."""
     rows = set()
     with suppress(tokenize.TokenError, IndentationError, SyntaxError):
-        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        for token in tokens(text):
             if token.type in (tokenize.NEWLINE, tokenize.NL):
                 rows.add(token.start[0])
     return rows
