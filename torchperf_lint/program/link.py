@@ -431,11 +431,12 @@ class ProgramFacts:
     @cached_property
     def _without_grad(self) -> dict[Target, bool]:
         def compute(target: Target, value) -> bool:
-            return all(
+            callers = self._callers.get(target, [])
+            return bool(callers) and all(
                 site.no_grad
                 or self._decorated_without_grad(file, function)
                 or value(Target(file, function.qualname, "function"))
-                for file, function, site in self._callers.get(target, [])
+                for file, function, site in callers
             )
 
         return _solve(sorted(self._callers), compute, unknown=False)
