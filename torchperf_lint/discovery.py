@@ -157,23 +157,24 @@ def _directory_error(directory: Path, error: OSError, cwd: Path) -> FileError:
 PROJECT_MARKERS = ("pyproject.toml", "torchperf-lint.toml", "setup.py", "setup.cfg", ".git")
 
 
-def project_root(path: Path) -> Path:
+def project_root(path: Path) -> Path | None:
     """The nearest folder at or above `path` with a project marker (`pyproject.toml`,
-    `setup.py`, `.git`, ...); without one, `path`'s own folder."""
+    `setup.py`, `.git`, ...), or None outside any project."""
     start = path if path.is_dir() else path.parent
     for candidate in (start, *start.parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
-    return start
+    return None
 
 
 def program_files(paths: Sequence[Path], configuration: Configuration) -> list[Path]:
     """Every file of the projects `paths` belong to (their project roots, with the same
-    excludes): the program whose facts the linted files are judged by."""
+    excludes): the program whose facts the linted files are judged by. A path outside any
+    project is its own program (a file in `/tmp` does not make all of `/tmp` one)."""
     roots = set()
     for given in paths:
         absolute = given if given.is_absolute() else configuration.cwd / given
-        roots.add(project_root(absolute))
+        roots.add(project_root(absolute) or absolute)
     return discover(sorted(roots), configuration).files
 
 
