@@ -29,11 +29,11 @@ import libcst as cst
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
-from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 1
+SUMMARY_FORMAT = 2
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
@@ -84,6 +84,7 @@ class FunctionSummary:
     wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
     returns_cuda_device: bool = False
     returns: list[Value] = field(default_factory=list)
+    iterated: list[str] = field(default_factory=list)  # Parameters a loop of its iterates.
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
 
@@ -332,6 +333,11 @@ class _Summarizer:
             if ref is not None:
                 decorators.append(ref)
         owner = self.refs.owner_class(function.body)
+        iterated = []
+        for loop in facts.loops.all:
+            expression = iterated_expression(loop.node) if loop.function is function else None
+            if isinstance(expression, cst.Name) and expression.value in parameters:
+                iterated.append(expression.value)
         return FunctionSummary(
             qualname=self.refs.qualname(function),
             owner=owner,
@@ -341,6 +347,7 @@ class _Summarizer:
             wraps_no_grad=self._wraps_no_grad(function),
             returns_cuda_device=self._returns_cuda_device(function),
             returns=self._returns(function),
+            iterated=sorted(set(iterated)),
         )
 
     def _loop(self, loop: LoopFacts) -> LoopSummary:
