@@ -85,10 +85,13 @@ def test_content_name_settings_and_version_are_in_the_key(tmp_path, monkeypatch)
     assert cache.key(data, "train.py", fewer_rules) != key
     options = replace(RuleOptions(), torch_version=(2, 0))
     assert cache.key(data, "train.py", LintSettings(SETTINGS.rules, options)) != key
-    # The version names the entries' directory.
+    # The version and a hash of the linter's code name the entries' directory.
     before = cache.entries
     monkeypatch.setattr(cache_module, "__version__", "9.9.9")
     assert cache.entries != before
+    versioned = cache.entries
+    monkeypatch.setattr(cache_module, "linter_fingerprint", lambda: "0123456789abcdef")
+    assert cache.entries != versioned
 
 
 def test_corrupt_or_foreign_entries_are_misses_and_get_replaced(tmp_path):

@@ -1,7 +1,7 @@
 """Skip files that have not changed: their findings are replayed from the cache.
 
 An entry is keyed by a hash of everything the result depends on: the file's bytes, the name
-it is reported under, the tool's version and the settings (the selected rule codes and the
+it is reported under, the tool's version and code and the settings (the selected rule codes and the
 rule options). A hit therefore needs no validation, only the file's bytes, which are read
 anyway. Each entry is one small JSON file named by its key, written atomically, so parallel
 workers never see half an entry and never need a lock. Anything unreadable in the cache
@@ -60,6 +60,25 @@ _CACHEDIR_TAG = (
 )
 
 
+# Packages whose code never changes a file's findings.
+_NOT_LINTING = frozenset({"verify", "server"})
+
+
+@lru_cache(maxsize=1)
+def linter_fingerprint() -> str:
+    """A hash of the linter's own code: an editable install or a development build never
+    replays findings that older rules produced, though its version string is unchanged."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(package.rglob("*.py")):
+        if path.parent.name in _NOT_LINTING:
+            continue
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        with suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 @lru_cache(maxsize=64)
 def settings_fingerprint(settings: LintSettings) -> str:
     """The settings as text: rule codes and options, so that any change misses."""
@@ -86,7 +105,7 @@ class Cache:
 
     @property
     def _entries_name(self) -> str:
-        return f"{__version__}-{FORMAT}"
+        return f"{__version__}-{FORMAT}-{linter_fingerprint()}"
 
     def key(self, data: bytes, filename: str, settings: LintSettings) -> str:
         digest = hashlib.blake2b(data, digest_size=20)
