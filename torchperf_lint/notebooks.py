@@ -312,11 +312,11 @@ def fix_notebook_cells(
     for cell, python in zip(notebook.cells, pieces):
         if python == cell.python:
             continue
-        outcome.sources[cell.index] = _restore_ipython(cell, python, notebook.placeholder)
+        outcome.sources[cell.index] = restore_ipython(cell, python, notebook.placeholder)
     return outcome
 
 
-def _restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
+def restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
     """The fixed cell's text with its IPython lines back, and without the newline the join
     added."""
     lines = python.splitlines(keepends=True)
