@@ -64,6 +64,16 @@ class Editor(LanguageClient):
             await asyncio.wait_for(self._changed.wait_for(ready), TIMEOUT_S)
         return self.published[uri]
 
+    def send_raw(self, body: bytes, request_id: int | None = None) -> asyncio.Future | None:
+        """Write a message as bytes, bypassing the client's checks (a malformed one); with
+        `request_id`, the future of its response."""
+        response = None
+        if request_id is not None:
+            response = asyncio.get_running_loop().create_future()
+            self.protocol._request_futures[request_id] = response
+        self._server.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        return response
+
     def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
         uri = uri_of(path)
         self.text_document_did_open(

@@ -21,6 +21,8 @@ from torchperf_lint.server.projects import Linted
 
 QUICK_FIX = "quickfix"
 FIX_ALL = "source.fixAll.torchperf-lint"
+# Titles read as Ruff's: "Ruff (F401): Remove unused import".
+_NAME = "torchperf-lint"
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,11 @@ def actions_for(linted: Linted, diagnostic: Diagnostic, unsafe_fixes: bool) -> l
         change = _rewrite(linted.source, diagnostic, lambda text: _fixed(text, diagnostic, unsafe_fixes))
         if change is not None:
             safe = fix.applicability is Applicability.SAFE
-            title = f"Fix {diagnostic.code}: {fix.message}" + ("" if safe else " (unsafe fix)")
+            title = f"{_NAME} ({diagnostic.code}): {fix.message}" + ("" if safe else " (unsafe fix)")
             actions.append(Action(title, QUICK_FIX, (change,), diagnostic, preferred=safe))
     change = _rewrite(linted.source, diagnostic, lambda text: add_noqa_text(text, [diagnostic])[0])
     if change is not None:
-        title = f"Disable {diagnostic.code} for this line (`# noqa: {diagnostic.code}`)"
+        title = f"{_NAME} ({diagnostic.code}): Disable for this line (`# noqa`)"
         actions.append(Action(title, QUICK_FIX, (change,), diagnostic))
     return actions
 
@@ -111,7 +113,7 @@ def fix_all(linted: Linted) -> Action | None:
         return None
     if not changes:
         return None
-    return Action("Fix all safe fixes (torchperf-lint)", FIX_ALL, tuple(changes))
+    return Action(f"{_NAME}: Fix all safe fixes", FIX_ALL, tuple(changes))
 
 
 def _cell_source(source: NotebookSource, index: int) -> str:

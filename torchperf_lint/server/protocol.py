@@ -17,7 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from torchperf_lint import __version__
@@ -37,6 +39,19 @@ CONFIG_FILES = (PYPROJECT, OWN_CONFIG)
 WATCHED = ("**/*.py", "**/*.ipynb", f"**/{PYPROJECT}", f"**/{OWN_CONFIG}")
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol, except that a request whose parameters cannot be read is answered
+    with the error (pygls only logs it, and the client would wait for ever)."""
+
+    def structure_message(self, data: dict):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "id" in data and "method" in data:
+                self._send_response(data["id"], None, error.to_response_error())
+            raise
+
+
 class TorchperfLanguageServer(LanguageServer):
     """The server's state: the projects, the last lint of each open document (by the URI of
     the text document, or of the notebook), and the queue of documents to lint."""
@@ -54,6 +69,7 @@ class TorchperfLanguageServer(LanguageServer):
                 ],
                 save=True,
             ),
+            protocol_cls=_Protocol,
         )
         self.projects = Projects()
         self.unsafe_fixes = False
@@ -62,6 +78,14 @@ class TorchperfLanguageServer(LanguageServer):
         self._uri_of: dict[Path, str] = {}
         self._draining: asyncio.Task | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchperf-lint")
+
+    def report_server_error(self, error: Exception, source: type) -> None:
+        """An error outside a request (a malformed message, a failed notification) goes to
+        the editor's log rather than a pop-up; a failed request was answered with it."""
+        if source is not FeatureRequestError:
+            self.window_log_message(
+                lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"{SOURCE}: {error}")
+            )
 
     # Settings -------------------------------------------------------------------------------
 
