@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pygls", reason="the `lsp` extra is not installed")
+pytestmark = pytest.mark.slow
 
-from cli_helpers import torchperf_lint  # noqa: E402
-from lsp_client import TIMEOUT_S, Editor, running_server, uri_of  # noqa: E402
-from lsprotocol import types as lsp  # noqa: E402
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcMethodNotFound  # noqa: E402
+from cli_helpers import torchperf_lint
+from lsp_client import TIMEOUT_S, Editor, running_server, uri_of
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcMethodNotFound
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "train.py"

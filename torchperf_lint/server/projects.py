@@ -28,6 +28,7 @@ from torchperf_lint.program.session import ProgramSession
 from torchperf_lint.runner import summarize_file
 from torchperf_lint.server.documents import NotebookSource, PythonSource, read_source
 
+
 @dataclass
 class Linted:
     """One lint of an open file: the source linted, its name in its program, the settings

@@ -106,13 +106,27 @@ class TorchperfLanguageServer(LanguageServer):
         if self._draining is None or self._draining.done():
             self._draining = asyncio.get_running_loop().create_task(self._drain())
 
+    def relint(self, paths: Sequence[Path] | None) -> None:
+        """Queue the open documents of these files (None: every open document)."""
+        if paths is None:
+            self.request_lint(list(self._uri_of.values()))
+        else:
+            self.request_lint([self._uri_of[path] for path in paths if path in self._uri_of])
+
+    def is_tracked(self, uri: str) -> bool:
+        """Whether the document at `uri` is linted (Python, open)."""
+        return uri in self.linted or uri in self._queue
+
     async def settled(self) -> None:
         """Wait until every queued document is linted (before a code action, say)."""
         while self._draining is not None and not self._draining.done():
             await asyncio.shield(self._draining)
 
+    async def in_worker(self, function, *arguments):
+        """Run `function` in the worker, after the lints queued before it."""
+        return await asyncio.get_running_loop().run_in_executor(self._worker, function, *arguments)
+
     async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
         while self._queue:
             uri = next(iter(self._queue))
             del self._queue[uri]
@@ -121,24 +135,26 @@ class TorchperfLanguageServer(LanguageServer):
                 continue
             path, source = snapshot
             try:
-                linted, again = await loop.run_in_executor(self._worker, self._lint, uri, path, source)
+                linted, again, unread = await self.in_worker(self._lint, uri, path, source)
+                if self._snapshot(uri) is None:
+                    continue  # Closed while it was linted.
                 self.linted[uri] = linted
                 self.publish(uri, linted)
-                if path is not None and not self.projects.project_of(path).loaded:
-                    again = await loop.run_in_executor(self._worker, self._load, path)
-            except Exception:  # noqa: BLE001 - a bug in one lint must not stop the server
+                self.relint(again)
+                if unread is not None:
+                    self.relint(await self.in_worker(self._load, unread))
+            except Exception:
+                # A bug met linting one document is reported; the server goes on.
                 logger.exception("internal error while linting %s", uri)
                 self.window_log_message(
                     lsp.LogMessageParams(
                         type=lsp.MessageType.Error, message=f"internal error while linting {uri}"
                     )
                 )
-                continue
-            self.request_lint([self._uri_of[p] for p in again if p in self._uri_of])
 
     def _snapshot(self, uri: str) -> tuple[Path | None, PythonSource | NotebookSource] | None:
-        """The file and the current text of an open document, read in the event loop (the
-        worker never reads the workspace while messages change it)."""
+        """The file and the current text of an open document (None: closed), read in the
+        event loop: the worker never reads the workspace while messages change it."""
         notebook = self.workspace.get_notebook_document(notebook_uri=uri)
         if notebook is not None:
             cells = [
@@ -162,34 +178,51 @@ class TorchperfLanguageServer(LanguageServer):
 
     def _lint(
         self, uri: str, path: Path | None, source: PythonSource | NotebookSource
-    ) -> tuple[Linted, list[Path]]:
-        """In the worker: lint one document; the other open files to lint again."""
+    ) -> tuple[Linted, list[Path], Path | None]:
+        """In the worker: lint one document. Returns the other open files to lint again, and
+        the file when its project is still to be read from disk."""
         if path is None:
-            return lint_detached(uri.rsplit("/", 1)[-1], source), []
+            return lint_detached(uri.rsplit("/", 1)[-1], source), [], None
         project = self.projects.project_of(path)
         linted = project.lint(path, source)
-        return linted, [p for p in project.stale() if p != path]
+        again = [other for other in project.stale() if other != path]
+        return linted, again, None if project.loaded else path
 
     def _load(self, path: Path) -> list[Path]:
         """In the worker: read the project of `path` from disk; the open files to lint again."""
         project = self.projects.project_of(path)
+        if project.loaded:
+            return []
         project.load()
         return project.stale()
 
-    def _close(self, uri: str) -> list[Path]:
+    async def close(self, uri: str, published: Sequence[str]) -> None:
+        """A document was closed: clear the diagnostics it published, give its project the
+        file on disk, and lint again the open files that depended on the buffer."""
+        self._queue.pop(uri, None)
+        if self.linted.pop(uri, None) is None:
+            return
+        for target in published:
+            self._send(target, [])
         path = _path(uri)
-        if path is None:
-            return []
-        self._uri_of.pop(path, None)
+        if path is not None:
+            self._uri_of.pop(path, None)
+            self.relint(await self.in_worker(self._close, path))
+
+    def _close(self, path: Path) -> list[Path]:
         project = self.projects.project_of(path)
         project.close(project.name_of(path))
         return project.stale()
 
-    def _files_changed(self, paths: Sequence[Path]) -> list[Path]:
-        """In the worker: files changed on disk; the open files to lint again."""
+    async def files_changed(self, paths: Sequence[Path]) -> None:
+        """Files changed on disk: a configuration (every project is read again) or sources
+        (which the programs take unless they are open)."""
+        self.relint(await self.in_worker(self._files_changed, paths))
+
+    def _files_changed(self, paths: Sequence[Path]) -> list[Path] | None:
         if any(path.name in CONFIG_FILES for path in paths):
             self.projects.forget_all()
-            return list(self._uri_of)
+            return None
         again = []
         for path in paths:
             project = self.projects.project_of(path)
@@ -197,10 +230,6 @@ class TorchperfLanguageServer(LanguageServer):
                 project.changed_on_disk(path)
                 again.extend(project.stale())
         return again
-
-    async def in_worker(self, function, *arguments):
-        """Run `function` in the worker (after the lints queued before it)."""
-        return await asyncio.get_running_loop().run_in_executor(self._worker, function, *arguments)
 
     # Publishing -------------------------------------------------------------------------------
 
@@ -411,7 +440,7 @@ def _did_open(ls: TorchperfLanguageServer, params: lsp.DidOpenTextDocumentParams
 
 
 def _did_change(ls: TorchperfLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    if params.text_document.uri in ls.linted or params.text_document.uri in ls._queue:
+    if ls.is_tracked(params.text_document.uri):
         ls.request_lint([params.text_document.uri])
 
 
@@ -419,24 +448,13 @@ async def _did_save(ls: TorchperfLanguageServer, params: lsp.DidSaveTextDocument
     uri = params.text_document.uri
     path = _path(uri)
     if path is not None and path.name in CONFIG_FILES:
-        again = await ls.in_worker(ls._files_changed, [path])
-        ls.request_lint([ls._uri_of[p] for p in again if p in ls._uri_of])
-    elif uri in ls.linted:
+        await ls.files_changed([path])
+    elif ls.is_tracked(uri):
         ls.request_lint([uri])
 
 
 async def _did_close(ls: TorchperfLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
-    await _closed(ls, params.text_document.uri, [params.text_document.uri])
-
-
-async def _closed(ls: TorchperfLanguageServer, uri: str, published: Sequence[str]) -> None:
-    ls._queue.pop(uri, None)
-    if ls.linted.pop(uri, None) is None:
-        return
-    for target in published:
-        ls._send(target, [])
-    again = await ls.in_worker(ls._close, uri)
-    ls.request_lint([ls._uri_of[p] for p in again if p in ls._uri_of])
+    await ls.close(params.text_document.uri, [params.text_document.uri])
 
 
 def _notebook_changed(ls: TorchperfLanguageServer, params) -> None:
@@ -450,15 +468,14 @@ async def _notebook_closed(
     linted = ls.linted.get(params.notebook_document.uri)
     if linted is not None and isinstance(linted.source, NotebookSource):
         cells = list(linted.source.cell_uris)
-    await _closed(ls, params.notebook_document.uri, cells)
+    await ls.close(params.notebook_document.uri, cells)
 
 
 async def _watched_files_changed(
     ls: TorchperfLanguageServer, params: lsp.DidChangeWatchedFilesParams
 ) -> None:
     paths = [path for path in (_path(change.uri) for change in params.changes) if path is not None]
-    again = await ls.in_worker(ls._files_changed, paths)
-    ls.request_lint([ls._uri_of[p] for p in again if p in ls._uri_of])
+    await ls.files_changed(paths)
 
 
 async def _code_action(
