@@ -6,9 +6,10 @@ must be linted again.
 lint again the files whose answers changed). An editor changes one file at a time; a
 `ProgramSession` keeps the state of those phases between changes:
 
-- `analyse(file, ...)` lints one file with the program as it is, takes the file's new summary
-  into the program, and lints the file once more if that changed an answer its findings read
-  (its own loop now calls a helper, its own CUDA use now makes the program a CUDA one);
+- `analyse(file, ...)` lints one file once, in the program that already holds the file's new
+  summary (the engine hands the summary over before the rules run), so that the file's own
+  change is seen (its loop now calls one of its helpers, its CUDA use makes the program a
+  CUDA one);
 - `stale()` then names the other linted files whose recorded answers the program now gives
   differently: a helper module lost the call that made its function run on every step.
 
@@ -25,7 +26,7 @@ from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
 
 if TYPE_CHECKING:
-    from torchperf_lint.engine import Analysis
+    from torchperf_lint.engine import Analysis, Linker
 
 AnalysisT = TypeVar("AnalysisT", bound="Analysis")
 
@@ -63,16 +64,19 @@ class ProgramSession:
         self._program = None
         return True
 
-    def analyse(self, file: str, analyse: Callable[[ProgramFacts], AnalysisT]) -> AnalysisT:
-        """Lint `file` with `analyse(program)`, take its summary into the program (unless it
-        failed to parse) and lint it again when that changed an answer its findings read."""
-        analysis = analyse(self.program)
-        if analysis.result.error is not None:
-            self._asked[file] = {}
-            return analysis
-        self.update(file, analysis.summary)
-        if not self.holds(file, analysis.asked):
-            analysis = analyse(self.program)
+    def analyse(self, file: str, analyse: Callable[[Linker], AnalysisT]) -> AnalysisT:
+        """Lint `file` with `analyse(link)`, an engine call that passes the file's summary to
+        `link` before the rules run and lints in the program `link` returns: this one, holding
+        that summary. A file that does not parse keeps its last summary; one that cannot hold
+        PyTorch code (no summary) leaves the program."""
+
+        def link(summary: ModuleSummary) -> ProgramFacts:
+            self.update(file, summary)
+            return self.program
+
+        analysis = analyse(link)
+        if analysis.result.error is None:
+            self.update(file, analysis.summary)
         self._asked[file] = analysis.asked
         return analysis
 

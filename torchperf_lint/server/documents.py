@@ -17,6 +17,7 @@ from pathlib import Path
 from torchperf_lint.diagnostics import FileError, FileResult
 from torchperf_lint.engine import (
     Analysis,
+    Linker,
     LintSettings,
     SourceError,
     analyse_text,
@@ -30,7 +31,6 @@ from torchperf_lint.notebooks import (
     cell_of_row,
     read_notebook,
 )
-from torchperf_lint.program.link import ProgramFacts
 
 _CELL_PREFIX = re.compile(r"cell (\d+): ")
 
@@ -49,12 +49,12 @@ class PythonSource:
         """The cell (None: not a notebook) and row there of a row of `python()`."""
         return None, row
 
-    def analyse(self, name: str, settings: LintSettings, program: ProgramFacts | None) -> Analysis:
-        """Lint as the file `name` of `program`; a text that does not parse gets a file error
-        (E902) and no summary."""
+    def analyse(self, name: str, settings: LintSettings, link: Linker | None) -> Analysis:
+        """Lint as the file `name` of the program `link` gives (None: alone); a text that does
+        not parse gets a file error (E902) and no summary."""
         result = FileResult(name)
         try:
-            analysis = analyse_text(self.text, name, settings, program)
+            analysis = analyse_text(self.text, name, settings, link=link)
         except SourceError as error:
             result.error = FileError(name, error.reason, error.location)
             return Analysis(result)
@@ -104,10 +104,10 @@ class NotebookSource:
     def cell_uri(self, number: int) -> str | None:
         return self.cell_uris[number - 1] if 0 < number <= len(self.cell_uris) else None
 
-    def analyse(self, name: str, settings: LintSettings, program: ProgramFacts | None) -> Analysis:
+    def analyse(self, name: str, settings: LintSettings, link: Linker | None) -> Analysis:
         """Lint the joined code cells as the CLI does: diagnostics and a syntax error carry
         their cell."""
-        return analyse_notebook(self.data, name, settings, program)
+        return analyse_notebook(self.data, name, settings, link=link)
 
 
 def error_cell(error: FileError) -> tuple[int | None, str]:

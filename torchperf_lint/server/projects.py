@@ -75,9 +75,7 @@ class Project:
             self.close(name)
             return Linted(source, name, None)
         self.open[name] = source
-        analysis = self.session.analyse(
-            name, lambda program: source.analyse(name, settings, program)
-        )
+        analysis = self.session.analyse(name, lambda link: source.analyse(name, settings, link))
         result = analysis.result
         locate_related([result], self._read)
         program = self.session.program
