@@ -190,7 +190,7 @@ def test_fix_all_applies_every_safe_fix_as_the_cli_does(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
-def test_editing_the_caller_in_the_editor_updates_the_helper_diagnostics(tmp_path: Path) -> None:
+def test_editing_the_caller_in_the_editor_or_on_disk_updates_the_helper_diagnostics(tmp_path: Path) -> None:
     root = tmp_path / "per_step_helper"
     shutil.copytree(FIXTURES / "projects" / "per_step_helper", root)
     engine_text = (root / "engine.py").read_text(encoding="utf-8")
@@ -213,8 +213,22 @@ def test_editing_the_caller_in_the_editor_updates_the_helper_diagnostics(tmp_pat
             found = await editor.diagnostics(utils, after=published)
             assert [(d.code, d.range.start.line) for d in found] == [("TPL201", 14)]
 
-            editor.change(engine, engine_text, 3)
-            found = await editor.diagnostics(utils, lambda found: len(found) == 2)
+            # Closed, the caller is the file on disk again; then it changes on disk.
+            editor.text_document_did_close(
+                lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(engine))
+            )
+            await editor.diagnostics(utils, lambda found: len(found) == 2)
+            published = editor.published_at[utils]
+            (root / "engine.py").write_text(
+                engine_text.replace("        log_metrics(loss)\n", ""), encoding="utf-8"
+            )
+            editor.workspace_did_change_watched_files(
+                lsp.DidChangeWatchedFilesParams(
+                    [lsp.FileEvent(uri=engine, type=lsp.FileChangeType.Changed)]
+                )
+            )
+            found = await editor.diagnostics(utils, after=published)
+            assert [(d.code, d.range.start.line) for d in found] == [("TPL201", 14)]
 
     asyncio.run(scenario())
 
