@@ -114,7 +114,8 @@ CAPABILITIES = lsp.ClientCapabilities(
         code_action=lsp.CodeActionClientCapabilities(
             code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
                 code_action_kind=lsp.ClientCodeActionKindOptions(value_set=["quickfix", "source"])
-            )
+            ),
+            resolve_support=lsp.ClientCodeActionResolveOptions(properties=["edit"]),
         ),
         hover=lsp.HoverClientCapabilities(content_format=[lsp.MarkupKind.Markdown]),
         publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(related_information=True),

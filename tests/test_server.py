@@ -183,8 +183,10 @@ def test_fix_all_applies_every_safe_fix_as_the_cli_does(tmp_path: Path) -> None:
             uri = editor.open(root / "train.py")
             diagnostics = await editor.diagnostics(uri, lambda found: bool(found))
             actions = await code_actions(editor, uri, diagnostics[0], only=["source.fixAll"])
-            [fix_all] = actions
-            assert fix_all.kind == "source.fixAll.torchperf-lint"
+            [offered] = actions
+            assert offered.kind == "source.fixAll.torchperf-lint"
+            assert offered.edit is None  # Computed when chosen: the client resolves edits.
+            fix_all = await editor.code_action_resolve_async(offered)
             assert apply(text, fix_all.edit.changes[uri]) == (fixed_copy / "train.py").read_text()
 
     asyncio.run(scenario())

@@ -23,6 +23,7 @@ QUICK_FIX = "quickfix"
 FIX_ALL = "source.fixAll.torchperf-lint"
 # Titles read as Ruff's: "Ruff (F401): Remove unused import".
 _NAME = "torchperf-lint"
+FIX_ALL_TITLE = f"{_NAME}: Fix all safe fixes"
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,16 @@ def _rewrite(source, diagnostic: Diagnostic, rewrite) -> Change | None:
     return Change(cell.number, cell.source, after)
 
 
+def offers_fix_all(linted: Linted) -> bool:
+    """Whether the file has a finding with a safe fix."""
+    return linted.settings is not None and any(
+        d.fix is not None and d.fix.applicability is Applicability.SAFE for d in linted.diagnostics
+    )
+
+
 def fix_all(linted: Linted) -> Action | None:
     """Every safe fix of the file, to a fixed point, as `--fix` applies them."""
-    if linted.settings is None or not any(
-        d.fix is not None and d.fix.applicability is Applicability.SAFE for d in linted.diagnostics
-    ):
+    if not offers_fix_all(linted):
         return None
     source = linted.source
     try:
@@ -113,7 +119,7 @@ def fix_all(linted: Linted) -> Action | None:
         return None
     if not changes:
         return None
-    return Action(f"{_NAME}: Fix all safe fixes", FIX_ALL, tuple(changes))
+    return Action(FIX_ALL_TITLE, FIX_ALL, tuple(changes))
 
 
 def _cell_source(source: NotebookSource, index: int) -> str:

@@ -78,8 +78,15 @@ class Project:
         analysis = self.session.analyse(name, lambda link: source.analyse(name, settings, link))
         result = analysis.result
         locate_related([result], self._read)
-        program = self.session.program
-        return Linted(source, name, settings, result.diagnostics, result.error, None, program, self.root)
+        return Linted(
+            source,
+            name,
+            settings,
+            result.diagnostics,
+            result.error,
+            program=self.session.program,
+            root=self.root,
+        )
 
     def _read(self, name: str):
         """A program file's Python, and the (cell, row) of its rows for a notebook: from the
@@ -92,9 +99,14 @@ class Project:
         return source.python(), None
 
     def load(self) -> None:
-        """Read the summaries of the project's files that are not open."""
+        """Read the summaries of the project's files that are not open (none while the
+        configuration is broken: its open files report it)."""
         self.loaded = True
-        for path in program_files([self.root], self.configuration):
+        try:
+            paths = program_files([self.root], self.configuration)
+        except ConfigError:
+            return
+        for path in paths:
             name = self.name_of(path)
             if name not in self.open:
                 self.session.update(name, summarize_file(path))

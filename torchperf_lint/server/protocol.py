@@ -25,9 +25,17 @@ from pygls.uris import from_fs_path, to_fs_path
 from torchperf_lint import __version__
 from torchperf_lint.config import OWN_CONFIG, PYPROJECT
 from torchperf_lint.diagnostics import Diagnostic
-from torchperf_lint.discovery import SOURCE_SUFFIXES
 from torchperf_lint.report import FILE_ERROR_CODE
-from torchperf_lint.server.actions import FIX_ALL, Action, actions_for, fix_all, hover_text
+from torchperf_lint.server.actions import (
+    FIX_ALL,
+    FIX_ALL_TITLE,
+    QUICK_FIX,
+    Action,
+    actions_for,
+    fix_all,
+    hover_text,
+    offers_fix_all,
+)
 from torchperf_lint.server.documents import NotebookSource, PythonSource, error_cell
 from torchperf_lint.server.projects import Linted, Projects, lint_detached
 from torchperf_lint.server.text import LineIndex, text_edits
@@ -237,28 +245,29 @@ class TorchperfLanguageServer(LanguageServer):
         """Send a document's diagnostics: a notebook's to each of its cells."""
         source = linted.source
         if isinstance(source, PythonSource):
-            diagnostics = [self.to_lsp(d, source.text, linted) for d in linted.diagnostics]
-            diagnostics += self._errors(linted, source.text, None)
-            self._send(uri, diagnostics)
+            lines = self.lines(source.text)
+            diagnostics = [self.to_lsp(d, lines, linted) for d in linted.diagnostics]
+            self._send(uri, diagnostics + _errors(linted, lines, None))
             return
-        for position, cell_uri in enumerate(source.cell_uris):
-            number = position + 1
+        for number, cell_uri in enumerate(source.cell_uris, start=1):
             cell = source.code_cell(number)
-            text = cell.source if cell is not None else ""
+            lines = self.lines(cell.source if cell is not None else "")
             diagnostics = [
-                self.to_lsp(d, text, linted) for d in linted.diagnostics if d.cell == number
+                self.to_lsp(d, lines, linted) for d in linted.diagnostics if d.cell == number
             ]
-            diagnostics += self._errors(linted, text, number)
-            self._send(cell_uri, diagnostics)
+            self._send(cell_uri, diagnostics + _errors(linted, lines, number))
 
     def _send(self, uri: str, diagnostics: list[lsp.Diagnostic]) -> None:
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
         )
 
-    def to_lsp(self, diagnostic: Diagnostic, text: str, linted: Linted) -> lsp.Diagnostic:
+    def lines(self, text: str) -> LineIndex:
+        """Positions in `text`, counted in the encoding negotiated with the client."""
+        return LineIndex(text, self.workspace.position_encoding or "utf-16")
+
+    def to_lsp(self, diagnostic: Diagnostic, lines: LineIndex, linted: Linted) -> lsp.Diagnostic:
         """A finding as an LSP diagnostic, with its rule page and related locations."""
-        lines = LineIndex(text, self.workspace.position_encoding or "utf-16")
         related = [
             lsp.DiagnosticRelatedInformation(
                 location=lsp.Location(
@@ -282,39 +291,6 @@ class TorchperfLanguageServer(LanguageServer):
             related_information=related or None,
         )
 
-    def _errors(self, linted: Linted, text: str, cell: int | None) -> list[lsp.Diagnostic]:
-        """A file error (E902: the text does not parse) or a broken configuration, on the
-        cell it names (the first code cell for the configuration)."""
-        lines = LineIndex(text, self.workspace.position_encoding or "utf-16")
-        found = []
-        if linted.error is not None:
-            error_cell_number, reason = error_cell(linted.error)
-            if error_cell_number == cell:
-                location = linted.error.location
-                line, character = lines.position(location.row, location.column) if location else (0, 0)
-                found.append(
-                    lsp.Diagnostic(
-                        range=_point(line, character),
-                        severity=lsp.DiagnosticSeverity.Error,
-                        code=FILE_ERROR_CODE,
-                        source=SOURCE,
-                        message=reason,
-                    )
-                )
-        first_cell = None
-        if isinstance(linted.source, NotebookSource) and linted.source.notebook.cells:
-            first_cell = linted.source.notebook.cells[0].number
-        if linted.config_error is not None and cell == first_cell:
-            found.append(
-                lsp.Diagnostic(
-                    range=_point(0, 0),
-                    severity=lsp.DiagnosticSeverity.Error,
-                    source=SOURCE,
-                    message=f"configuration error: {linted.config_error}",
-                )
-            )
-        return found
-
     # Finding what a request is about -----------------------------------------------------
 
     def lookup(self, uri: str) -> tuple[Linted, int | None, str] | None:
@@ -333,13 +309,16 @@ class TorchperfLanguageServer(LanguageServer):
         cell = linted.source.code_cell(number)
         return linted, number, cell.source if cell is not None else ""
 
-    def diagnostics_in(self, uri: str, span: lsp.Range) -> tuple[Linted, list[Diagnostic]] | None:
-        """The findings of the document at `uri` that overlap `span`."""
+    def diagnostics_in(
+        self, uri: str, span: lsp.Range
+    ) -> tuple[Linted, LineIndex, list[Diagnostic]] | None:
+        """The last lint of the document at `uri`, the positions of its text, and its
+        findings that overlap `span`."""
         found = self.lookup(uri)
         if found is None:
             return None
         linted, cell, text = found
-        lines = LineIndex(text, self.workspace.position_encoding or "utf-16")
+        lines = self.lines(text)
         start = lines.row_column(span.start.line, span.start.character)
         end = lines.row_column(span.end.line, span.end.character)
         overlapping = [
@@ -349,17 +328,16 @@ class TorchperfLanguageServer(LanguageServer):
             and (d.location.row, d.location.column) <= end
             and start <= (d.end_location.row, d.end_location.column)
         ]
-        return linted, overlapping
+        return linted, lines, overlapping
 
     def workspace_edit(self, uri: str, linted: Linted, action: Action) -> lsp.WorkspaceEdit:
         """An action's changes as edits of the file, or of the notebook's cells."""
-        encoding = self.workspace.position_encoding or "utf-16"
         changes = {}
         for change in action.changes:
             target = uri
             if change.cell is not None and isinstance(linted.source, NotebookSource):
                 target = linted.source.cell_uri(change.cell) or uri
-            lines = LineIndex(change.before, encoding)
+            lines = self.lines(change.before)
             changes[target] = [
                 lsp.TextEdit(
                     range=lsp.Range(
@@ -395,8 +373,44 @@ def _range(lines: LineIndex, diagnostic: Diagnostic) -> lsp.Range:
     return lsp.Range(start=_position(start), end=_position(end))
 
 
+def _errors(linted: Linted, lines: LineIndex, cell: int | None) -> list[lsp.Diagnostic]:
+    """A file error (E902: the text does not parse) or a broken configuration, as errors on
+    the text of `lines` (the cell `cell` of a notebook, None for a file): a notebook's go to
+    the cell the error names, else to its first code cell."""
+    first_cell = None
+    if isinstance(linted.source, NotebookSource) and linted.source.notebook.cells:
+        first_cell = linted.source.notebook.cells[0].number
+    found = []
+    if linted.error is not None:
+        named_cell, reason = error_cell(linted.error)
+        if (named_cell or first_cell) == cell:
+            location = linted.error.location
+            line, character = lines.position(location.row, location.column) if location else (0, 0)
+            found.append(
+                lsp.Diagnostic(
+                    range=_point(line, character),
+                    severity=lsp.DiagnosticSeverity.Error,
+                    code=FILE_ERROR_CODE,
+                    source=SOURCE,
+                    message=reason,
+                )
+            )
+    if linted.config_error is not None and cell == first_cell:
+        found.append(
+            lsp.Diagnostic(
+                range=_point(0, 0),
+                severity=lsp.DiagnosticSeverity.Error,
+                source=SOURCE,
+                message=f"configuration error: {linted.config_error}",
+            )
+        )
+    return found
+
+
 def _is_python(uri: str, language_id: str | None) -> bool:
-    return language_id == "python" or uri.endswith(SOURCE_SUFFIXES)
+    """A Python buffer (a notebook opened as JSON text is not one: notebooks are linted
+    through notebook sync)."""
+    return language_id == "python" or uri.endswith(".py")
 
 
 def _only(kinds: Sequence[str] | None, kind: str) -> bool:
@@ -482,43 +496,55 @@ async def _code_action(
     ls: TorchperfLanguageServer, params: lsp.CodeActionParams
 ) -> list[lsp.CodeAction] | None:
     await ls.settled()
-    found = ls.diagnostics_in(params.text_document.uri, params.range)
+    uri = params.text_document.uri
+    found = ls.diagnostics_in(uri, params.range)
     if found is None:
         return None
-    linted, diagnostics = found
-    owner = params.text_document.uri
-    notebook = ls.workspace.get_notebook_document(cell_uri=owner)
-    if notebook is not None:
-        owner = notebook.uri
-
-    def compute() -> list[Action]:
-        actions = [a for d in diagnostics for a in actions_for(linted, d, ls.unsafe_fixes)]
-        everything = fix_all(linted)
-        return actions + ([everything] if everything is not None else [])
-
+    linted, lines, diagnostics = found
     kinds = params.context.only
     result = []
-    for action in await ls.in_worker(compute):
-        if not _only(kinds, action.kind):
-            continue
-        text = linted.source.text if isinstance(linted.source, PythonSource) else ""
-        related = []
-        if action.diagnostic is not None:
-            cell_text = text
-            if action.diagnostic.cell is not None and isinstance(linted.source, NotebookSource):
-                cell = linted.source.code_cell(action.diagnostic.cell)
-                cell_text = cell.source if cell is not None else ""
-            related = [ls.to_lsp(action.diagnostic, cell_text, linted)]
-        result.append(
-            lsp.CodeAction(
-                title=action.title,
-                kind=action.kind,
-                diagnostics=related or None,
-                is_preferred=action.preferred or None,
-                edit=ls.workspace_edit(params.text_document.uri, linted, action),
-            )
+    if _only(kinds, QUICK_FIX):
+        actions = await ls.in_worker(
+            lambda: [a for d in diagnostics for a in actions_for(linted, d, ls.unsafe_fixes)]
         )
+        for action in actions:
+            result.append(
+                lsp.CodeAction(
+                    title=action.title,
+                    kind=action.kind,
+                    diagnostics=[ls.to_lsp(action.diagnostic, lines, linted)],
+                    is_preferred=action.preferred or None,
+                    edit=ls.workspace_edit(uri, linted, action),
+                )
+            )
+    if _only(kinds, FIX_ALL) and offers_fix_all(linted):
+        # Fixing a whole file lints it several times: a client that can resolve the edit
+        # later gets it only when the action is chosen.
+        action = lsp.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, data={"uri": uri})
+        result.append(action if _resolves_edits(ls) else await _resolve_fix_all(ls, action))
     return result
+
+
+async def _resolve_fix_all(ls: TorchperfLanguageServer, action: lsp.CodeAction) -> lsp.CodeAction:
+    """The fix-all action with its edit (none when nothing is left to fix)."""
+    await ls.settled()
+    uri = action.data.get("uri") if isinstance(action.data, dict) else None
+    found = ls.lookup(uri) if isinstance(uri, str) else None
+    if found is None:
+        return action
+    linted = found[0]
+    fixed = await ls.in_worker(fix_all, linted)
+    if fixed is not None:
+        action.edit = ls.workspace_edit(uri, linted, fixed)
+    return action
+
+
+def _resolves_edits(ls: TorchperfLanguageServer) -> bool:
+    """Whether the client resolves a code action's edit when it is chosen."""
+    text_document = ls.client_capabilities.text_document
+    code_action = text_document.code_action if text_document is not None else None
+    support = code_action.resolve_support if code_action is not None else None
+    return support is not None and "edit" in support.properties
 
 
 async def _hover(ls: TorchperfLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -527,7 +553,7 @@ async def _hover(ls: TorchperfLanguageServer, params: lsp.HoverParams) -> lsp.Ho
     found = ls.diagnostics_in(params.text_document.uri, span)
     if found is None:
         return None
-    text = hover_text(found[1])
+    text = hover_text(found[2])
     if text is None:
         return None
     return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
@@ -550,8 +576,11 @@ def create_server() -> TorchperfLanguageServer:
     server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(_watched_files_changed)
     server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
-        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL]),
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
+        ),
     )(_code_action)
+    server.feature(lsp.CODE_ACTION_RESOLVE)(_resolve_fix_all)
     server.feature(lsp.TEXT_DOCUMENT_HOVER)(_hover)
     return server
 
