@@ -12,6 +12,9 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
     `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()`
+    `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
+                               `logger = MetricLogger()`, `self.trainer.optimize()` after
+                               `self.trainer = MixedPrecisionTrainer(...)`
 """
 
 from __future__ import annotations
@@ -138,11 +141,19 @@ class References:
         # (enclosing def or class, or None for the module; name) -> qualified name.
         self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
         for definition in (*facts.index.functions, *facts.index.classes):
+            self._definitions[(self._scope_of(definition), definition.name.value)] = (
+                self._qualname_of(definition)
+            )
+
+    def _qualname_of(self, definition: cst.FunctionDef | cst.ClassDef) -> str:
+        """`Outer.method`: the names of the defs and classes around it, then its own."""
+        if definition not in self.qualnames:
             scope = self._scope_of(definition)
-            prefix = self.qualnames.get(scope, "") if scope is not None else ""
-            qualname = f"{prefix}.{definition.name.value}" if prefix else definition.name.value
-            self.qualnames[definition] = qualname
-            self._definitions[(scope, definition.name.value)] = qualname
+            name = definition.name.value
+            self.qualnames[definition] = (
+                name if scope is None else f"{self._qualname_of(scope)}.{name}"
+            )
+        return self.qualnames[definition]
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         for parent in self.scopes.ancestors(node):
@@ -236,7 +247,13 @@ class References:
         if ref is not None:
             return ref
         constructed = self._constructed_class(func)
-        return None if constructed is None else f"forward:{constructed}"
+        if constructed is not None:
+            return f"forward:{constructed}"
+        if isinstance(func, cst.Attribute):
+            instance_of = self._constructed_class(func.value)
+            if instance_of is not None:
+                return f"instance:{func.attr.value}:{instance_of}"
+        return None
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""

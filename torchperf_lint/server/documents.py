@@ -45,10 +45,6 @@ class PythonSource:
         """The Python the linter sees."""
         return self.text
 
-    def row_in_cell(self, row: int) -> tuple[int | None, int]:
-        """The cell (None: not a notebook) and row there of a row of `python()`."""
-        return None, row
-
     def analyse(self, name: str, settings: LintSettings, link: Linker | None) -> Analysis:
         """Lint as the file `name` of the program `link` gives (None: alone); a text that does
         not parse gets a file error (E902) and no summary."""
@@ -94,7 +90,8 @@ class NotebookSource:
     def python(self) -> str:
         return self.notebook.joined()
 
-    def row_in_cell(self, row: int) -> tuple[int | None, int]:
+    def row_in_cell(self, row: int) -> tuple[int, int]:
+        """The cell number and the row there of a row of `python()`."""
         return cell_of_row(self.notebook, self.python(), row)
 
     def code_cell(self, number: int) -> CodeCell | None:
