@@ -29,7 +29,7 @@ from torchperf_lint.diagnostics import (
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.program.link import Answer, ProgramFacts
-from torchperf_lint.program.summary import ModuleSummary, summarize
+from torchperf_lint.program.summary import ModuleSummary, References, summarize
 from torchperf_lint.program.view import LinkedProgram
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
 
@@ -329,14 +329,15 @@ def analyse_text(
     with deep_recursion():
         module = parse(text)
         local = FileFacts(module, PurePath(filename))
-        summary = summarize(local)
+        refs = References(local)
+        summary = summarize(local, refs)
         if not settings.rules or (noqa is not None and noqa.whole_file):
             return TextAnalysis(summary=summary)
         if link is not None:
             program = link(summary)
         if program is None:
             program = ProgramFacts({filename: summary})
-        facts = local.with_program(LinkedProgram(program, filename))
+        facts = local.with_program(LinkedProgram(program, filename, refs))
         return _lint_facts(facts, filename, text, noqa, settings, summary)
 
 

@@ -491,7 +491,8 @@ class ProgramFacts:
         return _solve(factories, compute, unknown=None)
 
     def loader_argument(self, target: Target, parameter: str) -> list | None:
-        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`."""
+        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`
+        (a parameter some loop of `target` iterates)."""
         return self._loader_arguments.get((target, parameter))
 
     @cached_property
@@ -506,10 +507,12 @@ class ProgramFacts:
                     known.append(self._loader(file, argument, self._returned_loader_of))
             return _agreed(known)
 
+        # Only the parameters a loop iterates are asked about; what callers pass through to
+        # them is solved on the way.
         keys = sorted(
             (target, parameter)
             for target in self._callers
-            for parameter in (self.function(target) or FunctionSummary("")).parameters
+            for parameter in (self.function(target) or FunctionSummary("")).iterated
         )
         return _solve(keys, compute, unknown=None)
 

@@ -164,8 +164,8 @@ def _layer_lists(facts: FileFacts) -> Iterator[list[cst.BaseExpression]]:
         for arg in call.args:
             if arg.star == "*" and isinstance(arg.value, cst.List):
                 yield [element.value for element in arg.value.elements]
-    for statement in facts.index.parents:
-        if isinstance(statement, cst.Return) and isinstance(statement.value, cst.List):
+    for statement in facts.index.returns:
+        if isinstance(statement.value, cst.List):
             yield [element.value for element in statement.value.elements]
     for assignment in facts.index.assigns:
         if not (
