@@ -668,3 +668,11 @@ def show_rule(code: str) -> None:
         click.echo(f"error: unknown rule {code!r} (see `torchperf-lint rules`)", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_page(rule), nl=False)
+
+
+@main.command("server")
+def server() -> None:
+    """Run the language server (LSP over stdio); needs `pip install 'torchperf-lint[lsp]'`."""
+    from torchperf_lint.server import serve
+
+    sys.exit(serve())

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 import tokenize
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -305,11 +305,21 @@ class Analysis:
     replayed: bool = False
 
 
+# Takes a file's new summary into its program before the file's rules run, and returns that
+# program (an editor's warm program: `program.session.ProgramSession`).
+Linker = Callable[[ModuleSummary], ProgramFacts]
+
+
 def analyse_text(
-    text: str, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+    text: str,
+    filename: str,
+    settings: LintSettings,
+    program: ProgramFacts | None = None,
+    link: Linker | None = None,
 ) -> TextAnalysis:
-    """Lint Python source `text` as the file `filename` of `program` (None: the file alone);
-    raises `SourceError` when it does not parse."""
+    """Lint Python source `text` as the file `filename` of `program` (None: the file alone),
+    or of the program `link` returns for the file's summary; raises `SourceError` when it
+    does not parse."""
     if not may_contain_pytorch(text):
         return TextAnalysis()
     # Comments are tokenized early only when a file-level directive may be there; the
@@ -323,6 +333,8 @@ def analyse_text(
         summary = summarize(local, refs)
         if not settings.rules or (noqa is not None and noqa.whole_file):
             return TextAnalysis(summary=summary)
+        if link is not None:
+            program = link(summary)
         if program is None:
             program = ProgramFacts({filename: summary})
         facts = local.with_program(LinkedProgram(program, filename, refs))

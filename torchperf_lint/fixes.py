@@ -231,7 +231,7 @@ def fix_text_result(
             # The compiler also rejects what the parser accepts, such as a repeated keyword
             # argument; code that did not compile before (a notebook's top-level `await`) is
             # only held to parsing.
-            if not _compiles(candidate) and _compiles(original):
+            if not compiles(candidate) and compiles(original):
                 raise SourceError("it no longer compiles")
             candidate_analysis = analyse_text(candidate, filename, settings, program)
         except SourceError as error:
@@ -245,7 +245,8 @@ def fix_text_result(
     )
 
 
-def _compiles(text: str) -> bool:
+def compiles(text: str) -> bool:
+    """Whether Python compiles `text` (which rejects some code the parser accepts)."""
     with warnings.catch_warnings():
         # Invalid escape sequences and the like warn at compile time; they are the user's.
         warnings.simplefilter("ignore")

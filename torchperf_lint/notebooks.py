@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
-from torchperf_lint.engine import Analysis, LintSettings, SourceError, analyse_text
+from torchperf_lint.engine import Analysis, Linker, LintSettings, SourceError, analyse_text
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
 
@@ -193,17 +193,22 @@ def lint_notebook(data: bytes, filename: str, settings: LintSettings) -> FileRes
 
 
 def analyse_notebook(
-    data: bytes, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+    data: bytes,
+    filename: str,
+    settings: LintSettings,
+    program: ProgramFacts | None = None,
+    link: Linker | None = None,
 ) -> Analysis:
-    """Lint a notebook's bytes as the file `filename` of `program`; a broken notebook or cell
-    becomes a `FileError`, never an exception."""
+    """Lint a notebook's bytes as the file `filename` of `program` (or of the one `link`
+    returns, as in `engine.analyse_text`); a broken notebook or cell becomes a `FileError`,
+    never an exception."""
     result = FileResult(filename)
     try:
         notebook = read_notebook(data)
         if not notebook.cells:
             return Analysis(result)
         joined = notebook.joined()
-        analysis = analyse_text(joined, filename, settings, program)
+        analysis = analyse_text(joined, filename, settings, program, link)
     except NotebookError as error:
         result.error = FileError(filename, str(error))
         return Analysis(result)
@@ -322,11 +327,11 @@ def fix_notebook_cells(
     for cell, python in zip(notebook.cells, pieces):
         if python == cell.python:
             continue
-        outcome.sources[cell.index] = _restore_ipython(cell, python, notebook.placeholder)
+        outcome.sources[cell.index] = restore_ipython(cell, python, notebook.placeholder)
     return outcome
 
 
-def _restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
+def restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
     """The fixed cell's text with its IPython lines back, and without the newline the join
     added."""
     lines = python.splitlines(keepends=True)
