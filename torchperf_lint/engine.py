@@ -16,7 +16,6 @@ from functools import cache
 from pathlib import Path, PurePath
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchperf_lint.diagnostics import (
     Diagnostic,
@@ -28,6 +27,7 @@ from torchperf_lint.diagnostics import (
 )
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
+from torchperf_lint.positions import node_positions
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary, References, summarize
 from torchperf_lint.program.view import LinkedProgram
@@ -360,7 +360,9 @@ def _lint_facts(
     if not found:
         return TextAnalysis(summary=summary, asked=asked)
     noqa = noqa or NoqaDirectives.from_source(text)
-    positions = MetadataWrapper(facts.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wanted = [finding.node for _, finding in found]
+    wanted += [edit.node for _, finding in found if finding.fix for edit in finding.fix.edits]
+    positions = node_positions(facts.module, wanted)
     diagnostics = []
     for rule_class, finding in found:
         diagnostic = _diagnostic(rule_class, finding, positions, filename)

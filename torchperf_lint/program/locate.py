@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchperf_lint.diagnostics import Diagnostic, FileResult, Location, Related
 from torchperf_lint.facts.index import build_index
+from torchperf_lint.positions import node_positions
 
 # For a file on a path: its Python text, and for a notebook the cell and cell-relative row of
 # a row of that text (None for a `.py` file). None when the file cannot be read any more.
@@ -64,7 +64,7 @@ def _call_places(filename: str, read: SourceReader) -> list | None:
     except (cst.ParserSyntaxError, RecursionError, MemoryError):
         return None  # The file changed since it was linted: its calls cannot be located.
     calls = build_index(module).calls
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = node_positions(module, calls)
     places = []
     for call in calls:
         start = positions[call].start
