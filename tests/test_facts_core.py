@@ -282,6 +282,28 @@ def test_test_files() -> None:
     assert not is_test_file(PurePath("src/contest.py"))
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "src/accelerate/test_utils/training.py",  # a library's test utilities
+        "src/lightning/pytorch/demos/test_utils_models.py",
+        "src/transformers/testing_utils.py",
+        "torch/testing/_internal/common_utils.py",
+        "tests/fixtures/model.py",
+        "project/fixtures/data.py",
+    ],
+)
+def test_test_support_code_counts_as_tests(path: str) -> None:
+    assert is_test_file(PurePath(path))
+
+
+@pytest.mark.parametrize(
+    "path", ["src/testbed/train.py", "examples/latest_model.py", "src/utils/testing.py"]
+)
+def test_names_that_merely_contain_test_are_not_tests(path: str) -> None:
+    assert not is_test_file(PurePath(path))
+
+
 # Engine
 
 

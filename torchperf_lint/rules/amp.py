@@ -248,6 +248,7 @@ class DeprecatedCudaAmp(Rule):
     default = True
     fix_applicability = Applicability.SAFE
     gains_only_on_cuda = True
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         uses = _DeprecatedAmpUses(facts, self.options.torch_version)
@@ -603,7 +604,7 @@ class NoMixedPrecision(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         loops = facts.loops.training_loops
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if facts.autocast.mentions_autocast or _chooses_reduced_precision(facts):
             return

@@ -325,7 +325,7 @@ class CudnnBenchmarkNotEnabled(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if any(target == CUDNN_BENCHMARK for _, target, _ in assigned_settings(facts)):
             return
@@ -514,7 +514,7 @@ class Float32MatmulPrecision(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if any(
             facts.names.call_name(call) == "torch.set_float32_matmul_precision" for call in facts.index.calls
@@ -567,8 +567,6 @@ class DeterministicAlgorithmsEnabled(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         for call in facts.index.calls:
             if facts.names.call_name(call) != "torch.use_deterministic_algorithms":
                 continue
@@ -630,7 +628,7 @@ class TensorCoreUnfriendlyDims(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not uses_autocast(facts):
+        if not uses_autocast(facts):
             return
         for layer in layer_constructions(facts, frozenset(SIZE_PARAMETERS)):
             qualified = facts.names.call_name(layer) or ""
@@ -706,7 +704,7 @@ class ChannelsLastNotUsed(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts) or not uses_autocast(facts):
+        if not self.trains_on_cuda(facts) or not uses_autocast(facts):
             return
         if self._chooses_memory_format(facts):
             return

@@ -298,8 +298,6 @@ class DebugApiEnabled(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         for call in facts.index.calls:
             qualified = facts.names.call_name(call)
             if qualified in ANOMALY_SWITCHES:

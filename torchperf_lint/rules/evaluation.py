@@ -244,8 +244,6 @@ class EvalWithoutNoGrad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         calls = None
         for call in facts.index.calls:
             func = call.func
@@ -397,7 +395,7 @@ class NoGradInsteadOfInferenceMode(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or any(
+        if any(
             facts.names.call_name(call) == "torch.compile" for call in facts.index.calls
         ):
             return

@@ -410,6 +410,7 @@ class CheckpointUseReentrant(Rule):
     message = "Checkpoint call without `use_reentrant=`; pass `use_reentrant=False`"
     default = True
     fix_applicability = Applicability.UNSAFE
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:
@@ -793,6 +794,7 @@ class RequiresGradTypo(Rule):
     message = "`require_grad` is a typo of `requires_grad`: the parameter is not frozen"
     default = True
     fix_applicability = Applicability.UNSAFE
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if _defines_require_grad(facts):

@@ -23,8 +23,7 @@ class _PerIterationRule(Rule):
         raise NotImplementedError
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        # Tests read values on purpose (`assert loss < previous`) and their speed is no one's goal.
-        if facts.is_test_file or not self.runs_on_cuda(facts):
+        if not self.runs_on_cuda(facts):
             return
         for site in self.sites(facts):
             loop = facts.loops.nearest_loop(site.node)
