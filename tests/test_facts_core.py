@@ -187,10 +187,19 @@ def test_loops_over_dataloaders_are_hot() -> None:
         ("rank == 0", False),
         ("step % 10 == 0 or last", False),
         ("args.verbose", False),
+        ("do_log", True),
+        ("do_log and rank == 0", True),
+        ("flag", False),
     ],
 )
 def test_periodic_guards(test: str, periodic: bool) -> None:
-    facts = facts_of(f"for step in range(9):\n    if {test}:\n        loss.item()\n")
+    facts = facts_of(
+        "for step in range(9):\n"
+        "    do_log = step % 10 == 0\n"
+        "    flag = step > 3\n"
+        f"    if {test}:\n"
+        "        loss.item()\n"
+    )
     (item,) = calls_named(facts, "item")
     assert (facts.guards.periodic_guard(item) is not None) is periodic
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode
-from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.arguments import literal_value
+from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.names import NameResolver, dotted_name
 from torchperf_lint.facts.scopes import Scopes
 
 _GRAD_DISABLING = frozenset({"torch.no_grad", "torch.inference_mode"})
@@ -45,52 +46,78 @@ class Guards:
         self.names = names
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
+        self._counters: dict[cst.For | cst.While, frozenset[str]] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
-        """The `if step % n == 0:` whose body holds `node` (below `within`, if given)."""
+        """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
+        test may also be a name bound to such a test (`do_log = step % n == 0; if do_log:`)."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is within or isinstance(parent, ScopeNode):
                 return None
-            if isinstance(parent, cst.If) and child is parent.body and is_modulo_test(parent.test):
+            if isinstance(parent, cst.If) and child is parent.body and self.is_periodic_test(parent.test):
                 return parent
         return None
+
+    def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """A modulo test (`is_modulo_test`), or a name every value of which is one, also as
+        an operand of a top-level `and`."""
+        if is_modulo_test(test):
+            return True
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
+        if isinstance(test, cst.Name) and depth == 0:
+            values = self.scopes.bound_values(test)
+            return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
+        return False
 
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
         """The `if` inside `loop` whose body holds `node` and runs on few of its iterations.
 
-        That is a periodic guard, a test of the loop's own counter for equality (`if i == 0:`,
-        `if i + 1 == len(loader):`, or a name bound to one: `last = i == n - 1`), an `and`
-        with one of those as an operand, or an `or` of them only.
+        That is a periodic guard, a test of one of the loop's counters (`loop_counters`) for
+        equality (`if i == 0:`, `if i + 1 == len(loader):`) or against a literal bound (a
+        prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
+        (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
+        operand, or an `or` of them only.
         """
-        counter = loop_counter(loop)
+        counters = self.loop_counters(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is loop or isinstance(parent, ScopeNode):
                 return None
             if (
                 isinstance(parent, cst.If)
                 and child is parent.body
-                and self._is_sparse_test(parent.test, counter)
+                and self._is_sparse_test(parent.test, counters)
             ):
                 return parent
         return None
 
+    def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
+        """The names that count `loop`'s iterations: its own counter (`loop_counter`) and the
+        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`)."""
+        if loop not in self._counters:
+            counters = {counter} if (counter := loop_counter(loop)) is not None else set()
+            for node in descendants(loop.body):
+                increment = _increment(node)
+                if increment is not None and self.scopes.within_same_scope(node, loop):
+                    counters.add(increment)
+            self._counters[loop] = frozenset(counters)
+        return self._counters[loop]
+
     def _is_sparse_test(
-        self, test: cst.BaseExpression, counter: str | None, depth: int = 0
+        self, test: cst.BaseExpression, counters: frozenset[str], depth: int = 0
     ) -> bool:
         if is_modulo_test(test):
             return True
         if isinstance(test, cst.BooleanOperation):
-            left = self._is_sparse_test(test.left, counter, depth)
-            right = self._is_sparse_test(test.right, counter, depth)
+            left = self._is_sparse_test(test.left, counters, depth)
+            right = self._is_sparse_test(test.right, counters, depth)
             return left or right if isinstance(test.operator, cst.And) else left and right
-        if counter is None:
-            return False
         if isinstance(test, cst.Name) and depth == 0:
             values = self.scopes.bound_values(test)
             return bool(values) and all(
-                self._is_sparse_test(value, counter, depth + 1) for value in values
+                self._is_sparse_test(value, counters, depth + 1) for value in values
             )
-        return _compares_counter(test, counter)
+        return bool(counters) and _tests_few_counts(test, counters)
 
     def under_condition(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under some `if` (either branch) in its function."""
@@ -215,18 +242,47 @@ def loop_counter(loop: cst.For | cst.While) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
-def _compares_counter(test: cst.BaseExpression, counter: str) -> bool:
-    """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since the counter never repeats."""
+def _increment(node: cst.CSTNode) -> str | None:
+    """The name `node` increments by an integer literal: `step += 1`, `i = i + 1`."""
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+        target, step = node.target, node.value
+    elif (
+        isinstance(node, cst.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, cst.BinaryOperation)
+        and isinstance(node.value.operator, cst.Add)
+        and dotted_name(node.value.left) == dotted_name(node.targets[0].target)
+    ):
+        target, step = node.targets[0].target, node.value.right
+    else:
+        return None
+    return dotted_name(target) if _is_count(step) else None
+
+
+def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
+    """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since a counter never repeats;
+    `i < 5`, `step <= 4`, `5 > i`: true on a prefix of literal length."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
-    if not isinstance(test.comparisons[0].operator, cst.Equal):
-        return False
+    operator = test.comparisons[0].operator
+    right = test.comparisons[0].comparator
 
     def is_counter(side: cst.BaseExpression) -> bool:
         if isinstance(side, cst.BinaryOperation) and isinstance(
             side.operator, (cst.Add, cst.Subtract)
         ):
             return is_counter(side.left) or is_counter(side.right)
-        return isinstance(side, cst.Name) and side.value == counter
+        return dotted_name(side) in counters
 
-    return is_counter(test.left) or is_counter(test.comparisons[0].comparator)
+    if isinstance(operator, cst.Equal):
+        return is_counter(test.left) or is_counter(right)
+    if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+        return is_counter(test.left) and _is_count(right)
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return _is_count(test.left) and is_counter(right)
+    return False
+
+
+def _is_count(expression: cst.BaseExpression) -> bool:
+    value = literal_value(expression)
+    return isinstance(value, int) and not isinstance(value, bool)

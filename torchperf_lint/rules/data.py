@@ -17,8 +17,8 @@ from torchperf_lint.facts.arguments import (
 )
 from torchperf_lint.facts.dataloaders import DataLoaderConstruction
 from torchperf_lint.facts.devices import creates_cuda_tensor, is_cuda_literal
-from torchperf_lint.facts.names import dotted_name, root_name
-from torchperf_lint.rules.base import Finding, Rule
+from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
+from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
 
 SEED_SPEED = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\", section 1"
@@ -266,16 +266,6 @@ def _bound_names(facts: FileFacts, call: cst.Call) -> set[str]:
     return set()
 
 
-_FACTORIES_DETERMINISTIC = frozenset({
-    "zeros", "ones", "full", "empty", "arange", "eye", "tensor", "as_tensor", "linspace",
-    "logspace", "zeros_like", "ones_like", "full_like", "empty_like", "empty_strided", "range",
-})
-_FACTORIES_RANDOM = frozenset({
-    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
-    "randint_like", "bernoulli", "poisson", "multinomial",
-})
-
-
 class BlockingHostToDeviceCopy(Rule):
     """A batch from a pinned `DataLoader` is copied to the GPU synchronously.
 
@@ -371,36 +361,71 @@ def _is_device_target(facts: FileFacts, value: cst.BaseExpression) -> bool:
     return False
 
 
+# Factories that compute their values on the device when given `device=`. Factories that copy
+# host data (`torch.tensor`, `as_tensor`, `from_numpy`, the legacy `torch.LongTensor(...)`)
+# still build the tensor on the host with `device=`, then copy it: the fix would gain nothing.
+_FACTORIES_DETERMINISTIC = frozenset({
+    "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "logspace", "zeros_like",
+    "ones_like", "full_like", "empty_like", "empty_strided", "range",
+})
+_FACTORIES_RANDOM = frozenset({
+    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
+    "randint_like", "bernoulli", "poisson", "multinomial",
+})
+# Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
+# the tensor it is called on, as `.to(ref_tensor)` converts to both.
+_NEW_METHODS = {"zeros": "new_zeros", "ones": "new_ones", "full": "new_full", "empty": "new_empty"}
+
+
 class TensorCreatedThenMoved(Rule):
-    """A tensor is created on the CPU and then copied to the device.
+    """A tensor is created on the CPU and then copied to the device, on every step.
 
     ## What it does
-    Checks for tensor factories whose result is immediately moved:
+    Checks for tensor factories whose result is immediately moved, in code that runs on every
+    training or evaluation step (the body of a training loop or of a loop over a
+    `DataLoader`, `forward`, a framework's per-step hook such as `training_step`):
     `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`.
+
+    It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
+    start-up, a `__main__` block outside the training loop, an error path, a branch that runs
+    every N steps); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
+    `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
+    even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
+    choice of random stream, and it cannot draw on the GPU); `.to(dtype)`, moves to the CPU,
+    and `torch.zeros_like(t).to(t.device)`, which is on that device already. Test files are
+    not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
-    thrown away. Passing `device=` creates it directly on the GPU with one kernel and no copy.
+    thrown away, on every step. Passing `device=` creates it directly on the GPU with one
+    kernel and no copy.
 
     ## Example
     ```python
-    mask = torch.ones(seq_len, seq_len).cuda()
+    def forward(self, x):
+        mask = torch.ones(x.size(1), x.size(1)).cuda()
+        return self.attention(x, mask)
     ```
 
     ## Use instead
     ```python
-    mask = torch.ones(seq_len, seq_len, device="cuda")
+    def forward(self, x):
+        mask = torch.ones(x.size(1), x.size(1), device=x.device)
+        return self.attention(x, mask)
     ```
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `empty`, `arange`, `eye`,
-    `tensor`, `*_like`, ...) when the target is provably a device: a `"cuda..."` literal,
+    `*_like`, ...) when the target is provably a device: a `"cuda..."` literal,
     `torch.device(...)`, `.cuda()`, a `device=` keyword, or a name bound to one of these.
-    Unsafe otherwise when the target's name says it is a device (`args.device`, `dev`), and
-    display-only when it could be a tensor: `.to(ref_tensor)` also converts the dtype, and
-    `device=ref_tensor` raises. Always unsafe for random
-    factories (`rand`, `randn`, `randint`, `randperm`, ...): the CUDA generator draws different
-    numbers than the CPU one. No fix is offered when `.to()` also changes the dtype or copies.
+    Unsafe when the target's name says it is a device (`args.device`, `dev`). Always unsafe for
+    random factories (`rand`, `randn`, `randint`, `randperm`, ...): the CUDA generator draws
+    different numbers than the CPU one. When the target could be a tensor (`.to(ref)`, which
+    also converts to `ref`'s dtype), the fix for `zeros`, `ones`, `full` and `empty` without
+    keyword arguments is `ref.new_zeros(...)` (and `new_ones`, `new_full`, `new_empty`), which
+    matches both, shown but never applied (display-only) since `ref` may be a device after
+    all; other factories get no fix there. No fix is offered when `.to()` also changes the
+    dtype or copies.
 
     ## References
     - PyTorch Performance Tuning Guide, "Create tensors directly on the target device"
@@ -424,31 +449,46 @@ class TensorCreatedThenMoved(Rule):
             if not isinstance(factory, cst.Call):
                 continue
             kind = _factory_kind(facts, factory)
-            if kind is None or bound_argument(factory, "device") is not None:
+            if kind is None or any(
+                bound_argument(factory, keyword) is not None for keyword in ("device", "generator")
+            ):
                 continue
             target = self._device_target(facts, call)
-            if target is None:
+            if target is None or _already_there(factory, target[0]):
                 continue
-            device, provable = target
-            if device is None:
-                yield self.finding(call)
+            if not facts.steps.runs_per_step(call):
                 continue
-            if provable:
-                safe = kind == "deterministic"
-                applicability = Applicability.SAFE if safe else Applicability.UNSAFE
-            elif "dev" in (dotted_name(device) or "").lower():
-                applicability = Applicability.UNSAFE
-            else:
-                # `.to(other)` may name a tensor, and `device=<tensor>` raises: show, never apply.
-                applicability = Applicability.DISPLAY_ONLY
-            fix = self.replace(
-                facts,
-                call,
-                add_keyword(factory.with_changes(lpar=(), rpar=()), "device", device),
-                "Create the tensor on the device",
-                applicability,
+            yield self.finding(call, self._fix(facts, call, factory, kind, *target))
+
+    def _fix(
+        self,
+        facts: FileFacts,
+        call: cst.Call,
+        factory: cst.Call,
+        kind: str,
+        device: cst.BaseExpression | None,
+        provable: bool,
+    ) -> ProposedFix | None:
+        if device is None:
+            return None
+        message = "Create the tensor on the device"
+        factory = factory.with_changes(lpar=(), rpar=())
+        if provable or "dev" in (dotted_name(device) or "").lower():
+            applicability = (
+                Applicability.SAFE if provable and kind == "deterministic" else Applicability.UNSAFE
             )
-            yield self.finding(call, fix)
+            new_call = add_keyword(factory, "device", device)
+            return self.replace(facts, call, new_call, message, applicability)
+        # `.to(other)` may name a tensor, and `device=<tensor>` raises: `other.new_zeros(...)`
+        # builds on its device in its dtype, as `.to(other)` does; shown, never applied.
+        name = facts.names.call_name(factory) or ""
+        method = _NEW_METHODS.get(name.rpartition(".")[2])
+        if method is None or any(arg.keyword is not None or arg.star for arg in factory.args):
+            return None
+        new_call = factory.with_changes(
+            func=cst.Attribute(value=device.with_changes(lpar=(), rpar=()), attr=cst.Name(method))
+        )
+        return self.replace(facts, call, new_call, message, Applicability.DISPLAY_ONLY)
 
     @staticmethod
     def _device_target(
@@ -462,14 +502,49 @@ class TensorCreatedThenMoved(Rule):
         device = bound_argument(call, "device", TO_SIGNATURE)
         if not isinstance(device, cst.Arg):
             return None
-        qualified = facts.names.qualified_name(device.value) or ""
-        if qualified.startswith("torch.") and qualified != "torch.device":
-            return None  # .to(torch.float16): a dtype conversion, not a move
-        if literal_value(device.value) == "cpu":
-            return None
+        if _is_dtype(facts, device.value) or _is_cpu(facts, device.value):
+            return None  # .to(torch.float16), .to(x.dtype), .to("cpu"): no move to a device
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _is_dtype(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """`torch.float16` and other `torch.*` constants, or a name that says it is a dtype
+    (`dtype`, `x.dtype`, `self.compute_dtype`)."""
+    qualified = facts.names.qualified_name(value) or ""
+    if qualified.startswith("torch.") and qualified != "torch.device":
+        return True
+    identifier = (last_identifier(value) or "").lower()
+    return identifier == "dtype" or identifier.endswith("_dtype")
+
+
+def _is_cpu(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """`"cpu"`, `torch.device("cpu")`, or a name bound only to those."""
+    if literal_value(value) == "cpu":
+        return True
+    if isinstance(value, cst.Call):
+        return (
+            facts.names.call_name(value) == "torch.device"
+            and bool(value.args)
+            and literal_value(value.args[0].value) == "cpu"
+        )
+    if isinstance(value, (cst.Name, cst.Attribute)) and depth < 3:
+        bound = facts.scopes.bound_values(value)
+        return bool(bound) and all(_is_cpu(facts, v, depth + 1) for v in bound)
+    return False
+
+
+def _already_there(factory: cst.Call, device: cst.BaseExpression | None) -> bool:
+    """`torch.zeros_like(t).to(t.device)` or `.to(t)`: a `*_like` factory builds on `t`'s
+    device already."""
+    name = last_identifier(factory.func) or ""
+    if device is None or not name.endswith("_like") or not factory.args:
+        return False
+    reference = dotted_name(factory.args[0].value)
+    if reference is None:
+        return False
+    return dotted_name(device) in (reference, f"{reference}.device")
 
 
 def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
@@ -489,7 +564,8 @@ def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0
 
 
 def _factory_kind(facts: FileFacts, call: cst.Call) -> str | None:
-    """"deterministic", "random", or None when `call` is not a `torch` tensor factory."""
+    """"deterministic", "random", or None when `call` is not a `torch` factory that computes
+    its values where it is created."""
     name = facts.names.call_name(call) or ""
     prefix, _, factory = name.rpartition(".")
     if prefix != "torch":
