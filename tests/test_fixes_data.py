@@ -60,3 +60,63 @@ def test_moving_to_what_may_be_a_tensor_shows_the_new_factory_of_that_tensor(
 def test_moving_to_what_may_be_a_tensor_offers_no_device_keyword(factory: str) -> None:
     [finding] = lint("TPL105", FORWARD.format(factory=factory))
     assert finding.fix is None
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            """\
+            loader = DataLoader(
+                dataset,
+                batch_size=64,
+                drop_last=True,  # full batches only
+            )
+            """,
+            """\
+            loader = DataLoader(
+                dataset,
+                batch_size=64,
+                drop_last=True,  # full batches only
+                num_workers=4,
+                persistent_workers=True,
+            )
+            """,
+        ),
+        (
+            """\
+            loader = DataLoader(
+                dataset, batch_size=64, drop_last=True  # full batches only
+            )
+            """,
+            """\
+            loader = DataLoader(
+                dataset, batch_size=64, drop_last=True, num_workers=4, persistent_workers=True  # full batches only
+            )
+            """,
+        ),
+        (
+            """\
+            loader = DataLoader(
+                dataset,
+                drop_last=True,
+                # shuffle=True,
+            )
+            """,
+            """\
+            loader = DataLoader(
+                dataset,
+                drop_last=True,
+                # shuffle=True,
+                num_workers=4,
+                persistent_workers=True,
+            )
+            """,
+        ),
+    ],
+)
+def test_added_keywords_leave_comments_on_their_lines(before: str, after: str) -> None:
+    header = "from torch.utils.data import DataLoader\n\n\ndef build(dataset):\n"
+    indented = "".join("    " + line for line in dedent(before).splitlines(keepends=True))
+    expected = "".join("    " + line for line in dedent(after).splitlines(keepends=True))
+    assert fixed("TPL101", header + indented) == header + expected

@@ -26,7 +26,6 @@ from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 
-
 # Folders that hold tests or the code only tests run (helpers, fixtures, test utilities).
 _TEST_FOLDERS = frozenset({"tests", "test", "testing", "fixtures"})
 # Files of test-support code outside such folders: pytest's and libraries' testing helpers.

@@ -13,13 +13,31 @@ from torchperf_lint.facts.arguments import (
     argument_value,
     bound_argument,
 )
-from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
+from torchperf_lint.facts.index import SyntaxIndex, descendants
 from torchperf_lint.facts.loops import LoopNode, iterated_expression
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
+from torchperf_lint.facts.names import (
+    NameResolver,
+    dotted_name,
+    last_identifier,
+    root_name,
+    target_names,
+)
 from torchperf_lint.facts.scopes import Scopes
 
 DATALOADER = "torch.utils.data.DataLoader"
 DATALOADER_SIGNATURE = SIGNATURES[DATALOADER]
+_ITERABLE_DATASETS = frozenset({
+    "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset",
+})
+# Datasets whose samples already sit in memory, and the wrappers that keep them there.
+_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "builtins.range"})
+_DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.ConcatDataset"})
+# Words in a class name that say the dataset stands in for real data.
+_STAND_INS = ("Mock", "Dummy", "Fake")
+_LITERALS = (
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +68,9 @@ class DataLoaders:
     """Every DataLoader construction of the module, and which loop iterates which."""
 
     def __init__(self, index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> None:
+        self.index = index
         self.scopes = scopes
+        self.names = names
         self.constructions = [
             DataLoaderConstruction(call)
             for call in index.calls
@@ -82,6 +102,161 @@ class DataLoaders:
         # A loader passed in as a parameter or attribute: `for x in train_loader`.
         identifier = last_identifier(iterated) or ""
         return "loader" in identifier.lower() and dotted_name(iterated) is not None
+
+    def dataset_in_memory(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's dataset holds its samples in memory, so loading a batch is indexing:
+        a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
+        (`MagicMock()`, `DummyDataset()`), or a `Subset`/`ConcatDataset` of those."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._in_memory(dataset.value)
+
+    def _in_memory(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(expression, _LITERALS):
+            return True
+        if depth > 3:
+            return False
+        if isinstance(expression, cst.Call):
+            qualified = self.names.call_name(expression) or ""
+            if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
+                return True
+            if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
+                return True
+            if qualified in _DATASET_WRAPPERS and expression.args:
+                parts = expression.args[0].value
+                if isinstance(parts, (cst.List, cst.Tuple)):
+                    return all(self._in_memory(e.value, depth + 1) for e in parts.elements)
+                return self._in_memory(parts, depth + 1)
+            return False
+        if isinstance(expression, (cst.Name, cst.Attribute)):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self._in_memory(v, depth + 1) for v in values)
+        return False
+
+    def read_once(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
+        name bound to it that is used nowhere but in `next(iter(name))`."""
+        if _first_batch_of(self.index.parents, loader.call):
+            return True
+        parent = self.index.parents.get(loader.call)
+        if not (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return False
+        bound = parent.targets[0].target
+        function = self.scopes.enclosing_function(parent)
+        reads = [
+            name for name in self.index.names
+            if name.value == bound.value
+            and name is not bound
+            and self.scopes.enclosing_function(name) is function
+        ]
+        return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
+
+    def iterable_dataset_without_sharding(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is an instance of a class of this module derived from `IterableDataset`
+        that never calls `get_worker_info()`: every worker would yield every sample."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        constructions = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        classes = {cls.name.value: cls for cls in self.index.classes}
+        for value in constructions:
+            if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+                continue
+            cls = classes.get(value.func.value)
+            if cls is None or not any(
+                self.names.qualified_name(base.value) in _ITERABLE_DATASETS for base in cls.bases
+            ):
+                continue
+            return not any(
+                isinstance(node, (cst.Name, cst.Attribute))
+                and last_identifier(node) == "get_worker_info"
+                for node in descendants(cls)
+            )
+        return False
+
+    def moves_batches_to_device(self, loop: LoopNode) -> bool:
+        """Whether a `for` loop sends values of the batches it iterates to an accelerator:
+        `x.cuda()`, `x.to(device)`, `torch.as_tensor(x, device=device)`, or a call given a
+        batch value and a device (`send_to_device(batch, device)`), where `x` is a loop target
+        or a value the loop derives from one (`x, y = batch`, `{k: v.to(device) for k, v in
+        batch.items()}`)."""
+        if not isinstance(loop, cst.For):
+            return False
+        body = [node for node in descendants(loop.body) if self.scopes.within_same_scope(node, loop)]
+        derived = target_names(loop.target)
+        changed = True
+        while changed:
+            changed = False
+            for node in body:
+                bound = _derived_targets(node, derived)
+                if not bound <= derived:
+                    derived |= bound
+                    changed = True
+        return any(
+            isinstance(node, cst.Call) and self._sends_to_device(node, derived) for node in body
+        )
+
+    def _sends_to_device(self, call: cst.Call, derived: set[str]) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and root_name(func.value) in derived:
+            if func.attr.value == "cuda":
+                return True
+            if func.attr.value == "to":
+                target = bound_argument(call, "device", SIGNATURES["Tensor.to"])
+                return isinstance(target, cst.Arg) and is_accelerator_target(
+                    target.value, self.names, self.scopes
+                )
+        passes_batch = any(root_name(arg.value) in derived for arg in call.args)
+        return passes_batch and any(
+            (arg.keyword is not None and arg.keyword.value == "device"
+             and not is_cpu_device(arg.value, self.names, self.scopes))
+            or self._names_a_device(arg.value)
+            for arg in call.args
+            if root_name(arg.value) not in derived
+        )
+
+    def _names_a_device(self, expression: cst.BaseExpression) -> bool:
+        """`"cuda"`, `device`, `accelerator.device`, `self.device`: a device passed along."""
+        if mentions_cuda_device(expression, self.scopes):
+            return True
+        identifier = (last_identifier(expression) or "").lower()
+        return "device" in identifier and not is_cpu_device(expression, self.names, self.scopes)
+
+
+def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:
+    """`loader` is the argument of `iter(...)`, itself the argument of `next(...)`."""
+    inner = _called_with(parents, loader, "iter")
+    return inner is not None and _called_with(parents, inner, "next") is not None
+
+
+def _called_with(
+    parents: dict[cst.CSTNode, cst.CSTNode], argument: cst.CSTNode, function: str
+) -> cst.Call | None:
+    arg = parents.get(argument)
+    call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
+        return call
+    return None
+
+
+def _derived_targets(node: cst.CSTNode, derived: set[str]) -> set[str]:
+    """The names `node` binds from a value that reads one of `derived`: an assignment, a
+    comprehension's `for`, a nested `for` loop."""
+    if isinstance(node, cst.Assign) and _reads(node.value, derived):
+        return {name for target in node.targets for name in target_names(target.target)}
+    if isinstance(node, (cst.CompFor, cst.For)) and _reads(node.iter, derived):
+        return target_names(node.target)
+    return set()
+
+
+def _reads(expression: cst.CSTNode, names: set[str]) -> bool:
+    return any(
+        isinstance(node, cst.Name) and node.value in names
+        for node in (expression, *descendants(expression))
+    )
 
 
 __all__ = ["DATALOADER", "MISSING", "UNKNOWN", "DataLoaderConstruction", "DataLoaders"]

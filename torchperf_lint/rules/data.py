@@ -16,7 +16,12 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.dataloaders import DataLoaderConstruction
-from torchperf_lint.facts.devices import creates_cuda_tensor, is_cuda_literal
+from torchperf_lint.facts.devices import (
+    creates_cuda_tensor,
+    is_accelerator_target,
+    is_cpu_device,
+    is_dtype,
+)
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
@@ -52,6 +57,11 @@ class DataLoaderNoWorkers(Rule):
     ## What it does
     Checks for `DataLoader(...)` calls whose `num_workers` is missing or the literal `0`.
 
+    It stays silent where workers would gain nothing: datasets that already hold their
+    samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
+    stand-in such as `MagicMock()` or `DummyDataset()`, and `Subset`/`ConcatDataset` of
+    those), loaders only read for one batch (`next(iter(loader))`), and test files.
+
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
     the GPU waits while it does. Worker processes prepare the next batches while the model
@@ -78,6 +88,9 @@ class DataLoaderNoWorkers(Rule):
     `num_workers=4` (tune it to your cores) and `persistent_workers=True`. It is display-only
     when the module trains at import time without an `if __name__ == "__main__":` guard:
     spawned workers (Windows, macOS) re-import the module and would run the training again.
+    It is display-only too when the dataset is an `IterableDataset` of this module whose
+    class never calls `torch.utils.data.get_worker_info()`: each worker would then iterate the
+    whole dataset, and every sample would come once per worker.
 
     ## References
     - PyTorch docs, [Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
@@ -93,9 +106,12 @@ class DataLoaderNoWorkers(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         guarded = not trains_at_import_time(facts)
-        for loader in facts.dataloaders.constructions:
+        loaders = facts.dataloaders
+        for loader in loaders.constructions:
             workers = loader.value("num_workers")
             if workers is not MISSING and workers != 0:
+                continue
+            if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
                 continue
             suggested = cst.Integer(str(SUGGESTED_WORKERS))
             passed = loader.argument("num_workers")
@@ -106,16 +122,15 @@ class DataLoaderNoWorkers(Rule):
             )
             if loader.value("persistent_workers") is MISSING:
                 new_call = add_keyword(new_call, "persistent_workers", cst.Name("True"))
+            applicable = guarded and not loaders.iterable_dataset_without_sharding(loader)
             fix = self.replace(
                 facts,
                 loader.call,
                 new_call,
                 f"Load batches in {SUGGESTED_WORKERS} persistent worker processes",
-                Applicability.UNSAFE if guarded else Applicability.DISPLAY_ONLY,
+                Applicability.UNSAFE if applicable else Applicability.DISPLAY_ONLY,
             )
             yield self.finding(loader.call, fix)
-
-
 
 
 class DataLoaderNoPinMemory(Rule):
@@ -123,7 +138,17 @@ class DataLoaderNoPinMemory(Rule):
 
     ## What it does
     Checks for `DataLoader(...)` calls without `pin_memory=True` in a module that uses CUDA
-    (or in every module, with `target-device = "cuda"`; never with `target-device = "cpu"`).
+    (or in every module, with `target-device = "cuda"`; never with `target-device = "cpu"`),
+    when the module shows the loader's batches reaching the device: a loop over the loader
+    (or, for a loader that no loop of the module iterates directly, a loop over a loader
+    passed in, such as `for x, y in train_loader:` in a `train` function) sends a value of
+    its batch there (`x.cuda()`, `x.to(device)`, `{k: v.to(device) for k, v in
+    batch.items()}`, `send_to_device(batch, device)`).
+
+    It stays silent when the batches are not seen to reach the device (strings, prompts,
+    values a framework moves out of sight), when `pin_memory` is passed at all (an explicit
+    `False` or an expression is a decision), when `**kwargs` may carry it, when the dataset
+    is built from CUDA tensors in the same module (pinning them raises), and in test files.
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a pinned staging buffer
@@ -147,9 +172,7 @@ class DataLoaderNoPinMemory(Rule):
 
     ## Fix safety
     Unsafe: pinning raises when a batch already holds CUDA tensors, and page-locked memory is
-    taken from the host's RAM for the lifetime of the buffers. The rule stays silent when the
-    dataset is built from CUDA tensors in the same module, when `pin_memory` is passed at all
-    (an explicit `False` or an expression is a decision), and when `**kwargs` may carry it.
+    taken from the host's RAM for the lifetime of the buffers.
 
     ## References
     - PyTorch docs, [Memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -173,9 +196,24 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
+            if not _batches_reach_the_device(facts, loader):
+                continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
             fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
             yield self.finding(loader.call, fix)
+
+
+def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """Some loop of the module that iterates `loader` sends its batches to the accelerator;
+    for a loader no loop iterates directly (it is passed on, or returned), some loop over a
+    loader this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
+    loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
+    if not loops:
+        loops = [
+            loop for loop in facts.loops.all
+            if loop.iterates_dataloader and facts.dataloaders.loader_of(loop.node) is None
+        ]
+    return any(facts.dataloaders.moves_batches_to_device(loop.node) for loop in loops)
 
 
 class DataLoaderWorkersNotPersistent(Rule):
@@ -342,23 +380,7 @@ class BlockingHostToDeviceCopy(Rule):
         device = bound_argument(call, "device", signature)
         if not isinstance(device, cst.Arg):
             return False
-        return _is_device_target(facts, device.value)
-
-
-def _is_device_target(facts: FileFacts, value: cst.BaseExpression) -> bool:
-    """A `.to()` argument that moves to a GPU, not to the CPU and not a dtype."""
-    literal = literal_value(value)
-    if isinstance(literal, str):
-        return is_cuda_literal(value)
-    qualified = facts.names.qualified_name(value) or ""
-    if qualified.startswith("torch.") and qualified != "torch.device":
-        return False  # torch.float16 and other dtypes
-    if isinstance(value, cst.Call):
-        is_device = facts.names.call_name(value) == "torch.device" and bool(value.args)
-        return is_device and literal_value(value.args[0].value) != "cpu"
-    if isinstance(value, (cst.Name, cst.Attribute)):
-        return "cpu" not in (dotted_name(value) or "").lower()
-    return False
+        return is_accelerator_target(device.value, facts.names, facts.scopes)
 
 
 # Factories that compute their values on the device when given `device=`. Factories that copy
@@ -502,37 +524,11 @@ class TensorCreatedThenMoved(Rule):
         device = bound_argument(call, "device", TO_SIGNATURE)
         if not isinstance(device, cst.Arg):
             return None
-        if _is_dtype(facts, device.value) or _is_cpu(facts, device.value):
+        if is_dtype(device.value, facts.names) or is_cpu_device(device.value, facts.names, facts.scopes):
             return None  # .to(torch.float16), .to(x.dtype), .to("cpu"): no move to a device
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
-
-
-def _is_dtype(facts: FileFacts, value: cst.BaseExpression) -> bool:
-    """`torch.float16` and other `torch.*` constants, or a name that says it is a dtype
-    (`dtype`, `x.dtype`, `self.compute_dtype`)."""
-    qualified = facts.names.qualified_name(value) or ""
-    if qualified.startswith("torch.") and qualified != "torch.device":
-        return True
-    identifier = (last_identifier(value) or "").lower()
-    return identifier == "dtype" or identifier.endswith("_dtype")
-
-
-def _is_cpu(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
-    """`"cpu"`, `torch.device("cpu")`, or a name bound only to those."""
-    if literal_value(value) == "cpu":
-        return True
-    if isinstance(value, cst.Call):
-        return (
-            facts.names.call_name(value) == "torch.device"
-            and bool(value.args)
-            and literal_value(value.args[0].value) == "cpu"
-        )
-    if isinstance(value, (cst.Name, cst.Attribute)) and depth < 3:
-        bound = facts.scopes.bound_values(value)
-        return bool(bound) and all(_is_cpu(facts, v, depth + 1) for v in bound)
-    return False
 
 
 def _already_there(factory: cst.Call, device: cst.BaseExpression | None) -> bool:
