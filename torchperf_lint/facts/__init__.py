@@ -19,6 +19,7 @@ from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import SyntaxIndex, build_index
 from torchperf_lint.facts.loops import Loops
+from torchperf_lint.facts.models import ModelUse
 from torchperf_lint.facts.names import NameResolver
 from torchperf_lint.facts.program import Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
@@ -101,6 +102,11 @@ class FileFacts:
     def host_syncs(self) -> HostSyncs:
         """Where the host waits for the device: reads of device values, data-dependent shapes."""
         return HostSyncs(self.index, self.scopes, self.names, self.tensors, self.loops)
+
+    @cached_property
+    def models(self) -> ModelUse:
+        """The layers whose bias the module reads, and the data-parallel wrappers it builds."""
+        return ModelUse(self.index, self.scopes, self.names)
 
     @cached_property
     def uses_cuda(self) -> bool:

@@ -172,16 +172,24 @@ class _BiasBeforeBatchNorm(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        bias_reads = facts.models.bias_reads
         for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
-            signature = SIGNATURES.get(facts.names.call_name(layer) or "", ())
-            passed = bound_argument(layer, "bias", signature)
+            qualified = facts.names.call_name(layer) or ""
+            passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
             no_bias = cst.Name("False")
             new_call = (
                 replace_argument(layer, passed, no_bias)
                 if isinstance(passed, cst.Arg) and passed.keyword is None
                 else set_keyword(layer, "bias", no_bias)
             )
-            yield self.finding(layer, self.replace(facts, layer, new_call, "Construct the layer with `bias=False`"))
+            # Code that reads the bias (an init function's `m.bias.data.zero_()`) would raise
+            # on `None`: only its author can change it along with the layer.
+            read = bias_reads.covers(layer, qualified.rsplit(".", 1)[-1])
+            applicability = Applicability.DISPLAY_ONLY if read else Applicability.UNSAFE
+            fix = self.replace(
+                facts, layer, new_call, "Construct the layer with `bias=False`", applicability
+            )
+            yield self.finding(layer, fix)
 
 
 class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
@@ -191,6 +199,7 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     Checks for a convolution constructed with a bias (the default) whose output goes
     straight into a BatchNorm: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
+    Test files are not checked.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -209,7 +218,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     ## Fix safety
     Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
-    keys, so existing checkpoints no longer load with `strict=True`.
+    keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
+    module reads the bias of that layer, or of layers of its type, without checking that
+    there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
     - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
@@ -232,7 +244,7 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     into `nn.BatchNorm1d`: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
-    per-feature bias before them is not cancelled.
+    per-feature bias before them is not cancelled. Test files are not checked.
 
     ## Why is this bad?
     `BatchNorm1d` subtracts the per-feature batch mean, so the constant the Linear adds to
@@ -251,7 +263,10 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     ## Fix safety
     Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
-    keys, so existing checkpoints no longer load with `strict=True`.
+    keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
+    module reads the bias of that layer, or of layers of its type, without checking that
+    there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
     - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (the same holds for Linear) (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
@@ -380,7 +395,14 @@ class DataParallel(Rule):
     """`nn.DataParallel` is a single-process, multi-thread wrapper that scales poorly.
 
     ## What it does
-    Checks for `torch.nn.DataParallel(...)` constructions.
+    Checks for `torch.nn.DataParallel(...)` constructions in a module that trains: it calls
+    `backward` or steps an optimizer somewhere.
+
+    It stays silent where `DataParallel` is a fallback or costs nothing worth the move: in a
+    module that also builds `DistributedDataParallel` (or `FullyShardedDataParallel`), which
+    is then the choice for real runs; when the wrapped model only runs with autograd off
+    (inference, such as a metric's feature extractor) or the module trains nowhere; and in
+    test files.
 
     ## Why is this bad?
     `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
@@ -413,8 +435,36 @@ class DataParallel(Rule):
     default = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.models.builds_distributed_wrapper or not _trains(facts):
+            return
         for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
-            yield self.finding(call)
+            if not _only_run_without_grad(facts, call):
+                yield self.finding(call)
+
+
+def _trains(facts: FileFacts) -> bool:
+    """The module calls `backward` or steps an optimizer (in a loop or not)."""
+    return any(
+        isinstance(call.func, cst.Attribute)
+        and (
+            call.func.attr.value == "backward"
+            or facts.loops.is_training_step(call, call.func.attr.value)
+        )
+        for call in facts.index.calls
+    )
+
+
+def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
+    """The name the wrapped model is bound to is called, and only with autograd off."""
+    node: cst.CSTNode = wrapper
+    parent = facts.index.parents.get(node)
+    while isinstance(parent, (cst.Attribute, cst.Call)) and not isinstance(parent, cst.Arg):
+        node, parent = parent, facts.index.parents.get(parent)  # `DataParallel(m).cuda()`
+    if not isinstance(parent, cst.Assign):
+        return False
+    names = {dotted_name(target.target) for target in parent.targets} - {None}
+    runs = [call for call in facts.index.calls if dotted_name(call.func) in names]
+    return bool(runs) and all(facts.guards.grad_maybe_disabled(run) for run in runs)
 
 
 class BatchSizeNotPowerOfTwo(Rule):
