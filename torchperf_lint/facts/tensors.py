@@ -178,6 +178,36 @@ class TensorExpressions:
             return self.is_tensor(expression.value, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
 
+    def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """A count of an array's elements or rows: `t.shape[k]` and `t.size(k)` of anything
+        (only arrays spell their sizes so), `len(t)` and `t.numel()` of a tensor expression,
+        arithmetic on one (`t.size(1) - 1`), or a name bound to one: a loop to it runs as many
+        times as the data is large."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expression, cst.BinaryOperation):
+            return self.is_tensor_size(expression.left, depth + 1) or self.is_tensor_size(
+                expression.right, depth + 1
+            )
+        if isinstance(expression, cst.Name):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self.is_tensor_size(v, depth + 1) for v in values)
+        if isinstance(expression, cst.Subscript):
+            value = expression.value
+            return isinstance(value, cst.Attribute) and value.attr.value == "shape"
+        if not isinstance(expression, cst.Call):
+            return False
+        func = expression.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "size":
+            return bool(expression.args)
+        if isinstance(func, cst.Attribute) and func.attr.value == "numel":
+            return self.is_definitely_tensor(func.value)
+        return (
+            self.names.call_name(expression) == "builtins.len"
+            and len(expression.args) == 1
+            and self.is_definitely_tensor(expression.args[0].value)
+        )
+
     def qualified_torch_constant(self, expression: cst.BaseExpression) -> bool:
         """`torch.float16` and friends are not tensors."""
         return (self.names.qualified_name(expression) or "").startswith("torch.")

@@ -266,8 +266,11 @@ class PythonLoopOverTensorElements(Rule):
     ## What it does
     Checks for `for i in range(len(t))`, `range(t.shape[k])` and `range(t.size(k))` over a
     tensor expression `t` whose body indexes tensors with `i` (`t[i]`, `out[i] = ...`,
-    `t[:, i]`). Training, evaluation and DataLoader loops, bodies that call a model or a
-    criterion, and loops over Python lists are not reported.
+    `t[:, i]`), in code that runs on every training or evaluation step (inside a training
+    loop or a loop over a `DataLoader`, in `forward`, in a framework's per-step hook).
+    Loops that run once (set-up, pre-processing, a `__main__` block), training, evaluation
+    and DataLoader loops themselves, bodies that call a model or a criterion, loops over
+    Python lists, and test files are not reported.
 
     ## Why is this bad?
     Each `t[i]` is a separate operation: a kernel launch on the GPU (and a sync when the
@@ -316,13 +319,16 @@ class PythonLoopOverTensorElements(Rule):
                 continue
             if loop.is_hot or not self._ranges_over_tensor(facts, node.iter):
                 continue
+            if not facts.steps.runs_per_step(node):
+                continue
             body_calls = [c for c in facts.index.calls if facts.scopes.within_same_scope(c, node.body)]
             if any(facts.tensors.is_module_call(call) for call in body_calls):
                 continue
             if self._indexes_tensor_with(facts, node, node.target.value):
                 yield self.finding(node)
 
-    def _ranges_over_tensor(self, facts: FileFacts, iterated: cst.BaseExpression) -> bool:
+    @staticmethod
+    def _ranges_over_tensor(facts: FileFacts, iterated: cst.BaseExpression) -> bool:
         """`range(len(t))`, `range(t.shape[k])`, `range(t.size(k))`, also with a start."""
         if not isinstance(iterated, cst.Call) or not 1 <= len(iterated.args) <= 2:
             return False
@@ -330,16 +336,7 @@ class PythonLoopOverTensorElements(Rule):
             arg.star or arg.keyword for arg in iterated.args
         ):
             return False
-        stop = iterated.args[-1].value
-        if isinstance(stop, cst.Call) and facts.names.call_name(stop) == "builtins.len":
-            sized = stop.args[0].value if len(stop.args) == 1 else None
-        elif isinstance(stop, cst.Subscript) and isinstance(stop.value, cst.Attribute):
-            sized = stop.value.value if stop.value.attr.value == "shape" else None
-        elif isinstance(stop, cst.Call) and isinstance(stop.func, cst.Attribute) and stop.args:
-            sized = stop.func.value if stop.func.attr.value == "size" else None
-        else:
-            sized = None
-        return sized is not None and facts.tensors.is_definitely_tensor(sized)
+        return facts.tensors.is_tensor_size(iterated.args[-1].value)
 
     def _indexes_tensor_with(self, facts: FileFacts, loop: cst.For, variable: str) -> bool:
         """A subscript in the loop body whose index is the loop variable, of a tensor."""
