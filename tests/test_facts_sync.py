@@ -205,3 +205,24 @@ def test_loop_counter(loop: str, counter: str | None) -> None:
     node = cst.parse_module(loop + "\n").body[0]
     assert isinstance(node, (cst.For, cst.While))
     assert loop_counter(node) == counter
+
+
+@pytest.mark.parametrize(
+    ("code", "is_model"),
+    [
+        ("teacher_model(x)", True),
+        ("self.ema_model(x)", True),
+        ("self.build_model(cfg)", False),  # a method this module defines
+        ("runner.load_model(path)", False),  # an action on a model, named as one
+        ("get_model(name)", False),
+    ],
+)
+def test_a_model_call_calls_a_model_object(code: str, is_model: bool) -> None:
+    facts = facts_of(
+        "class Runner:\n"
+        "    def build_model(self, cfg):\n"
+        "        return cfg\n"
+        "    def run(self, x, cfg, path, name, teacher_model, runner):\n"
+        f"        return {code}\n"
+    )
+    assert facts.tensors.is_module_call(expression_at(facts, code)) is is_model

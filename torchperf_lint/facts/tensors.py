@@ -21,6 +21,15 @@ _MODEL_NAME = re.compile(
     r"model$|net$",
     re.IGNORECASE,
 )
+# First words of function names that act on a model rather than name one: `build_model`,
+# `get_model`, `self.load_model(...)` return or change a model, they do not run it.
+_ACTION_WORDS = frozenset({
+    "get", "build", "create", "make", "load", "save", "init", "initialize", "setup", "prepare",
+    "wrap", "unwrap", "convert", "export", "compile", "register", "train", "evaluate", "eval",
+    "test", "run", "update", "reset", "freeze", "unfreeze", "to", "from", "is", "has", "set",
+    "print", "log", "copy", "clone", "instantiate", "apply", "fetch", "download", "push",
+    "move", "check", "validate", "configure", "patch", "replace", "add", "remove", "resolve",
+})
 # torch.* callables that return something other than a tensor.
 _NON_TENSOR_TORCH = re.compile(
     r"^torch\.(device|dtype|cuda\.(?!FloatTensor)|backends|distributed|optim|utils|nn\.(?!functional)"
@@ -58,6 +67,8 @@ class TensorExpressions:
         self.scopes = scopes
         self.names = names
         self.module_names = self._module_constructions(index)
+        # Functions and methods the module defines: calling one runs code, not a model object.
+        self.function_names = {function.name.value for function in index.functions}
         # (function, name) pairs that are `.backward()`ed: `loss` in `loss.backward()`.
         self.backwarded: set[tuple[cst.FunctionDef | None, str]] = set()
         for call in index.calls:
@@ -106,13 +117,18 @@ class TensorExpressions:
         return self.is_module_reference(call.func)
 
     def is_module_reference(self, expression: cst.BaseExpression) -> bool:
-        """A name or attribute that holds a model, layer or criterion: `model`, `self.encoder`."""
+        """A name or attribute that holds a model, layer or criterion: `model`, `self.encoder`,
+        `teacher_model`; not a function the module defines, nor a name that starts with an
+        action (`build_model`, `self.load_model`), even when it contains "model"."""
         name = dotted_name(expression)
         if name is None:
             return False
         if name in self.module_names:
             return True
-        return bool(_MODEL_NAME.search(last_identifier(expression) or ""))
+        identifier = last_identifier(expression) or ""
+        if identifier in self.function_names or identifier.split("_", 1)[0].lower() in _ACTION_WORDS:
+            return False
+        return bool(_MODEL_NAME.search(identifier))
 
     def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
