@@ -495,9 +495,14 @@ class GradScalerWithBf16(Rule):
     ## What it does
     Checks for `GradScaler(...)` constructions in a module where every autocast region that
     may be enabled computes in bfloat16 (`dtype=torch.bfloat16`, or CPU autocast's default),
-    and reports the construction. Modules that also have a float16 autocast, or an autocast
-    whose dtype is not a literal, are left alone, and so are scalers built with
-    `enabled=` anything but `True`.
+    when bfloat16 is the dtype actually used where the scaler is: every function that uses
+    the scaler (`scaler.scale(loss)`, `scaler.step(optimizer)`) runs its forward under such a
+    region, entered unconditionally. The construction is reported.
+
+    Left alone: modules that also have a float16 autocast, or an autocast whose dtype is not a
+    literal; scalers built with `enabled=` anything but `True`, or only under a flag
+    (`if args.fp16:`); scalers this module never uses, or uses where the autocast is only
+    entered under a flag (the precision is a run-time choice); and test files.
 
     ## Why is this bad?
     bfloat16 has float32's exponent range, so gradients do not underflow and loss scaling is
@@ -543,8 +548,42 @@ class GradScalerWithBf16(Rule):
         if not autocasts or any(call.precision is not Precision.BFLOAT16 for call in autocasts):
             return
         for scaler in facts.autocast.scalers:
-            if scaler.enabled is True:
+            if scaler.enabled is not True or facts.guards.under_flag(scaler.node):
+                continue
+            uses = _uses_of(facts, scaler.node)
+            if uses and all(_bf16_path(facts, use) for use in uses):
                 yield self.finding(scaler.node)
+
+
+def _uses_of(facts: FileFacts, construction: cst.Call) -> list[cst.Call]:
+    """The method calls (`scaler.scale(loss)`, `scaler.step(optimizer)`) on the name or
+    attribute a scaler construction is bound to."""
+    parent = facts.index.parents.get(construction)
+    if not isinstance(parent, cst.Assign):
+        return []
+    names = {dotted_name(target.target) for target in parent.targets} - {None}
+    return [
+        call for call in facts.index.calls
+        if isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) in names
+    ]
+
+
+def _bf16_path(facts: FileFacts, use: cst.Call) -> bool:
+    """The autocast regions of the function that uses the scaler (or around the use) compute
+    in bfloat16, there is one, and none is only entered under a flag."""
+    function = facts.scopes.enclosing_function(use)
+    regions = [
+        autocast
+        for autocast in facts.autocast.calls
+        if autocast.may_be_enabled
+        and any(facts.scopes.enclosing_function(region) is function
+                or (isinstance(region, cst.FunctionDef) and region is function)
+                for region in autocast.regions)
+    ] + [autocast for autocast in facts.autocast.around(use) if autocast.may_be_enabled]
+    return bool(regions) and all(
+        autocast.precision is Precision.BFLOAT16 and not facts.guards.under_flag(autocast.node)
+        for autocast in regions
+    )
 
 
 # Signs that a module already trains in reduced precision some other way.
