@@ -293,13 +293,18 @@ class DeprecatedCudaAmp(Rule):
             else None
         )
         reported = []
+        scope = facts.scopes.enclosing_function(statement) or facts.scopes.enclosing_class(statement)
         for reference in _references(facts, set(bound), statement):
+            if facts.names.import_scope(reference) is not scope:
+                continue  # bound by another function's own import: not this statement's use.
             old = facts.names.qualified_name(reference)
             if old is None:
                 continue  # a local definition of the same name, not the import.
             if old != bound[reference.value]:
                 edits = None  # bound to something else first: the rewrite cannot be proven.
                 continue
+            if _is_type_reference(facts, reference):
+                continue  # `torch.amp.X` is a base class of the old `X`: checks still hold.
             use = _use_of(facts, reference)
             if self._reportable(facts, reference):
                 reported.append((use, old))
@@ -317,16 +322,7 @@ class DeprecatedCudaAmp(Rule):
     def _reportable(self, facts: FileFacts, reference: cst.BaseExpression) -> bool:
         """A use that calls or passes the deprecated name, outside a compatibility shim;
         annotations and `isinstance` checks are not uses that warn."""
-        for parent, child in facts.scopes.ancestors_with_child(reference):
-            if isinstance(parent, cst.Annotation):
-                return False
-            if isinstance(parent, cst.Arg) and child is parent.value:
-                call = facts.index.parents.get(parent)
-                if isinstance(call, cst.Call) and facts.names.call_name(call) in _TYPE_CHECKS:
-                    return False
-            if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                break
-        return not in_compatibility_shim(facts, reference)
+        return not _is_type_reference(facts, reference) and not in_compatibility_shim(facts, reference)
 
     def _finding(
         self, node: cst.CSTNode, old: str, edits: tuple[NodeEdit, ...] | None
@@ -340,6 +336,20 @@ class DeprecatedCudaAmp(Rule):
                 edits,
             )
         return self.finding(node, fix, old=old, new=replacement.name, device=replacement.device)
+
+
+def _is_type_reference(facts: FileFacts, reference: cst.BaseExpression) -> bool:
+    """In an annotation, or the class argument of `isinstance`/`issubclass`."""
+    for parent, child in facts.scopes.ancestors_with_child(reference):
+        if isinstance(parent, cst.Annotation):
+            return True
+        if isinstance(parent, cst.Arg) and child is parent.value:
+            call = facts.index.parents.get(parent)
+            if isinstance(call, cst.Call) and facts.names.call_name(call) in _TYPE_CHECKS:
+                return True
+        if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    return False
 
 
 def _bound_name(alias: cst.ImportAlias) -> str:
