@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.index import ScopeNode, descendants
-from torchperf_lint.facts.names import NameResolver, dotted_name
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
 _GRAD_DISABLING = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Errors a compatibility shim catches: a missing module or name, an argument an older
+# PyTorch does not take (`TypeError: unexpected keyword argument`).
+_COMPATIBILITY_ERRORS = frozenset({
+    "ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception",
+    "BaseException",
+})
+# Tests that pick an API by PyTorch version or feature: `torch.__version__ >= "2.3"`,
+# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`.
+_VERSION_TEST = re.compile(r"version|hasattr|getattr|greater|older|newer|\d_\d", re.IGNORECASE)
 
 
 def is_modulo_test(test: cst.BaseExpression) -> bool:
@@ -149,6 +159,27 @@ class Guards:
                 return True
         return False
 
+    def in_compatibility_shim(self, node: cst.CSTNode) -> bool:
+        """Inside an `except` that catches a missing API (`ImportError`, `AttributeError`,
+        `TypeError`) or the `try` it guards, or under an `if`/conditional expression that
+        tests the PyTorch version or `hasattr`: code that picks an API for old releases."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, cst.ExceptHandler):
+                shim = child is parent.body and _catches_compatibility_error(parent)
+            elif isinstance(parent, cst.Try):
+                shim = child is parent.body and any(
+                    handler.type is not None and _catches_compatibility_error(handler)
+                    for handler in parent.handlers
+                )
+            elif isinstance(parent, (cst.If, cst.IfExp)):
+                test = cst.Module(body=[]).code_for_node(parent.test)
+                shim = child is not parent.test and bool(_VERSION_TEST.search(test))
+            else:
+                shim = False
+            if shim:
+                return True
+        return False
+
     def is_grad_disabling(self, expression: cst.BaseExpression) -> bool:
         """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`, or
         the project's own wrapper of one of them (`@smart_inference_mode()`)."""
@@ -225,6 +256,17 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
         isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides
     )
     return has_name and has_main and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
+def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    caught = (
+        [element.value for element in handler.type.elements]
+        if isinstance(handler.type, cst.Tuple)
+        else [handler.type]
+    )
+    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
 
 
 def loop_counter(loop: cst.For | cst.While) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,44 +39,7 @@ DEPRECATED = {
     "torch.cuda.amp.custom_bwd": Replacement("custom_bwd", "cuda", (2, 4), "device_type"),
 }
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
-_COMPATIBILITY_ERRORS = frozenset({
-    "ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException",
-})
-# Tests that pick an API by PyTorch version or feature: `torch.__version__ >= "2.3"`,
-# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`.
-_VERSION_TEST = re.compile(r"version|hasattr|getattr|greater|older|newer|\d_\d", re.IGNORECASE)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
-
-
-def in_compatibility_shim(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """Inside `except ImportError`/`AttributeError` (or the `try` it guards), or under an
-    `if`/conditional expression that tests the PyTorch version or `hasattr`."""
-    for parent, child in facts.scopes.ancestors_with_child(node):
-        if isinstance(parent, cst.ExceptHandler):
-            shim = child is parent.body and _catches_compatibility_error(parent)
-        elif isinstance(parent, cst.Try):
-            shim = child is parent.body and any(
-                handler.type is not None and _catches_compatibility_error(handler)
-                for handler in parent.handlers
-            )
-        elif isinstance(parent, (cst.If, cst.IfExp)):
-            shim = child is not parent.test and bool(_VERSION_TEST.search(facts.code(parent.test)))
-        else:
-            shim = False
-        if shim:
-            return True
-    return False
-
-
-def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    caught = (
-        [element.value for element in handler.type.elements]
-        if isinstance(handler.type, cst.Tuple)
-        else [handler.type]
-    )
-    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
 
 
 class _DeprecatedAmpUses:
@@ -199,9 +161,12 @@ class DeprecatedCudaAmp(Rule):
     `torch.cuda.amp.custom_fwd`/`custom_bwd`, however they are imported: each deprecated name
     in a `from torch.cuda.amp import ...` statement is reported, and so is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
-    (`amp.autocast()`) are. Compatibility shims are left alone: code inside
-    `except ImportError`/`AttributeError` (or the `try` it guards), or under an `if` that tests
-    the PyTorch version or `hasattr`.
+    (`amp.autocast()`) are, except in annotations and `isinstance` checks, which call
+    nothing. An import inside a function binds only there: the fix of its uses never touches
+    another function's. Compatibility shims are left alone: code inside
+    `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
+    `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
+    deprecation warns there as well.
 
     ## Why is this bad?
     Since PyTorch 2.4 these names emit a `FutureWarning` on every call (an autocast entered
@@ -270,7 +235,7 @@ class DeprecatedCudaAmp(Rule):
         module = dotted_name(statement.module) if statement.module and not statement.relative else None
         if module is None or not module.startswith(_DEPRECATED_MODULES):
             return
-        if isinstance(statement.names, cst.ImportStar) or in_compatibility_shim(facts, statement):
+        if isinstance(statement.names, cst.ImportStar) or facts.guards.in_compatibility_shim(statement):
             return
         deprecated: list[tuple[cst.ImportAlias, str]] = []
         all_replaceable = True
@@ -309,7 +274,7 @@ class DeprecatedCudaAmp(Rule):
             if self._reportable(facts, reference):
                 reported.append((use, old))
             edit = uses.rewrite(use, None, old) if edits is not None else None
-            if edit is None or in_compatibility_shim(facts, reference):
+            if edit is None or facts.guards.in_compatibility_shim(reference):
                 edits = None
             else:
                 edits.append(edit)
@@ -322,7 +287,7 @@ class DeprecatedCudaAmp(Rule):
     def _reportable(self, facts: FileFacts, reference: cst.BaseExpression) -> bool:
         """A use that calls or passes the deprecated name, outside a compatibility shim;
         annotations and `isinstance` checks are not uses that warn."""
-        return not _is_type_reference(facts, reference) and not in_compatibility_shim(facts, reference)
+        return not _is_type_reference(facts, reference) and not facts.guards.in_compatibility_shim(reference)
 
     def _finding(
         self, node: cst.CSTNode, old: str, edits: tuple[NodeEdit, ...] | None

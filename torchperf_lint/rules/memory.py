@@ -395,12 +395,24 @@ CHECKPOINT_FUNCTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Keywords `checkpoint` takes itself; any other keyword is forwarded to the checkpointed
+# function, which only the non-reentrant variant supports.
+_CHECKPOINT_KEYWORDS = frozenset({
+    "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
+    "functions", "segments", "input",
+})
+
+
 class CheckpointUseReentrant(Rule):
     """Activation checkpointing without an explicit `use_reentrant=`.
 
     ## What it does
     Checks for `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` calls
-    that do not pass `use_reentrant=`.
+    that do not pass `use_reentrant=`. Calls that unpack `**kwargs` (which may carry it) and
+    compatibility shims are left alone: code inside `except TypeError`/`ImportError`/
+    `AttributeError` (or the `try` it guards), or under an `if` that tests the PyTorch
+    version or `hasattr`, where older releases without the argument are served. Test files
+    are checked too: the missing argument warns there as well.
 
     ## Why is this bad?
     Without the argument PyTorch warns on every call and, for backward compatibility, uses the
@@ -423,7 +435,9 @@ class CheckpointUseReentrant(Rule):
 
     ## Fix safety
     Unsafe: the fix adds `use_reentrant=False`. The two variants behave differently in rare
-    cases (a segment that mutates global state, or inputs detached on purpose).
+    cases (a segment that mutates global state, or inputs detached on purpose). No fix is
+    offered where the call passes keyword arguments on to the checkpointed function: the
+    variants treat them differently, so which one the code was written for is not known.
 
     ## References
     - PyTorch docs, [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
@@ -443,8 +457,16 @@ class CheckpointUseReentrant(Rule):
             signature = CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")
             if signature is None or bound_argument(call, "use_reentrant", signature) is not None:
                 continue
-            new_call = add_keyword(call, "use_reentrant", cst.Name("False"))
-            yield self.finding(call, self.replace(facts, call, new_call, "Pass `use_reentrant=False`"))
+            if facts.guards.in_compatibility_shim(call):
+                continue
+            fix = None
+            if not any(
+                arg.keyword is not None and arg.keyword.value not in _CHECKPOINT_KEYWORDS
+                for arg in call.args
+            ):
+                new_call = add_keyword(call, "use_reentrant", cst.Name("False"))
+                fix = self.replace(facts, call, new_call, "Pass `use_reentrant=False`")
+            yield self.finding(call, fix)
 
 
 # --------------------------------------------------------------------------------------------
