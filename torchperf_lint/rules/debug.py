@@ -12,14 +12,11 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, argument_value
 from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import last_identifier
+from torchperf_lint.facts.syncs import CLOCKS
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
 SEED_BENCHMARK = "Seed document 000, \"성능 최적화 팁\", section \"CPU vs GPU 성능 비교\""
 
-CLOCKS = frozenset({
-    "time.time", "time.perf_counter", "time.monotonic",
-    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
-})
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
 # PyTorch calls that copy tensors to the host, so the host waits for the kernels producing them.
 _HOST_COPIES = frozenset({"torch.save"})

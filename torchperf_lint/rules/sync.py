@@ -39,14 +39,23 @@ class SyncInTrainingLoop(_PerIterationRule):
     ## What it does
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor (also through f-strings,
-    `str()`, `format` and `%`), and a tensor used as a condition (`if torch.isnan(loss):`,
-    `if loss < best:`), which is `bool(t)` written implicitly. A chain such as
-    `x.cpu().numpy()` is one finding.
+    `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor, a tensor formatted
+    into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
+    `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor used as a
+    condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
+    `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
+    written implicitly, and an explicit `torch.cuda.synchronize()` (or another backend's)
+    that does not bound a timed interval (a clock read right before or after it). A chain
+    such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
+    dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
+    first). A read right after an explicit synchronize waits for nothing more: only the
+    synchronize is reported.
 
     It stays silent on calls that do not run on every step: under a periodic guard
-    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`) or a test of the
-    loop's own counter (`if i == 0:`, `if i + 1 == len(loader):`); on calls after the loop or
+    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
+    one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
+    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`); on
+    calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
