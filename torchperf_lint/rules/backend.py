@@ -414,11 +414,19 @@ class DataParallel(Rule):
     ## Example
     ```python
     model = nn.DataParallel(model).cuda()
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
     ```python
     model = nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])  # one process per GPU (torchrun)
+    for x, y in loader:
+        loss = criterion(model(x.cuda(rank)), y.cuda(rank))
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Fix safety

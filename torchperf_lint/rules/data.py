@@ -424,16 +424,18 @@ class TensorCreatedThenMoved(Rule):
 
     ## Example
     ```python
-    def forward(self, x):
-        mask = torch.ones(x.size(1), x.size(1)).cuda()
-        return self.attention(x, mask)
+    class Block(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(1), x.size(1)).cuda()
+            return self.attention(x, mask)
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        mask = torch.ones(x.size(1), x.size(1), device=x.device)
-        return self.attention(x, mask)
+    class Block(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(1), x.size(1), device=x.device)
+            return self.attention(x, mask)
     ```
 
     ## Fix safety

@@ -942,16 +942,20 @@ class RepeatInsteadOfBroadcast(Rule):
 
     ## Example
     ```python
-    queries = torch.randn(batch, n, dim, device="cuda")
-    keys = torch.randn(batch, dim, device="cuda")
-    scores = queries * keys.unsqueeze(1).repeat(1, n, 1)
+    class Scorer(nn.Module):
+        def forward(self, x, n):
+            queries = torch.matmul(x, self.w_query)
+            keys = torch.matmul(x.mean(1), self.w_key)
+            return queries * keys.unsqueeze(1).repeat(1, n, 1)
     ```
 
     ## Use instead
     ```python
-    queries = torch.randn(batch, n, dim, device="cuda")
-    keys = torch.randn(batch, dim, device="cuda")
-    scores = queries * keys.unsqueeze(1)
+    class Scorer(nn.Module):
+        def forward(self, x, n):
+            queries = torch.matmul(x, self.w_query)
+            keys = torch.matmul(x.mean(1), self.w_key)
+            return queries * keys.unsqueeze(1)
     ```
 
     ## Fix safety

@@ -289,17 +289,20 @@ class PythonLoopOverTensorElements(Rule):
 
     ## Example
     ```python
-    scores = torch.rand(10_000, device="cuda")
-    weights = torch.rand(10_000, device="cuda")
-    for i in range(len(scores)):
-        scores[i] = scores[i] * weights[i]
+    class Rescorer(nn.Module):
+        def forward(self, logits):
+            scores = torch.sigmoid(logits)
+            weights = torch.softmax(logits, dim=0)
+            for i in range(len(scores)):
+                scores[i] = scores[i] * weights[i]
+            return scores
     ```
 
     ## Use instead
     ```python
-    scores = torch.rand(10_000, device="cuda")
-    weights = torch.rand(10_000, device="cuda")
-    scores = scores * weights
+    class Rescorer(nn.Module):
+        def forward(self, logits):
+            return torch.sigmoid(logits) * torch.softmax(logits, dim=0)
     ```
 
     ## Fix safety
