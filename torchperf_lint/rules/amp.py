@@ -375,6 +375,8 @@ class Fp16WithoutGradScaler(Rule):
     the loss to a scaler helper (`loss_scaler(loss, optimizer)`) or a framework
     (`accelerator.backward(loss)`).
 
+    Test files are not checked.
+
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the backward
     pass and those parameters stop learning. `GradScaler` multiplies the loss before
@@ -577,6 +579,8 @@ class NoMixedPrecision(Rule):
     `.bfloat16()`, `torch.float16`/`torch.bfloat16`, a `mixed_precision=` or `precision=`
     argument to a training framework) are left alone, and so are CPU-only modules and test
     files.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Tensor cores run float16 and bfloat16 matrix multiplies and convolutions several times

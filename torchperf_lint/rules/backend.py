@@ -289,6 +289,8 @@ class CudnnBenchmarkNotEnabled(Rule):
     `torch.backends.cudnn.benchmark`. Reported at the first convolution. A module that sets it
     to `False` made a decision and is not reported.
 
+    Test files are not checked.
+
     ## Why is this bad?
     With `benchmark = True`, cuDNN times the available convolution algorithms for each input
     shape the first time it sees it and then uses the fastest; without it a heuristic picks
@@ -355,6 +357,8 @@ class CudnnDeterministicEnabled(Rule):
     ## What it does
     Checks for assignments of `True` to `torch.backends.cudnn.deterministic`. Assignments
     under a flag (`if args.seed is not None:`) are a decision and are not reported.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Deterministic mode lets cuDNN use only algorithms that give bit-identical results run to
@@ -482,6 +486,8 @@ class BatchSizeNotPowerOfTwo(Rule):
     Checks for a literal integer passed as `batch_size=` (also positionally to `DataLoader`)
     that is not a power of two.
 
+    Test files are not checked.
+
     ## Why is this bad?
     GPU kernels tile their work in powers of two; a batch of 100 can leave tiles partly empty
     and pick less efficient kernels than 96 or 128. The effect is real but usually small and
@@ -529,6 +535,8 @@ class Float32MatmulPrecision(Rule):
     Checks modules that train on CUDA and never call `torch.set_float32_matmul_precision(...)`
     nor assign an `allow_tf32` or `fp32_precision` backend setting. Reported at the first
     training loop.
+
+    Test files are not checked.
 
     ## Why is this bad?
     On Ampere and newer GPUs, TF32 tensor cores run float32 matmuls and convolutions several
@@ -709,6 +717,8 @@ class ChannelsLastNotUsed(Rule):
     Checks modules that train on CUDA under autocast, construct `nn.Conv2d` layers, and
     mention neither `channels_last` nor `memory_format=` anywhere. Reported at the first
     `nn.Conv2d`. Modules with only `Conv1d` layers are not reported.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Tensor-core convolution kernels work on channels-last (NHWC) data. With the default

@@ -224,6 +224,8 @@ class DataLoaderWorkersNotPersistent(Rule):
     `persistent_workers` when the loader is iterated inside an epoch loop, directly or by
     passing it to a function called in that loop.
 
+    Test files are not checked.
+
     ## Why is this bad?
     Without `persistent_workers=True` every `iter(loader)`, once per epoch, shuts the workers
     down and forks new ones, each re-importing and re-initialising the dataset. On large
@@ -310,6 +312,8 @@ class BlockingHostToDeviceCopy(Rule):
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
     `DataLoader(..., pin_memory=True)`, without `non_blocking=True`.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the

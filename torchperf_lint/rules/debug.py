@@ -92,6 +92,8 @@ class CudaTimingWithoutSync(Rule):
     is not counted either (timing a whole training run is off by one queue's worth, which does
     not matter), nor are calls of your own functions that may synchronise inside.
 
+    Test files are not checked.
+
     ## Why is this bad?
     CUDA kernels run asynchronously: `model(x)` returns as soon as the kernels are queued.
     Without a synchronisation before the end read, the interval measures how long Python took
@@ -366,6 +368,8 @@ class ProfilerLeftOn(Rule):
     `torch.autograd.profiler.emit_nvtx(...)` used as a `with` around a training loop.
     Not reported: profilers with a `schedule=` (they record a few steps and then idle, as
     the PyTorch docs recommend), a non-literal `enabled=`, or a `with` under a flag.
+
+    Test files are not checked.
 
     ## Why is this bad?
     While it records, the profiler hooks every operator call and keeps every event in memory:

@@ -564,6 +564,8 @@ class RetainGraphInLoop(Rule):
     included) calls backward only once per iteration, over a loop that builds a new graph
     every iteration (it iterates a `DataLoader` or calls the model).
 
+    Test files are not checked.
+
     ## Why is this bad?
     `retain_graph=True` keeps every buffer the backward pass needs alive after it ran, so the
     next backward over the same graph can reuse them. With one backward per iteration nothing
@@ -820,6 +822,8 @@ class RequiresGradTypo(Rule):
     Checks for assignments to the attribute `require_grad` on parameters and tensors (a loop
     variable over `.parameters()` / `.named_parameters()`, a tensor expression, or a layer's
     `.weight`/`.bias`), unless a class in the file defines its own `require_grad`.
+
+    Test files are checked too: the typo freezes nothing there either.
 
     ## Why is this bad?
     Python lets you set any attribute on a tensor, so the misspelt name is silently stored and

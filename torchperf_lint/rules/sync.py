@@ -154,6 +154,8 @@ class SyncInEvalLoop(_PerIterationRule):
     has no backward or optimizer step. Periodic guards, calls after the loop and CPU-only
     modules are silent, as for TPL201.
 
+    Test files are not checked.
+
     ## Why is this bad?
     Each sync stops the host from queueing the next batch's forward pass while the GPU is
     busy, so the GPU idles between batches. Evaluation runs are usually short, which is why
@@ -215,6 +217,8 @@ class DataDependentShapeInLoop(_PerIterationRule):
     every iteration of a training loop. Periodic guards, code outside training loops and
     assignments through a mask are silent (`t[mask] = 0` with a scalar runs as
     `masked_fill_`, without a sync).
+
+    Test files are not checked.
 
     ## Why is this bad?
     The size of the result is only known once the GPU has counted the selected elements, and
