@@ -224,9 +224,10 @@ class EvalWithoutNoGrad(Rule):
     on with `requires_grad_()` or `torch.enable_grad()`), only the calls in an evaluation loop
     count: a loop after `eval()` whose body computes no gradients. A frozen model in eval mode
     inside a training step, or an adversarial attack, needs autograd and is left alone. So are
-    `forward` and other `nn.Module` methods, helpers called from a function that computes
-    gradients, and models frozen with `requires_grad_(False)` (they record no graph). Test
-    files are not checked: a test's single forward pass is not where time goes.
+    `forward` and other `nn.Module` methods, helpers without an evaluation loop of their own
+    called from a function that computes gradients (a teacher's forward in a training step),
+    and models frozen with `requires_grad_(False)` (they record no graph). Test files are not
+    checked: a test's single forward pass is not where time goes.
 
     ## Why is this bad?
     `eval()` only changes how dropout and batch normalization behave; it does not stop autograd.
@@ -295,10 +296,13 @@ class EvalWithoutNoGrad(Rule):
                 recording = [run for run in recording if calls.evaluation_loop(run, call)]
             if not recording or _is_frozen(facts, receiver):
                 continue  # Nothing records, or no parameter records a graph.
+            # A loop of its own that evaluates marks an evaluation function, even when a
+            # function that trains calls it (once, after its training loop).
+            evaluates = trains or any(calls.evaluation_loop(run, call) for run in recording)
             if function is not None and (
                 _runs_in_training(facts, function)
                 or calls.always_called_without_grad(function)
-                or (not trains and calls.called_while_training(function))
+                or (not evaluates and calls.called_while_training(function))
             ):
                 continue
             yield self.finding(call, self._fix(facts, call, function, recording, trains))
