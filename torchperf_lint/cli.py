@@ -27,8 +27,8 @@ from torchperf_lint.config import (
     parse_torch_version,
 )
 from torchperf_lint.diagnostics import Diagnostic, FileError
-from torchperf_lint.discovery import discover
-from torchperf_lint.engine import SourceError, decode
+from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.engine import LintSettings, SourceError, decode
 from torchperf_lint.report import (
     FORMATS,
     TEXT_FORMATS,
@@ -45,8 +45,8 @@ from torchperf_lint.runner import (
     InternalError,
     default_jobs,
     display_name,
-    lint_job,
     lint_one,
+    lint_program,
     run_jobs,
     sorted_findings,
 )
@@ -250,12 +250,23 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         return _add_noqa(jobs, options)
     if options.fix or options.diff:
         return _fix(jobs, configuration, options)
+    context = _program_context(paths, configuration)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
-    run = run_jobs(lint_job, jobs, options.jobs)
+        context = [replace(job, cache_dir=cache_dir) for job in context]
+    run = lint_program(jobs, context, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
+
+
+def _program_context(paths: Sequence[Path], configuration: Configuration) -> list[FileJob]:
+    """The files of the projects being linted, read for the program's facts only."""
+    no_rules = LintSettings(rules=())
+    return [
+        FileJob(path, display_name(path, configuration.cwd), no_rules)
+        for path in program_files(paths or [Path(".")], configuration)
+    ]
 
 
 def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:

@@ -55,8 +55,10 @@ class Related:
     loop that runs it every step (SARIF `relatedLocations`, JSON `related`)."""
 
     filename: str
-    location: Location
+    location: Location | None
     message: str
+    # Before it is located: the ordinal of the call among the file's calls (source order).
+    call: int | None = None
 
 
 @dataclass(frozen=True)

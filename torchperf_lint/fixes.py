@@ -32,6 +32,7 @@ from torchperf_lint.engine import (
     parse,
 )
 from torchperf_lint.noqa import NoqaDirectives, add_codes
+from torchperf_lint.program.link import ProgramFacts
 
 # Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
 # still end, so the loop stops here whatever is left.
@@ -140,6 +141,9 @@ def apply_fixes(
         spans = [lines.span(edit) for edit in fix.edits]
         if any(span is None for span in spans):
             continue
+        # An edit identical to one already accepted (two fixes adding the same import) is
+        # that edit, not a conflict.
+        spans = [span for span in spans if span not in accepted]
         if any(
             span.conflicts_with(other)
             for position, span in enumerate(spans)
@@ -180,7 +184,7 @@ def fix_text(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> tuple[str, Counter[str], list[Diagnostic]]:
     """Lint and fix `text` until no applicable fix is left (at most `MAX_PASSES` passes).
 
@@ -188,7 +192,7 @@ def fix_text(
     A pass whose result does not parse is thrown away and fixing stops. Raises `SourceError`
     when `text` itself does not parse.
     """
-    result = fix_text_result(text, filename, settings, unsafe_fixes, cell)
+    result = fix_text_result(text, filename, settings, unsafe_fixes, program)
     return result.text, result.applied, result.remaining
 
 
@@ -197,10 +201,10 @@ def fix_text_result(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> TextFixResult:
     """`fix_text`, also saying why fixing stopped early when a pass was thrown away."""
-    diagnostics = lint_text(text, filename, settings, cell)
+    diagnostics = lint_text(text, filename, settings, program)
     original = text
     applied_total: Counter[str] = Counter()
     for _ in range(MAX_PASSES):
@@ -214,7 +218,7 @@ def fix_text_result(
             # only held to parsing.
             if not _compiles(candidate) and _compiles(original):
                 raise SourceError("it no longer compiles")
-            candidate_diagnostics = lint_text(candidate, filename, settings, cell)
+            candidate_diagnostics = lint_text(candidate, filename, settings, program)
         except SourceError as error:
             codes = ", ".join(sorted(applied))
             return TextFixResult(
@@ -238,7 +242,12 @@ def _compiles(text: str) -> bool:
 
 
 def fix_file(
-    path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool
+    path: Path,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    write: bool,
+    program: ProgramFacts | None = None,
 ) -> FileFixOutcome:
     """Fix one `.py` file; with `write`, save the result atomically if anything changed.
 
@@ -257,7 +266,7 @@ def fix_file(
         return outcome
     outcome.before = outcome.after = source.text
     try:
-        result = fix_text_result(source.text, filename, settings, unsafe_fixes)
+        result = fix_text_result(source.text, filename, settings, unsafe_fixes, program)
     except SourceError as error:
         outcome.error = FileError(filename, error.reason, error.location)
         return outcome

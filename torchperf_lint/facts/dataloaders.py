@@ -199,6 +199,28 @@ class DataLoaders:
             isinstance(node, cst.Call) and self._sends_to_device(node, derived) for node in body
         )
 
+    def prepared_by_accelerate(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is handed to Accelerate (`accelerator.prepare(model, loader)`), whose
+        prepared loader puts every batch on the device itself."""
+        for call in self.index.calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "prepare"):
+                continue
+            if not self._is_accelerator(func.value):
+                continue
+            if any(self.construction(arg.value) == loader for arg in call.args):
+                return True
+        return False
+
+    def _is_accelerator(self, expression: cst.BaseExpression) -> bool:
+        """`accelerate.Accelerator(...)`, or a name bound to one (or named after one)."""
+        if isinstance(expression, cst.Call):
+            return (self.names.call_name(expression) or "").startswith("accelerate.")
+        values = self.scopes.bound_values(expression)
+        if values:
+            return any(self._is_accelerator(value) for value in values if isinstance(value, cst.Call))
+        return "accelerator" in (last_identifier(expression) or "").lower()
+
     def _sends_to_device(self, call: cst.Call, derived: set[str]) -> bool:
         func = call.func
         if isinstance(func, cst.Attribute) and root_name(func.value) in derived:

@@ -172,12 +172,20 @@ class Loops:
 
 
 def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:
-    """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like."""
+    """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like,
+    and through a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`)."""
     if not isinstance(loop, cst.For):
         return None
     expression: cst.BaseExpression = loop.iter
     while isinstance(expression, cst.Call) and expression.args:
-        if last_identifier(expression.func) not in _ITERATION_WRAPPERS:
+        if last_identifier(expression.func) in _ITERATION_WRAPPERS:
+            expression = expression.args[0].value
+            continue
+        loaders = [
+            arg.value for arg in expression.args
+            if "loader" in (last_identifier(arg.value) or "").lower()
+        ]
+        if len(loaders) != 1:
             break
-        expression = expression.args[0].value
+        expression = loaders[0]
     return expression

@@ -64,6 +64,11 @@ class ProgramAnswers:
         """Whether the program this file belongs to runs on CUDA (beyond the file's own use)."""
         return False
 
+    def trains_on_cuda(self) -> bool:
+        """Whether the file belongs to a training program that runs on CUDA (a module that
+        trains, and the project modules it imports)."""
+        return False
+
     def disables_grad(self, expression: cst.BaseExpression) -> bool:
         """Whether `expression` (a decorator or a `with` item) is the project's own wrapper of
         `torch.no_grad` / `torch.inference_mode` (`@smart_inference_mode()`)."""

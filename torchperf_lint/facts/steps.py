@@ -15,10 +15,13 @@ never per step: it runs when something went wrong, not on every batch.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
+from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.loops import Loops
+from torchperf_lint.facts.loops import LoopFacts, Loops
 from torchperf_lint.facts.names import NameResolver
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
 from torchperf_lint.facts.scopes import Scopes
@@ -67,6 +70,28 @@ def framework_hook_kind(base: str, method: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Step:
+    """Why a node runs on every step: the hot loop whose body holds it (in its own function),
+    or, outside hot loops, the per-step function it is in."""
+
+    loop: LoopFacts | None
+    witness: StepWitness | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """"train" or "eval"; None for a loop over a DataLoader that neither trains nor runs a
+        model."""
+        if self.loop is not None:
+            return "train" if self.loop.is_training else None
+        return self.witness.kind if self.witness is not None else None
+
+    @property
+    def path(self) -> tuple[Related, ...]:
+        """The calls from the loop (or hook) that run the function on every step."""
+        return self.witness.path if self.witness is not None else ()
+
+
 class Steps:
     """Answers "does this node run on every step?" for one module."""
 
@@ -86,16 +111,37 @@ class Steps:
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
-        """Whether `node` runs on every training or evaluation step (see the module's docs)."""
+        """Whether `node` runs on every training or evaluation step, or every forward pass
+        (see the module's docs)."""
+        if self.step_of(node) is not None:
+            return True
+        function = self.scopes.enclosing_function(node)
+        return (
+            function is not None
+            and self.is_forward(function)
+            and self.guards.periodic_guard(node) is None
+            and not self.on_error_path(node)
+        )
+
+    def step_of(self, node: cst.CSTNode) -> Step | None:
+        """Why `node` runs on every step of a training or evaluation run, or None.
+
+        The innermost hot loop of its function decides (a loop nested in a training loop runs
+        on every step too); outside hot loops, the function it is in, when the program runs that
+        function on every step. Periodic and counter guards (`if step % 100 == 0:`) and error
+        paths end it.
+        """
         if self.on_error_path(node):
-            return False
+            return None
         for loop in self.loops.enclosing_loops(node):
-            if loop.is_hot and self.guards.sparse_guard(node, loop.node) is None:
-                return True
+            if loop.is_hot:
+                sparse = self.guards.sparse_guard(node, loop.node) is not None
+                return None if sparse else Step(loop)
         function = self.scopes.enclosing_function(node)
         if function is None or self.guards.periodic_guard(node) is not None:
-            return False
-        return self.is_forward(function) or self.witness(function) is not None
+            return None
+        witness = self.witness(function)
+        return None if witness is None else Step(None, witness)
 
     def witness(self, function: cst.FunctionDef) -> StepWitness | None:
         """Why `function` runs on every step, when it does: a framework hook, or the program's
@@ -132,9 +178,12 @@ class Steps:
                 return False
             if isinstance(parent, cst.ExceptHandler):
                 return True
-            if isinstance(parent, (cst.If, cst.Else)) and child is parent.body:
-                if self._ends_in_exit(parent.body):
-                    return True
+            if (
+                isinstance(parent, (cst.If, cst.Else))
+                and child is parent.body
+                and self._ends_in_exit(parent.body)
+            ):
+                return True
         return False
 
     def _ends_in_exit(self, block: cst.BaseSuite) -> bool:

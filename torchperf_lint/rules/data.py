@@ -143,7 +143,8 @@ class DataLoaderNoPinMemory(Rule):
     (or, for a loader that no loop of the module iterates directly, a loop over a loader
     passed in, such as `for x, y in train_loader:` in a `train` function) sends a value of
     its batch there (`x.cuda()`, `x.to(device)`, `{k: v.to(device) for k, v in
-    batch.items()}`, `send_to_device(batch, device)`).
+    batch.items()}`, `send_to_device(batch, device)`), or Accelerate prepares it
+    (`accelerator.prepare(model, loader)`), which moves every batch itself.
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight), when `pin_memory` is passed at all (an explicit
@@ -204,9 +205,12 @@ class DataLoaderNoPinMemory(Rule):
 
 
 def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
-    """Some loop of the module that iterates `loader` sends its batches to the accelerator;
-    for a loader no loop iterates directly (it is passed on, or returned), some loop over a
-    loader this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
+    """Accelerate prepares the loader (it moves every batch itself), or some loop of the
+    module that iterates `loader` sends its batches to the accelerator; for a loader no loop
+    iterates directly (it is passed on, or returned), some loop over a loader this module does
+    not construct (`for x, y in train_loader:` in `train(...)`)."""
+    if facts.dataloaders.prepared_by_accelerate(loader):
+        return True
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
     if not loops:
         loops = [
@@ -311,7 +315,10 @@ class BlockingHostToDeviceCopy(Rule):
 
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
-    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`.
+    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`. The loader may be built
+    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
+    or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
+    tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
 
     Test files are not checked.
 
@@ -355,7 +362,7 @@ class BlockingHostToDeviceCopy(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
-            loader = facts.dataloaders.loader_of(loop.node)
+            loader = facts.loader_of(loop.node)
             if loader is None or not loader.pins_memory:
                 continue
             for call in loop.own_calls:

@@ -158,6 +158,13 @@ def _runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
     )
 
 
+def _program_runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
+    """A training loop elsewhere in the program runs `function` on every step (a teacher
+    model's forward feeding the loss)."""
+    witness = facts.steps.witness(function)
+    return witness is not None and witness.kind == "train"
+
+
 def _is_frozen(facts: FileFacts, receiver: str) -> bool:
     """`receiver.requires_grad_(False)`, or `p.requires_grad = False` in a loop over
     `receiver.parameters()`."""
@@ -302,7 +309,9 @@ class EvalWithoutNoGrad(Rule):
             if function is not None and (
                 _runs_in_training(facts, function)
                 or calls.always_called_without_grad(function)
+                or facts.program.always_called_without_grad(function)
                 or (not evaluates and calls.called_while_training(function))
+                or (not evaluates and _program_runs_in_training(facts, function))
             ):
                 continue
             yield self.finding(call, self._fix(facts, call, function, recording, trains))
