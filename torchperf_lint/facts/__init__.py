@@ -107,7 +107,10 @@ class FileFacts:
     @cached_property
     def steps(self) -> Steps:
         """What runs on every training or evaluation step, here and through the program."""
-        return Steps(self.scopes, self.names, self.loops, self.guards, self.program)
+        return Steps(
+            self.scopes, self.names, self.loops, self.guards, self.program,
+            runs_a_model=self.tensors.is_module_call,
+        )
 
     @cached_property
     def tensors(self) -> TensorExpressions:

@@ -401,9 +401,11 @@ _FACTORIES_DETERMINISTIC = frozenset({
     "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "logspace", "zeros_like",
     "ones_like", "full_like", "empty_like", "empty_strided", "range",
 })
+# Sampling ops that take an input tensor (`multinomial`, `bernoulli`, `poisson`) are no
+# factories: they have no `device=` and compute where their input lives.
 _FACTORIES_RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
-    "randint_like", "bernoulli", "poisson", "multinomial",
+    "randint_like",
 })
 # Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
 # the tensor it is called on, as `.to(ref_tensor)` converts to both.
@@ -424,9 +426,11 @@ class TensorCreatedThenMoved(Rule):
     every N steps); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
-    choice of random stream, and it cannot draw on the GPU); `.to(dtype)`, moves to the CPU,
-    and `torch.zeros_like(t).to(t.device)`, which is on that device already. Test files are
-    not checked.
+    choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
+    CPU; `*_like(t)` factories, which build on `t`'s device already (unless `t` is known to
+    live in host memory); empty placeholders (`torch.empty(0)`), which copy nothing; and
+    sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
+    factories. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -489,7 +493,7 @@ class TensorCreatedThenMoved(Rule):
             ):
                 continue
             target = self._device_target(facts, call)
-            if target is None or _already_there(factory, target[0]):
+            if target is None or _on_a_device_already(facts, factory) or _is_empty(factory):
                 continue
             if not facts.steps.runs_per_step(call):
                 continue
@@ -544,16 +548,22 @@ class TensorCreatedThenMoved(Rule):
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
 
 
-def _already_there(factory: cst.Call, device: cst.BaseExpression | None) -> bool:
-    """`torch.zeros_like(t).to(t.device)` or `.to(t)`: a `*_like` factory builds on `t`'s
-    device already."""
+def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:
+    """`torch.zeros_like(t)`: a `*_like` factory builds on `t`'s device, so unless `t` is
+    known to live in host memory nothing was created on the CPU."""
     name = last_identifier(factory.func) or ""
-    if device is None or not name.endswith("_like") or not factory.args:
+    if not name.endswith("_like") or not factory.args:
         return False
-    reference = dotted_name(factory.args[0].value)
-    if reference is None:
+    return not facts.host_syncs.is_host_value(factory.args[0].value)
+
+
+def _is_empty(factory: cst.Call) -> bool:
+    """`torch.empty(0)`, `torch.zeros((0, n))`: a placeholder with no elements to copy."""
+    if not factory.args or factory.args[0].keyword is not None:
         return False
-    return dotted_name(device) in (reference, f"{reference}.device")
+    size = factory.args[0].value
+    dimensions = [e.value for e in size.elements] if isinstance(size, (cst.Tuple, cst.List)) else [size]
+    return any(literal_value(dimension) == 0 for dimension in dimensions)
 
 
 def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
