@@ -33,6 +33,20 @@ _ITERABLE_DATASETS = frozenset({
 # Datasets whose samples already sit in memory, and the wrappers that keep them there.
 _IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "builtins.range"})
 _DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.ConcatDataset"})
+# Hugging Face `datasets` methods that return a dataset with the same rows, eagerly computed
+# (`map` runs the preprocessing once, ahead of training), and those that defer work to every
+# access (`with_transform`: decoding and augmentation per item).
+_ARROW_METHODS = frozenset({
+    "map", "rename_column", "rename_columns", "remove_columns", "select_columns", "filter",
+    "select", "shuffle", "train_test_split", "with_format", "sort", "flatten", "cast_column",
+    "add_column", "shard", "take", "skip",
+})
+_DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
+# Lightning hooks that return the loaders its Trainer iterates (moving each batch itself).
+_LIGHTNING_LOADER_HOOKS = frozenset({
+    "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
+})
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -106,12 +120,23 @@ class DataLoaders:
     def dataset_in_memory(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
         a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
-        (`MagicMock()`, `DummyDataset()`), or a `Subset`/`ConcatDataset` of those."""
+        (`MagicMock()`, `DummyDataset()`), a Hugging Face dataset preprocessed with `.map`
+        and not transformed on access, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self._in_memory(dataset.value)
 
+    def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
+        (`load_dataset(...).map(tokenize)`, indexed by split) and not transformed on access:
+        stored rows, usually token ids."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._preprocessed(dataset.value)
+
+    def _preprocessed(self, expression: cst.BaseExpression) -> bool:
+        return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
+
     def _in_memory(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
-        if isinstance(expression, _LITERALS):
+        if isinstance(expression, _LITERALS) or self._preprocessed(expression):
             return True
         if depth > 3:
             return False
@@ -131,6 +156,48 @@ class DataLoaders:
             values = self.scopes.bound_values(expression)
             return bool(values) and all(self._in_memory(v, depth + 1) for v in values)
         return False
+
+    def _preprocessed_rows(
+        self, expression: cst.BaseExpression, mapped: bool = False, depth: int = 0
+    ) -> bool:
+        """A Hugging Face dataset preprocessed ahead of training: `datasets.load_dataset(...)`
+        (or another `datasets` source) through `.map(tokenize, ...)` and row-preserving
+        methods, indexed by split (`tokenized["train"]`). Its rows are stored Arrow records:
+        reading one is a lookup, and the collate function only pads."""
+        if depth > 8:
+            return False
+        if isinstance(expression, cst.Subscript):
+            return self._preprocessed_rows(expression.value, mapped, depth + 1)
+        if isinstance(expression, cst.Call):
+            if (self.names.call_name(expression) or "").startswith("datasets."):
+                return mapped
+            func = expression.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in _ARROW_METHODS):
+                return False
+            return self._preprocessed_rows(func.value, mapped or func.attr.value == "map", depth + 1)
+        if not isinstance(expression, (cst.Name, cst.Attribute)):
+            return False
+        name = dotted_name(expression)
+        values = self.scopes.bound_values(expression)
+        # `tokenized = tokenized.rename_column(...)` updates the name in place: the rows are
+        # those of its other bindings, mapped if any update maps them.
+        updates = [value for value in values if _updates(value, name)]
+        sources = [value for value in values if value not in updates]
+        if not sources or not all(_arrow_chain(update) for update in updates):
+            return False
+        mapped = mapped or any(_maps(update) for update in updates)
+        return all(self._preprocessed_rows(value, mapped, depth + 1) for value in sources)
+
+    def _transformed_on_access(self, expression: cst.BaseExpression) -> bool:
+        """`dataset.set_transform(f)` / `.with_transform(f)` anywhere on the same root name:
+        the work (decoding, augmentation) happens on every access."""
+        root = root_name(expression)
+        return any(
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _DEFERRED_TRANSFORMS
+            and root_name(call.func.value) == root
+            for call in self.index.calls
+        )
 
     def read_once(self, loader: DataLoaderConstruction) -> bool:
         """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
@@ -199,18 +266,32 @@ class DataLoaders:
             isinstance(node, cst.Call) and self._sends_to_device(node, derived) for node in body
         )
 
-    def prepared_by_accelerate(self, loader: DataLoaderConstruction) -> bool:
-        """The loader is handed to Accelerate (`accelerator.prepare(model, loader)`), whose
-        prepared loader puts every batch on the device itself."""
+    def moved_by_a_framework(self, loader: DataLoaderConstruction) -> bool:
+        """A framework puts the loader's batches on the device itself: Accelerate
+        (`accelerator.prepare(model, loader)`), Fabric (`fabric.setup_dataloaders(loader)`),
+        or Lightning (a loader built in a `train_dataloader`-style hook of a
+        `LightningModule` or `LightningDataModule`, which the Trainer iterates)."""
         for call in self.index.calls:
             func = call.func
-            if not (isinstance(func, cst.Attribute) and func.attr.value == "prepare"):
+            if not isinstance(func, cst.Attribute) or not any(
+                self.construction(arg.value) == loader for arg in call.args
+            ):
                 continue
-            if not self._is_accelerator(func.value):
-                continue
-            if any(self.construction(arg.value) == loader for arg in call.args):
+            if func.attr.value == "setup_dataloaders":
                 return True
-        return False
+            if func.attr.value == "prepare" and self._is_accelerator(func.value):
+                return True
+        return self._in_lightning_loader_hook(loader.call)
+
+    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+        function = self.scopes.enclosing_function(node)
+        if function is None or function.name.value not in _LIGHTNING_LOADER_HOOKS:
+            return False
+        owner = self.scopes.enclosing_class(function)
+        return owner is not None and any(
+            (self.names.qualified_name(base.value) or "").startswith(_LIGHTNING_ROOTS)
+            for base in owner.bases
+        )
 
     def _is_accelerator(self, expression: cst.BaseExpression) -> bool:
         """`accelerate.Accelerator(...)`, or a name bound to one (or named after one)."""
@@ -246,6 +327,34 @@ class DataLoaders:
             return True
         identifier = (last_identifier(expression) or "").lower()
         return "device" in identifier and not is_cpu_device(expression, self.names, self.scopes)
+
+
+def _method_chain(expression: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]]:
+    """(the receiver at the root, the methods called on it) of `x.map(f).rename_column(...)`;
+    subscripts are seen through."""
+    methods = []
+    while True:
+        if isinstance(expression, cst.Subscript):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute):
+            methods.append(expression.func.attr.value)
+            expression = expression.func.value
+        else:
+            return expression, methods
+
+
+def _updates(value: cst.BaseExpression, name: str | None) -> bool:
+    """`value` is a method chain on `name` itself (`x = x.rename_column("a", "b")`)."""
+    root, methods = _method_chain(value)
+    return bool(methods) and name is not None and dotted_name(root) == name
+
+
+def _arrow_chain(value: cst.BaseExpression) -> bool:
+    return all(method in _ARROW_METHODS for method in _method_chain(value)[1])
+
+
+def _maps(value: cst.BaseExpression) -> bool:
+    return "map" in _method_chain(value)[1]
 
 
 def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:

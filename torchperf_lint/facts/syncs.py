@@ -46,6 +46,12 @@ _FACTORIES = frozenset({
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # Builtins that format their argument: formatting a tensor reads its values.
 _FORMATTERS = frozenset({"builtins.str", "builtins.repr", "builtins.format"})
+# Calls that format what they are given for display: a progress bar's postfix or description,
+# and the logging levels that are emitted by default.
+_FORMATTING_SINKS = frozenset({
+    "set_postfix", "set_postfix_str", "set_description", "set_description_str",
+})
+_LOGGING_METHODS = frozenset({"info", "warning", "warn", "error", "critical", "exception"})
 # Module methods: `.cpu()` followed by one of these moved a module, not a tensor.
 _MODULE_METHODS = frozenset({
     "parameters", "named_parameters", "buffers", "state_dict", "modules", "children", "eval",
@@ -308,6 +314,26 @@ class HostSyncs:
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
+        sink = self._formatting_sink(call)
+        if sink is not None and any(
+            self._reads_device(a.value) and not _is_string(a.value) for a in call.args
+        ):
+            return HostSync(call, f"A tensor passed to `{sink}`, which formats it,")
+        return None
+
+    def _formatting_sink(self, call: cst.Call) -> str | None:
+        """`pbar.set_postfix`, `logger.info`, `logging.warning`: a call that formats its
+        arguments for display, or None."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method in _FORMATTING_SINKS:
+            return method
+        if method in _LOGGING_METHODS:
+            receiver = (self.names.qualified_name(func.value) or last_identifier(func.value) or "")
+            if receiver == "logging" or "log" in receiver.lower().rsplit(".", 1)[-1]:
+                return f"{last_identifier(func.value)}.{method}"
         return None
 
     def _feeds_an_environment(self, call: cst.Call) -> bool:
@@ -505,9 +531,16 @@ class HostSyncs:
         return False
 
 
+def _is_string(expression: cst.BaseExpression) -> bool:
+    """A string literal or one formatted with `%` (`"%.3f" % loss` is a string, not a tensor)."""
+    if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Modulo):
+        return isinstance(expression.left, cst.BaseString)
+    return isinstance(expression, cst.BaseString)
+
+
 def _as_part(description: str) -> str:
     """A description as an item of a list: `a tensor used as a condition`, `` `.item()` ``."""
-    part = description.removesuffix(", an explicit wait,")
+    part = description.removesuffix(", an explicit wait,").removesuffix(", which formats it,")
     return part[:1].lower() + part[1:]
 
 

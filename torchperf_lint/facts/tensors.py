@@ -87,7 +87,8 @@ class TensorExpressions:
         return receiver
 
     def _module_constructions(self, index: SyntaxIndex) -> set[str]:
-        """Names bound to `nn.X(...)` or to instances of the file's own `nn.Module` subclasses."""
+        """Names bound to `nn.X(...)`, to instances of the file's own `nn.Module` subclasses,
+        or to a pretrained model (`X.from_pretrained(...)`)."""
         own_modules = {
             cls.name.value
             for cls in index.classes
@@ -102,7 +103,11 @@ class TensorExpressions:
                 continue
             callee = self.names.call_name(assignment.value) or ""
             own = last_identifier(assignment.value.func) in own_modules
-            if own or (callee.startswith("torch.nn.") and not callee.startswith(_NN_NON_MODULES)):
+            # `AutoencoderKL.from_pretrained(...)`: a pretrained model of a model library.
+            pretrained = last_identifier(assignment.value.func) == "from_pretrained"
+            if own or pretrained or (
+                callee.startswith("torch.nn.") and not callee.startswith(_NN_NON_MODULES)
+            ):
                 for target in assignment.targets:
                     name = dotted_name(target.target)
                     if name is not None:

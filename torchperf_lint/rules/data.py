@@ -59,8 +59,10 @@ class DataLoaderNoWorkers(Rule):
 
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
-    stand-in such as `MagicMock()` or `DummyDataset()`, and `Subset`/`ConcatDataset` of
-    those), loaders only read for one batch (`next(iter(loader))`), and test files.
+    stand-in such as `MagicMock()` or `DummyDataset()`, a Hugging Face dataset preprocessed
+    ahead of training with `.map` and not transformed on access (`with_transform`), and
+    `Subset`/`ConcatDataset` of those), loaders only read for one batch
+    (`next(iter(loader))`), and test files.
 
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
@@ -143,11 +145,16 @@ class DataLoaderNoPinMemory(Rule):
     (or, for a loader that no loop of the module iterates directly, a loop over a loader
     passed in, such as `for x, y in train_loader:` in a `train` function) sends a value of
     its batch there (`x.cuda()`, `x.to(device)`, `{k: v.to(device) for k, v in
-    batch.items()}`, `send_to_device(batch, device)`), or Accelerate prepares it
-    (`accelerator.prepare(model, loader)`), which moves every batch itself.
+    batch.items()}`, `send_to_device(batch, device)`), or a framework moves every batch
+    itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
+    (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
+    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`).
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
-    values a framework moves out of sight), when `pin_memory` is passed at all (an explicit
+    values a framework moves out of sight), when the dataset is a Hugging Face dataset
+    preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
+    transformed on access), whose batches of token ids are too small for pinning to matter,
+    when `pin_memory` is passed at all (an explicit
     `False` or an expression is a decision), when `**kwargs` may carry it, when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
 
@@ -197,6 +204,8 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
+            if facts.dataloaders.preprocessed_rows(loader):
+                continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
@@ -205,11 +214,11 @@ class DataLoaderNoPinMemory(Rule):
 
 
 def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
-    """Accelerate prepares the loader (it moves every batch itself), or some loop of the
-    module that iterates `loader` sends its batches to the accelerator; for a loader no loop
-    iterates directly (it is passed on, or returned), some loop over a loader this module does
-    not construct (`for x, y in train_loader:` in `train(...)`)."""
-    if facts.dataloaders.prepared_by_accelerate(loader):
+    """A framework moves the loader's batches itself (Accelerate, Fabric, Lightning), or some
+    loop of the module that iterates `loader` sends its batches to the accelerator; for a
+    loader no loop iterates directly (it is passed on, or returned), some loop over a loader
+    this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
+    if facts.dataloaders.moved_by_a_framework(loader):
         return True
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
     if not loops:

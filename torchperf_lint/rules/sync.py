@@ -48,7 +48,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
     `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor, a tensor formatted
     into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
-    `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor used as a
+    `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor handed to
+    a call that formats it for display (`pbar.set_postfix(loss=loss)`,
+    `logger.info("%s", loss)`; `debug` logging is off by default), a tensor used as a
     condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
     written implicitly, and an explicit `torch.cuda.synchronize()` (or another backend's)
