@@ -120,10 +120,29 @@ class DataLoaders:
     def dataset_in_memory(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
         a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
-        (`MagicMock()`, `DummyDataset()`), a Hugging Face dataset preprocessed with `.map`
-        and not transformed on access, or a `Subset`/`ConcatDataset` of those."""
+        (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
+        `__getitem__` calls nothing, a Hugging Face dataset preprocessed with `.map` and not
+        transformed on access, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self._in_memory(dataset.value)
+
+    def _indexes_only(self, construction: cst.Call) -> bool:
+        """An instance of a dataset class of this module whose `__getitem__` calls nothing: it
+        only indexes what it holds or returns constants (`PromptDataset` returning
+        `{"prompt": self.prompt, "index": index}`, `self.data[index]`)."""
+        if not isinstance(construction.func, cst.Name):
+            return False
+        for cls in self.index.classes:
+            if cls.name.value != construction.func.value:
+                continue
+            getters = [
+                statement for statement in cls.body.body
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == "__getitem__"
+            ]
+            return len(getters) == 1 and not any(
+                isinstance(node, cst.Call) for node in descendants(getters[0].body)
+            )
+        return False
 
     def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
@@ -145,6 +164,8 @@ class DataLoaders:
             if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
                 return True
             if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
+                return True
+            if self._indexes_only(expression):
                 return True
             if qualified in _DATASET_WRAPPERS and expression.args:
                 parts = expression.args[0].value

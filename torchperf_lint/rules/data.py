@@ -59,9 +59,11 @@ class DataLoaderNoWorkers(Rule):
 
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
-    stand-in such as `MagicMock()` or `DummyDataset()`, a Hugging Face dataset preprocessed
-    ahead of training with `.map` and not transformed on access (`with_transform`), and
-    `Subset`/`ConcatDataset` of those), loaders only read for one batch
+    stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
+    `__getitem__` calls nothing (it only indexes what it holds or returns constants), a
+    Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
+    access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
+    one batch
     (`next(iter(loader))`), and test files.
 
     ## Why is this bad?
