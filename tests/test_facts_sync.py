@@ -159,6 +159,20 @@ def test_guards_in_loops_without_their_own_counter(loop: str, test: str) -> None
     assert guard_of(source, "report(batch)") == test
 
 
+def test_a_lazy_initialisation_runs_once() -> None:
+    source = (
+        "def decode(steps, scores):\n"
+        "    attn = None\n"
+        "    for step in range(steps):\n"
+        "        if attn is None:\n"
+        "            attn = report(scores)\n"
+        "        if scores is None:\n"
+        "            other(scores)\n"
+    )
+    assert guard_of(source, "report(scores)") == "attn is None"
+    assert guard_of(source, "other(scores)") is None
+
+
 def test_an_accumulator_is_no_counter() -> None:
     source = (
         "for x in loader:\n"

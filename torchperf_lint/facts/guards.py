@@ -87,7 +87,8 @@ class Guards:
         equality (`if i == 0:`, `if i + 1 == len(loader):`) or against a literal bound (a
         prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
         (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
-        operand, or an `or` of them only.
+        operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
+        body assigns `attn`), which runs until its body has run once.
         """
         counters = self.loop_counters(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -96,7 +97,7 @@ class Guards:
             if (
                 isinstance(parent, cst.If)
                 and child is parent.body
-                and self._is_sparse_test(parent.test, counters)
+                and (self._is_sparse_test(parent.test, counters) or _initializes_once(parent))
             ):
                 return parent
         return None
@@ -282,6 +283,23 @@ def loop_counter(loop: cst.For | cst.While) -> str | None:
     elif called != "range":
         return None
     return target.value if isinstance(target, cst.Name) else None
+
+
+def _initializes_once(branch: cst.If) -> bool:
+    """`if x is None:` whose body assigns `x`: after the first time it never runs again."""
+    test = branch.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and literal_value(test.comparisons[0].comparator) is None
+    ):
+        return False
+    name = dotted_name(test.left)
+    return name is not None and any(
+        isinstance(node, cst.AssignTarget) and dotted_name(node.target) == name
+        for node in descendants(branch.body)
+    )
 
 
 def _increment(node: cst.CSTNode) -> str | None:
