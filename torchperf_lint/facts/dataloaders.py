@@ -130,17 +130,36 @@ class DataLoaders:
         """An instance of a dataset class of this module whose `__getitem__` calls nothing: it
         only indexes what it holds or returns constants (`PromptDataset` returning
         `{"prompt": self.prompt, "index": index}`, `self.data[index]`)."""
+        return self._calls_nothing_in(construction, "__getitem__")
+
+    def holds_plain_values(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is an instance of a class of this module whose `__init__` and
+        `__getitem__` call nothing: its samples are the Python values it was given (a prompt,
+        an index), with no tensor to pin."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        values = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        return any(
+            isinstance(value, cst.Call)
+            and self._calls_nothing_in(value, "__getitem__")
+            and self._calls_nothing_in(value, "__init__")
+            for value in values
+        )
+
+    def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:
+        """`construction` builds a class of this module whose `method` makes no call."""
         if not isinstance(construction.func, cst.Name):
             return False
         for cls in self.index.classes:
             if cls.name.value != construction.func.value:
                 continue
-            getters = [
+            methods = [
                 statement for statement in cls.body.body
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == "__getitem__"
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == method
             ]
-            return len(getters) == 1 and not any(
-                isinstance(node, cst.Call) for node in descendants(getters[0].body)
+            return len(methods) == 1 and not any(
+                isinstance(node, cst.Call) for node in descendants(methods[0].body)
             )
         return False
 

@@ -153,11 +153,13 @@ class DataLoaderNoPinMemory(Rule):
     `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`).
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
-    values a framework moves out of sight), when the dataset is a Hugging Face dataset
+    values a framework moves out of sight); when the dataset is a class of the module whose
+    `__init__` and `__getitem__` call nothing (its samples are the Python values it was
+    given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
-    transformed on access), whose batches of token ids are too small for pinning to matter,
-    when `pin_memory` is passed at all (an explicit
-    `False` or an expression is a decision), when `**kwargs` may carry it, when the dataset
+    transformed on access), whose batches of token ids are too small for pinning to matter;
+    when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
+    when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
 
     ## Why is this bad?
@@ -208,6 +210,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue
             if facts.dataloaders.preprocessed_rows(loader):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
+            if facts.dataloaders.holds_plain_values(loader):
+                continue  # prompts and indices: no tensor to pin
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
