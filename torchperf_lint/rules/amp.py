@@ -40,6 +40,8 @@ DEPRECATED = {
 }
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
+# unittest's type assertions: `self.assertIsInstance(scaler, GradScaler)`.
+_TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 
 
 class _DeprecatedAmpUses:
@@ -161,9 +163,10 @@ class DeprecatedCudaAmp(Rule):
     `torch.cuda.amp.custom_fwd`/`custom_bwd`, however they are imported: each deprecated name
     in a `from torch.cuda.amp import ...` statement is reported, and so is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
-    (`amp.autocast()`) are, except in annotations and `isinstance` checks, which call
-    nothing. An import inside a function binds only there: the fix of its uses never touches
-    another function's. Compatibility shims are left alone: code inside
+    (`amp.autocast()`) are, except in annotations and type checks (`isinstance`,
+    `assertIsInstance`), which call nothing. An import inside a function binds only there:
+    the fix of its uses never touches another function's. Compatibility shims are left
+    alone: code inside
     `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
     `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
     deprecation warns there as well.
@@ -304,13 +307,17 @@ class DeprecatedCudaAmp(Rule):
 
 
 def _is_type_reference(facts: FileFacts, reference: cst.BaseExpression) -> bool:
-    """In an annotation, or the class argument of `isinstance`/`issubclass`."""
+    """In an annotation, or the class argument of `isinstance`/`issubclass` or of unittest's
+    `assertIsInstance`."""
     for parent, child in facts.scopes.ancestors_with_child(reference):
         if isinstance(parent, cst.Annotation):
             return True
         if isinstance(parent, cst.Arg) and child is parent.value:
             call = facts.index.parents.get(parent)
-            if isinstance(call, cst.Call) and facts.names.call_name(call) in _TYPE_CHECKS:
+            if isinstance(call, cst.Call) and (
+                facts.names.call_name(call) in _TYPE_CHECKS
+                or last_identifier(call.func) in _TYPE_ASSERTIONS
+            ):
                 return True
         if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             break
