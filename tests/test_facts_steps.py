@@ -28,8 +28,8 @@ def runs_per_step(source: str, marker: str = "marker") -> bool:
         ('if __name__ == "__main__":\n    for x in loader:\n        marker()\n', True),
         # A library module's `__main__` smoke block runs once.
         (
-            "class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
-            'if __name__ == "__main__":\n    marker()\n    Net()(torch.zeros(1))\n',
+            ("class Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+            'if __name__ == "__main__":\n    marker()\n    Net()(torch.zeros(1))\n'),
             False,
         ),
         ("def build():\n    marker()\n", False),
@@ -37,27 +37,27 @@ def runs_per_step(source: str, marker: str = "marker") -> bool:
         ("class Net:\n    def forward(self, x):\n        marker()\n", True),
         # A loop that runs a model each iteration: sampling, denoising, a timed benchmark.
         (
-            "def sample(self, latents, timesteps):\n"
+            ("def sample(self, latents, timesteps):\n"
             "    for t in timesteps:\n"
             "        marker()\n"
             "        noise = self.unet(latents, t)\n"
-            "        latents = self.scheduler.step(noise, t, latents)\n",
+            "        latents = self.scheduler.step(noise, t, latents)\n"),
             True,
         ),
         ("def bench(model, x):\n    for _ in range(100):\n        marker()\n        model(x)\n", True),
         ("def once(items):\n    for item in items:\n        marker()\n        item.save()\n", False),
         # Periodic branches and error paths are not per step.
         (
-            "for step, x in enumerate(loader):\n"
+            ("for step, x in enumerate(loader):\n"
             "    if step % 100 == 0:\n"
-            "        marker()\n",
+            "        marker()\n"),
             False,
         ),
         (
-            "for x in loader:\n"
+            ("for x in loader:\n"
             "    if x is None:\n"
             "        marker()\n"
-            "        raise ValueError(x)\n",
+            "        raise ValueError(x)\n"),
             False,
         ),
     ],

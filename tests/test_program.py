@@ -33,7 +33,7 @@ def lint_project(root: Path, cache: Path | None = None, paths: list[Path] | None
     def job(path: Path, settings: LintSettings) -> FileJob:
         return FileJob(path, path.relative_to(root).as_posix(), settings, cache_dir=cache)
 
-    files = discover(paths or [root], configuration)
+    files = discover(paths or [root], configuration).files
     jobs = [job(path, configuration.settings_for(path)) for path in files]
     context = [job(path, no_rules) for path in program_files(paths or [root], configuration)]
     return lint_program(jobs, context, workers=1)
@@ -150,3 +150,20 @@ def test_editing_a_helper_lints_it_again_and_replays_its_callers(tmp_path: Path)
     again = lint_project(root, cache)
     assert sorted(again.linted) == ["engine.py", "utils.py"]
     assert [f for f in findings(again) if f[0] == "utils.py"] == []
+
+
+def test_fix_relinks_the_program_so_one_files_fix_enables_anothers(tmp_path: Path) -> None:
+    """Pinning the loader in `data.py` (TPL102) makes the copies in `engine.py` worth making
+    non-blocking (TPL104): one `--fix` run does both."""
+    root = tmp_path / "project"
+    shutil.copytree(PROJECTS / "per_step_helper", root)
+    data = root / "data.py"
+    data.write_text(data.read_text().replace(", pin_memory=True", ""))
+    fixed = torchperf_lint(
+        ".", "--fix", "--unsafe-fixes", "--no-cache", "--select", "TPL102,TPL104", cwd=root
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "DataLoader(Squares(), batch_size=32, num_workers=4, pin_memory=True)" in data.read_text()
+    assert '        x = x.to("cuda", non_blocking=True)  # error: TPL104:13\n' in (
+        (root / "engine.py").read_text()
+    )

@@ -7,6 +7,7 @@ parsed, or `--diff` would change something), 2 bad usage, bad settings or an int
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import os
 import sys
@@ -29,6 +30,7 @@ from torchperf_lint.config import (
 from torchperf_lint.diagnostics import Diagnostic, FileError
 from torchperf_lint.discovery import discover, program_files
 from torchperf_lint.engine import LintSettings, SourceError, decode
+from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.report import (
     FORMATS,
     TEXT_FORMATS,
@@ -43,15 +45,20 @@ from torchperf_lint.report import (
 from torchperf_lint.runner import (
     FileJob,
     InternalError,
+    Run,
     default_jobs,
     display_name,
-    lint_one,
+    link_files,
     lint_program,
+    lint_source,
     run_jobs,
+    shared,
     sorted_findings,
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# As a shell reports a command ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 STDIN = "-"
 VERIFY_MODULE = "torchperf_lint.verify.command"
 
@@ -79,6 +86,57 @@ class CheckByDefault(click.Group):
         if name == "verify":
             return _verify_command()
         return super().get_command(ctx, name)
+
+    def main(self, *args, **kwargs):
+        _replace_unencodable_output()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):
+        """Every command's way out: Ctrl-C exits 130 (not click's "Aborted!" and 1), and a
+        reader that closed the pipe (`| head -1`) ends the run quietly with 0, as Ruff does."""
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                # A closed pipe shows here rather than in the interpreter's last flush.
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _discard_output()
+            ctx.exit(EXIT_CLEAN)
+
+
+def _replace_unencodable_output() -> None:
+    """File names that are not valid UTF-8 (kept by Python as lone surrogates) are printed with
+    U+FFFD in their place, so every output format stays valid UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        if not hasattr(stream, "reconfigure"):
+            continue
+        utf8 = codecs.lookup(stream.encoding or "ascii").name == "utf-8"
+        stream.reconfigure(errors=_REPLACEMENT if utf8 else "replace")
+
+
+def _replace_with_fffd(error: UnicodeError) -> tuple[bytes, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    # Bytes: the UTF-8 encoder takes only ASCII text from an error handler.
+    return "\ufffd".encode("utf-8") * (error.end - error.start), error.end
+
+
+_REPLACEMENT = "torchperf-lint-replace"
+codecs.register_error(_REPLACEMENT, _replace_with_fffd)
+
+
+def _discard_output() -> None:
+    """Point stdout and stderr at the null device, so what is still buffered goes nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(null, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(null)
 
 
 def _verify_command() -> click.Command | None:
@@ -226,7 +284,7 @@ def check(
     except ConfigError as error:
         click.echo(f"error: {error}", err=True)
         code = EXIT_ERROR
-    except click.ClickException:
+    except (click.ClickException, BrokenPipeError):
         raise
     except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
         click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
@@ -239,24 +297,31 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
     if list(paths) == [Path(STDIN)] or (not paths and options.stdin_filename):
         return _check_stdin(configuration, options)
-    files = discover(paths or [Path(".")], configuration, options.force_exclude)
-    if not files:
+    discovery = discover(paths or [Path(".")], configuration, options.force_exclude)
+    if not discovery.files and not discovery.errors:
         click.echo("warning: No Python files found under the given path(s)", err=True)
     jobs = [
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
-        for path in files
+        for path in discovery.files
     ]
-    if options.add_noqa:
-        return _add_noqa(jobs, options)
-    if options.fix or options.diff:
-        return _fix(jobs, configuration, options)
     context = _program_context(paths, configuration)
+    # Files reached through symbolic links are only written when they are inside these.
+    roots = tuple(writable_root(configuration.cwd / path) for path in paths or [Path(".")])
+    if options.add_noqa or options.fix or options.diff:
+        linked = {job.display_name for job in jobs}
+        program = link_files(
+            [*jobs, *(job for job in context if job.display_name not in linked)], options.jobs
+        )
+        if options.add_noqa:
+            return _add_noqa(jobs, program, options, roots, discovery.errors)
+        return _fix(jobs, program, configuration, options, roots, discovery.errors)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
         context = [replace(job, cache_dir=cache_dir) for job in context]
     run = lint_program(jobs, context, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
+    errors = [*errors, *run.crashed, *discovery.errors]
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
 
 
@@ -278,7 +343,8 @@ def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
     data = sys.stdin.buffer.read()
     if options.fix or options.diff:
         return _fix_stdin(data, path, name, configuration, options)
-    result = lint_one(path, name, settings, data=data)
+    context = _program_context([path], configuration)
+    result = lint_source(FileJob(path, name, settings), data, context, options.jobs)
     diagnostics, errors = sorted_findings([result])
     sources = {name: _text_or_none(data)}
     return _report(diagnostics, errors, [], configuration, options, sources)
@@ -402,27 +468,103 @@ def _diff_exit(changed: bool) -> int:
 # --fix, --diff, --add-noqa
 
 
-def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
-    """Fix one file (a `.py` file or a notebook, as in `lint_one`)."""
-    from torchperf_lint.fixes import fix_file
+def writable_root(given: Path) -> Path:
+    """What a path named on the command line lets `--fix` write in: the directory itself, or
+    the directory of a named file (symbolic links resolved)."""
+    real = Path(os.path.realpath(given))
+    return real if real.is_dir() else Path(os.path.realpath(given.parent))
 
+
+def outside_roots(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why `path` must not be written: a symbolic link (of the file or of a directory on the
+    way) to a file outside every root; None when it may be."""
+    real = Path(os.path.realpath(path))
+    if any(real == root or root in real.parents for root in roots):
+        return None
+    return f"not fixed: a symbolic link to {real}, outside the paths given"
+
+
+def fix_job(job: FileJob, unsafe_fixes: bool, write: bool, roots: Sequence[Path] = ()):
+    """Fix one file (a `.py` file or a notebook, as in `lint_one`) as part of the program the
+    run shares; with `roots`, a file that resolves outside them is refused."""
+    from torchperf_lint.fixes import FileFixOutcome, fix_file
+
+    refusal = outside_roots(job.path, roots) if write and roots else None
+    if refusal is not None:
+        error = FileError(job.display_name, refusal)
+        return FileFixOutcome(job.display_name, before="", after="", error=error)
+    program = shared()
     if job.path.suffix == ".ipynb":
         from torchperf_lint.notebooks import fix_notebook
 
-        return fix_notebook(job.path, job.display_name, job.settings, unsafe_fixes, write)
-    return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write)
+        return fix_notebook(job.path, job.display_name, job.settings, unsafe_fixes, write, program)
+    return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write, program)
 
 
-def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOptions) -> int:
+# A fix in one file can enable one in another (pinning the loader in `data.py` makes the
+# copies in `engine.py` non-blocking): after writing, the program is linked again and the files
+# whose findings read different answers are fixed again, at most this many times.
+MAX_PROGRAM_ROUNDS = 3
+
+
+def _fix_program(
+    jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions, roots: Sequence[Path]
+) -> Run:
+    """Fix every job's file; when writing, then fix again the files that the fixes of other
+    files changed the program for."""
+    task = partial(
+        fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff, roots=roots
+    )
+    run = run_jobs(task, jobs, options.jobs, shared=program)
+    if options.diff:
+        return run
+    outcomes = {outcome.filename: outcome for outcome in run.outcomes}
+    changed = [outcome for outcome in run.outcomes if outcome.applied]
+    by_name = {job.display_name: job for job in jobs}
+    for _ in range(MAX_PROGRAM_ROUNDS - 1):
+        if not changed:
+            break
+        summaries = dict(program.summaries)
+        summaries.update({o.filename: o.summary for o in changed if o.summary is not None})
+        program = ProgramFacts(summaries)
+        stale = [
+            by_name[name]
+            for name, outcome in outcomes.items()
+            if any(program.answer(name, q) != a for q, a in outcome.asked.items())
+        ]
+        again = run_jobs(task, stale, options.jobs, shared=program)
+        run.internal_errors.extend(again.internal_errors)
+        run.crashed.extend(again.crashed)
+        changed = [outcome for outcome in again.outcomes if outcome.applied]
+        for outcome in again.outcomes:
+            first = outcomes[outcome.filename]
+            outcome.before = first.before
+            outcome.applied.update(first.applied)
+            outcomes[outcome.filename] = outcome
+    run.outcomes = [outcomes[job.display_name] for job in jobs if job.display_name in outcomes]
+    return run
+
+
+def _fix(
+    jobs: Sequence[FileJob],
+    program: ProgramFacts,
+    configuration: Configuration,
+    options: CheckOptions,
+    roots: Sequence[Path] = (),
+    discovery_errors: Sequence[FileError] = (),
+) -> int:
     from torchperf_lint.fixes import unified_diff
 
-    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
-    run = run_jobs(task, jobs, options.jobs)
+    run = _fix_program(jobs, program, options, roots)
     for outcome in run.outcomes:
         if outcome.reverted:
             click.echo(f"warning: {outcome.filename}: {outcome.reverted}", err=True)
     remaining = [d for outcome in run.outcomes for d in outcome.remaining]
-    errors = [outcome.error for outcome in run.outcomes if outcome.error]
+    errors = [
+        *(outcome.error for outcome in run.outcomes if outcome.error),
+        *run.crashed,
+        *discovery_errors,
+    ]
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
     if options.diff:
         changed = [o for o in run.outcomes if o.before != o.after]
@@ -462,21 +604,40 @@ def _print_fixes(outcomes: Sequence) -> None:
     click.echo()
 
 
-def add_noqa_job(job: FileJob) -> int:
+def add_noqa_job(job: FileJob, roots: Sequence[Path] = ()) -> int | FileError:
+    """How many `# noqa` comments were added to the file, or why it could not be written."""
     from torchperf_lint.fixes import add_noqa_file
 
     if job.path.suffix == ".ipynb":
         return 0
-    return add_noqa_file(job.path, job.display_name, job.settings)
+    refusal = outside_roots(job.path, roots) if roots else None
+    if refusal is not None:
+        return FileError(job.display_name, refusal)
+    try:
+        return add_noqa_file(job.path, job.display_name, job.settings, shared())
+    except OSError as error:
+        return FileError(job.display_name, f"cannot write: {error.strerror or error}")
 
 
-def _add_noqa(jobs: Sequence[FileJob], options: CheckOptions) -> int:
-    run = run_jobs(add_noqa_job, jobs, options.jobs)
-    added = sum(run.outcomes)
+def _add_noqa(
+    jobs: Sequence[FileJob],
+    program: ProgramFacts,
+    options: CheckOptions,
+    roots: Sequence[Path] = (),
+    discovery_errors: Sequence[FileError] = (),
+) -> int:
+    run = run_jobs(partial(add_noqa_job, roots=roots), jobs, options.jobs, shared=program)
+    added = sum(outcome for outcome in run.outcomes if isinstance(outcome, int))
     noun = "directive" if added == 1 else "directives"
+    refused = [outcome for outcome in run.outcomes if isinstance(outcome, FileError)]
+    errors = sorted([*refused, *run.crashed, *discovery_errors], key=lambda e: e.sort_key)
+    for error in errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
     click.echo(f"Added {added} noqa {noun}.", err=True)
     _print_internal_errors(run.internal_errors)
-    return EXIT_ERROR if run.internal_errors else EXIT_CLEAN
+    if run.internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
 
 
 # The catalog

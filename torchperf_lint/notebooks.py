@@ -29,7 +29,8 @@ from pathlib import Path
 
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
 from torchperf_lint.engine import Analysis, LintSettings, SourceError, analyse_text
-from torchperf_lint.program.link import ProgramFacts
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -109,6 +110,8 @@ def read_notebook(data: bytes) -> Notebook:
         raise NotebookError(f"cannot decode the notebook as UTF-8: {error}") from None
     except json.JSONDecodeError as error:
         raise NotebookError(f"not a notebook: invalid JSON: {error}") from None
+    except RecursionError:
+        raise NotebookError("not a notebook: JSON nested too deeply") from None
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a notebook: no list of `cells`")
     nonce = secrets.token_hex(8)
@@ -268,7 +271,7 @@ def cell_source(notebook_text: str, cell: int) -> str | None:
     try:
         cells = json.loads(notebook_text)["cells"]
         source = cells[cell - 1]["source"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return None
     if isinstance(source, list):
         return "".join(source) if all(isinstance(line, str) for line in source) else None
@@ -286,6 +289,8 @@ class NotebookFix:
     remaining: list[Diagnostic] = field(default_factory=list)
     applied: dict[str, int] = field(default_factory=dict)
     reverted: str | None = None
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 def fix_notebook_cells(
@@ -302,7 +307,12 @@ def fix_notebook_cells(
 
     joined = notebook.joined()
     result = fix_text_result(joined, filename, settings, unsafe_fixes, program)
-    outcome = NotebookFix(reverted=result.reverted, applied=dict(result.applied))
+    outcome = NotebookFix(
+        reverted=result.reverted,
+        applied=dict(result.applied),
+        summary=result.summary,
+        asked=result.asked,
+    )
     outcome.remaining = to_cells(result.remaining, notebook, result.text)
     if result.text == joined:
         return outcome
@@ -367,11 +377,16 @@ def _encode_source(source: str, as_list: bool, text: str, start: int, end: int) 
     old = text[start:end]
     if "\n" not in old:
         return "[" + (", " if ", " in old else ",").join(items) + "]"
-    # "[", one item per line, then the closing bracket on its own line: copy both indents.
-    lines = old.split("\n")
+    # "[", one item per line, then the closing bracket on its own line: copy both indents,
+    # and the line ending the notebook's JSON uses (a notebook saved on Windows has CRLF).
+    newline = "\r\n" if "\r\n" in old else "\n"
+    lines = old.split(newline)
     closing = _indentation(lines[-1])
     item_indent = _indentation(lines[1]) if len(lines) > 2 else closing + " "
-    return "[\n" + ",\n".join(item_indent + item for item in items) + "\n" + closing + "]"
+    return (
+        "[" + newline + ("," + newline).join(item_indent + item for item in items)
+        + newline + closing + "]"
+    )
 
 
 def _indentation(line: str) -> str:
@@ -457,6 +472,7 @@ def fix_notebook(
         return outcome
     outcome.remaining = fixed.remaining
     outcome.reverted = fixed.reverted
+    outcome.summary, outcome.asked = fixed.summary, fixed.asked
     if not fixed.sources:
         return outcome
     text = rewrite_sources(notebook, fixed.sources)

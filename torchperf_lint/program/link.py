@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -73,6 +73,8 @@ class ProgramFacts:
         self.tests = frozenset(file for file in summaries if is_test_file(PurePosixPath(file)))
         self.modules = ModuleMap(summaries)
         self._resolved: dict[tuple[str, Ref], Target | None] = {}
+        self._external_bases: dict[Target, list[str]] = {}
+        self._methods: dict[tuple[Target, str], Target | None] = {}
 
     # Resolution ------------------------------------------------------------------------------
 
@@ -105,6 +107,10 @@ class ProgramFacts:
         if kind == "forward":
             cls = self._resolve(file, rest, depth + 1)
             return self.method(cls, "forward") if cls is not None and cls.kind == "class" else None
+        if kind == "instance":
+            method, _, constructed = rest.partition(":")
+            cls = self._resolve(file, constructed, depth + 1)
+            return self.method(cls, method) if cls is not None and cls.kind == "class" else None
         return None
 
     def _imported(self, file: str, target: str, depth: int) -> Target | None:
@@ -150,19 +156,22 @@ class ProgramFacts:
                     return target
         return None
 
-    def method(self, cls: Target, name: str, depth: int = 0) -> Target | None:
+    def method(self, cls: Target, name: str) -> Target | None:
         """`name` defined in class `cls` or inherited from one of its project base classes."""
-        summary = self.summaries.get(cls.file)
-        if summary is None or depth > MAX_DEPTH:
-            return None
-        qualname = f"{cls.qualname}.{name}"
-        if qualname in summary.functions:
-            return Target(cls.file, qualname, "function")
-        for base in self.bases(cls):
-            found = self.method(base, name, depth + 1)
-            if found is not None:
-                return found
-        return None
+        key = (cls, name)
+        if key not in self._methods:
+            self._methods[key] = None  # A cycle of bases defines nothing.
+            summary = self.summaries.get(cls.file)
+            found = None
+            if summary is not None and f"{cls.qualname}.{name}" in summary.functions:
+                found = Target(cls.file, f"{cls.qualname}.{name}", "function")
+            else:
+                for base in self.bases(cls):
+                    found = self.method(base, name)
+                    if found is not None:
+                        break
+            self._methods[key] = found
+        return self._methods[key]
 
     def bases(self, cls: Target) -> list[Target]:
         """The project classes `cls` derives from directly."""
@@ -173,21 +182,22 @@ class ProgramFacts:
         found = [self.resolve(cls.file, base) for base in record.bases]
         return [base for base in found if base is not None and base.kind == "class"]
 
-    def external_bases(self, cls: Target, depth: int = 0) -> list[str]:
+    def external_bases(self, cls: Target) -> list[str]:
         """The qualified names of the classes outside the project that `cls` derives from
         (`lightning.pytorch.LightningModule`), through its project base classes."""
-        summary = self.summaries.get(cls.file)
-        record = summary.classes.get(cls.qualname) if summary else None
-        if record is None or depth > MAX_DEPTH:
-            return []
-        names = []
-        for ref in record.bases:
-            base = self.resolve(cls.file, ref)
-            if base is not None and base.kind == "class":
-                names.extend(self.external_bases(base, depth + 1))
-            elif ref.startswith("import:") and not ref.startswith("import:."):
-                names.append(ref[len("import:"):])
-        return names
+        if cls not in self._external_bases:
+            self._external_bases[cls] = []  # A cycle of bases adds nothing.
+            summary = self.summaries.get(cls.file)
+            record = summary.classes.get(cls.qualname) if summary else None
+            names = []
+            for ref in record.bases if record else ():
+                base = self.resolve(cls.file, ref)
+                if base is not None and base.kind == "class":
+                    names.extend(self.external_bases(base))
+                elif ref.startswith("import:") and not ref.startswith("import:."):
+                    names.append(ref[len("import:"):])
+            self._external_bases[cls] = names
+        return self._external_bases[cls]
 
     def function(self, target: Target) -> FunctionSummary | None:
         summary = self.summaries.get(target.file)
@@ -313,18 +323,16 @@ class ProgramFacts:
         for file in sorted(self.summaries):
             if file in self.tests:
                 continue
-            summary = self.summaries[file]
-            for qualname in sorted(summary.classes):
-                cls = Target(file, qualname, "class")
-                bases = self.external_bases(cls)
-                if not bases:
-                    continue
-                for function in summary.functions.values():
-                    if function.owner != qualname:
-                        continue
-                    method = function.qualname.rsplit(".", 1)[-1]
+            methods: dict[str, list[str]] = defaultdict(list)
+            for function in self.summaries[file].functions.values():
+                if function.owner is not None:
+                    methods[function.owner].append(function.qualname)
+            for owner in sorted(methods):
+                bases = self.external_bases(Target(file, owner, "class"))
+                for qualname in methods[owner]:
+                    method = qualname.rsplit(".", 1)[-1]
                     if any(framework_hook_kind(base, method) == kind for base in bases):
-                        found.append(Target(file, function.qualname, "function"))
+                        found.append(Target(file, qualname, "function"))
         return found
 
     def per_step(self, target: Target) -> tuple[str, tuple[Hop, ...]] | None:
@@ -351,16 +359,31 @@ class ProgramFacts:
             graph[file] = imported
         return graph
 
-    def _import_closure(self, start: Iterable[str]) -> set[str]:
-        seen = set()
-        pending = [file for file in start if file not in self.tests]
-        while pending:
-            file = pending.pop()
-            if file in seen:
-                continue
-            seen.add(file)
-            pending.extend(f for f in self._imports.get(file, ()) if f not in self.tests)
-        return seen
+    @cached_property
+    def _reach(self) -> tuple[list[str], dict[str, int]]:
+        """The files outside tests, and per file the set of them it imports, directly or not,
+        itself included, as a bit set (an integer: bit i is `files[i]`)."""
+        files = sorted(file for file in self.summaries if file not in self.tests)
+        reach = {file: 1 << position for position, file in enumerate(files)}
+        changed = True
+        while changed:  # import cycles converge: sets only grow, and they are finite
+            changed = False
+            for file in files:
+                grown = reach[file]
+                for imported in self._imports.get(file, ()):
+                    grown |= reach.get(imported, 0)
+                if grown != reach[file]:
+                    reach[file] = grown
+                    changed = True
+        return files, reach
+
+    def _files_of(self, bits: int) -> set[str]:
+        files, _ = self._reach
+        return {file for position, file in enumerate(files) if bits >> position & 1}
+
+    def _bits_of(self, chosen: Iterable[str]) -> int:
+        files, reach = self._reach
+        return sum(1 << files.index(file) for file in set(chosen) if file in reach)
 
     @cached_property
     def _cuda_evidence(self) -> set[str]:
@@ -372,19 +395,30 @@ class ProgramFacts:
 
     @cached_property
     def cuda_training_files(self) -> frozenset[str]:
-        """The files of training programs that run on CUDA: a file that trains, with every
-        project file it imports, where one of them uses CUDA."""
-        found: set[str] = set()
-        for root in sorted(self._training_files):
-            program = self._import_closure([root])
-            if program & self._cuda_evidence:
+        """The files of training programs that run on CUDA. A program is what an entry (a file
+        no other file imports: a script, a notebook) imports, directly or not; it trains when
+        one of its files has a training loop or a training hook, and runs on CUDA when one of
+        its files uses CUDA."""
+        files, reach = self._reach
+        importers = {imported for file in files for imported in self._imports.get(file, ())}
+        entries = [file for file in files if file not in importers] + sorted(self._training_files)
+        training = self._bits_of(self._training_files)
+        cuda = self._bits_of(self._cuda_evidence)
+        found = 0
+        for entry in entries:
+            program = reach[entry]
+            if program & training and program & cuda:
                 found |= program
-        return frozenset(found)
+        return frozenset(self._files_of(found))
 
     @cached_property
     def cuda_files(self) -> frozenset[str]:
         """Files that run on CUDA: evidence, what it imports, and CUDA training programs."""
-        return frozenset(self._import_closure(self._cuda_evidence) | self.cuda_training_files)
+        _, reach = self._reach
+        imported = 0
+        for file in self._cuda_evidence:
+            imported |= reach[file]
+        return frozenset(self._files_of(imported) | self.cuda_training_files)
 
     def _uses_cuda_helper(self, file: str) -> bool:
         for ref in self.summaries[file].device_refs:
@@ -420,55 +454,95 @@ class ProgramFacts:
             self.is_no_grad_wrapper(self.resolve(file, ref)) for ref in function.decorators
         )
 
-    def always_without_grad(self, target: Target, seen: frozenset[Target] = frozenset()) -> bool:
+    def always_without_grad(self, target: Target) -> bool:
         """Every call of `target` outside tests runs with autograd off (and there is one)."""
-        callers = self._callers.get(target, [])
-        if not callers or target in seen or len(seen) > MAX_DEPTH:
-            return False
-        seen = seen | {target}
-        return all(
-            site.no_grad
-            or self._decorated_without_grad(file, function)
-            or self.always_without_grad(Target(file, function.qualname, "function"), seen)
-            for file, function, site in callers
-        )
+        return self._without_grad.get(target, False)
+
+    @cached_property
+    def _without_grad(self) -> dict[Target, bool]:
+        def compute(target: Target, value) -> bool:
+            callers = self._callers.get(target, [])
+            return bool(callers) and all(
+                site.no_grad
+                or self._decorated_without_grad(file, function)
+                or value(Target(file, function.qualname, "function"))
+                for file, function, site in callers
+            )
+
+        return _solve(sorted(self._callers), compute, unknown=False)
 
     # DataLoaders --------------------------------------------------------------------------
 
-    def returned_loader(self, target: Target | None, depth: int = 0) -> list | None:
+    def returned_loader(self, target: Target | None) -> list | None:
         """[pins_memory, has_custom_collate] of the loader a function returns, if known."""
-        function = self.function(target) if target and target.kind == "function" else None
-        if function is None or not function.returns or depth > MAX_DEPTH:
-            return None
-        known = [self._loader(target.file, value, depth + 1) for value in function.returns]
-        return _agreed(known)
+        return self._returned_loaders.get(target) if target is not None else None
 
-    def loader_argument(self, target: Target, parameter: str, depth: int = 0) -> list | None:
-        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`."""
+    @cached_property
+    def _returned_loaders(self) -> dict[Target, list | None]:
+        def compute(target: Target, value) -> list | None:
+            function = self.function(target)
+            return _agreed([self._loader(target.file, item, value) for item in function.returns])
+
+        factories = sorted(
+            Target(file, function.qualname, "function")
+            for file, function in self._functions
+            if function.returns and function.qualname
+        )
+        return _solve(factories, compute, unknown=None)
+
+    def loader_argument(self, target: Target, parameter: str) -> list | None:
+        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`
+        (a parameter some loop of `target` iterates)."""
+        return self._loader_arguments.get((target, parameter))
+
+    @cached_property
+    def _loader_arguments(self) -> dict[tuple[Target, str], list | None]:
+        def compute(key: tuple[Target, str], value) -> list | None:
+            target, parameter = key
+            known = []
+            for file, caller, argument in self._arguments_for(target, parameter):
+                if argument[0] == "param":
+                    known.append(value((Target(file, caller.qualname, "function"), argument[1])))
+                else:
+                    known.append(self._loader(file, argument, self._returned_loader_of))
+            return _agreed(known)
+
+        # Only the parameters a loop iterates are asked about; what callers pass through to
+        # them is solved on the way.
+        keys = sorted(
+            (target, parameter)
+            for target in self._callers
+            for parameter in (self.function(target) or FunctionSummary("")).iterated
+        )
+        return _solve(keys, compute, unknown=None)
+
+    def _returned_loader_of(self, target: Target) -> list | None:
+        return self._returned_loaders.get(target)
+
+    def _arguments_for(
+        self, target: Target, parameter: str
+    ) -> Iterator[tuple[str, FunctionSummary, list]]:
+        """What each caller outside tests passes as `parameter` of `target`, when the summary
+        kept it (a loader, a call, a parameter passed through)."""
         function = self.function(target)
-        if function is None or parameter not in function.parameters or depth > MAX_DEPTH:
-            return None
+        if function is None or parameter not in function.parameters:
+            return
         position = function.parameters.index(parameter)
-        known = []
         for file, caller, site in self._callers.get(target, []):
             skip_self = function.owner is not None and not site.callee.startswith("def:")
-            value = site.arguments.get(parameter)
-            if value is None:
-                value = site.arguments.get(str(position - 1 if skip_self else position))
-            if value is None:
-                continue
-            if value[0] == "param":
-                outer = Target(file, caller.qualname, "function")
-                known.append(self.loader_argument(outer, value[1], depth + 1))
-            else:
-                known.append(self._loader(file, value, depth + 1))
-        return _agreed(known)
+            argument = site.arguments.get(parameter)
+            if argument is None:
+                argument = site.arguments.get(str(position - 1 if skip_self else position))
+            if argument is not None:
+                yield file, caller, argument
 
-    def _loader(self, file: str, value: list, depth: int) -> list | None:
+    def _loader(self, file: str, value: list, returned) -> list | None:
+        """The loader a summarized value is, with `returned` giving a function's loader."""
         if value[0] == "loader":
             return [value[1], value[2]]
         if value[0] == "call":
-            return self.returned_loader(self.resolve(file, value[1]), depth)
+            target = self.resolve(file, value[1])
+            return returned(target) if target is not None and target.kind == "function" else None
         return None
 
     # Answers --------------------------------------------------------------------------------
@@ -506,6 +580,33 @@ class ProgramFacts:
 
     def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
         return self.returned_loader(self.resolve(file, ref))
+
+
+def _solve(keys: list, compute, unknown: object) -> dict:
+    """The values of a recursive definition (`compute(key, value)`, where `value` gives the
+    value of another key), computed depth first in the order of `keys`, which callers sort so
+    that every process builds the same table. A value needed while it is being computed (a
+    cycle), or deeper than `MAX_DEPTH`, is `unknown`."""
+    table: dict = {}
+    depth = 0
+
+    def value(key):
+        nonlocal depth
+        if key in table:
+            return table[key]
+        if depth > MAX_DEPTH:
+            return unknown
+        table[key] = unknown
+        depth += 1
+        try:
+            table[key] = compute(key, value)
+        finally:
+            depth -= 1
+        return table[key]
+
+    for key in keys:
+        value(key)
+    return table
 
 
 def _agreed(known: list[list | None]) -> list | None:

@@ -134,4 +134,5 @@ def artifact_uri(filename: str, cwd: Path) -> str:
         relative = os.path.relpath(absolute, cwd)
     except ValueError:  # another drive on Windows: no relative form exists
         return absolute.as_uri()
-    return quote(Path(relative).as_posix())
+    # A name that is not valid UTF-8 keeps its bytes, percent-encoded, as a URI does.
+    return quote(Path(relative).as_posix(), errors="surrogateescape")
