@@ -323,6 +323,24 @@ class DataLoaders:
                 return True
         return self._in_lightning_loader_hook(loader.call)
 
+    def is_returned(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is what its function returns (`return DataLoader(...)`, or the name bound
+        to it): a loader factory, whose callers iterate the batches."""
+        parent = self.index.parents.get(loader.call)
+        if isinstance(parent, cst.Return):
+            return True
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        name = dotted_name(parent.targets[0].target)
+        function = self.scopes.enclosing_function(parent)
+        return name is not None and any(
+            isinstance(node, cst.Return)
+            and node.value is not None
+            and dotted_name(node.value) == name
+            and self.scopes.enclosing_function(node) is function
+            for node in self.index.parents
+        )
+
     def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
         function = self.scopes.enclosing_function(node)
         if function is None or function.name.value not in _LIGHTNING_LOADER_HOOKS:

@@ -150,7 +150,9 @@ class DataLoaderNoPinMemory(Rule):
     batch.items()}`, `send_to_device(batch, device)`), or a framework moves every batch
     itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
     (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
-    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`).
+    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`). A loader
+    that its function returns (a loader factory, `return DataLoader(...)`) is iterated by the
+    program that calls it, and counts as reaching the device.
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight); when the dataset is a class of the module whose
@@ -220,12 +222,14 @@ class DataLoaderNoPinMemory(Rule):
 
 
 def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
-    """A framework moves the loader's batches itself (Accelerate, Fabric, Lightning), or some
-    loop of the module that iterates `loader` sends its batches to the accelerator; for a
+    """A framework moves the loader's batches itself (Accelerate, Fabric, Lightning), the
+    loader is returned to the program that iterates it, or some loop of the module that iterates `loader` sends its batches to the accelerator; for a
     loader no loop iterates directly (it is passed on, or returned), some loop over a loader
     this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
     if facts.dataloaders.moved_by_a_framework(loader):
         return True
+    if facts.dataloaders.is_returned(loader):
+        return True  # a loader factory: the program's loop over it is elsewhere
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
     if not loops:
         loops = [
