@@ -10,9 +10,23 @@ import time
 import torch
 from torch import nn
 from torch.cuda.amp import GradScaler, autocast
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class SyntheticImages(Dataset):
+    """Images built one by one on access, as a dataset that decodes files would."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        generator = torch.Generator().manual_seed(index)
+        return torch.randn(3, 32, 32, generator=generator), index % 10
 
 
 class SmallNet(nn.Module):
@@ -40,10 +54,8 @@ def evaluate(model: nn.Module, loader: DataLoader) -> float:
 
 
 def main() -> None:
-    images = torch.randn(512, 3, 32, 32)
-    labels = torch.randint(0, 10, (512,))
-    train_loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=True)
-    val_loader = DataLoader(TensorDataset(images, labels), batch_size=64)
+    train_loader = DataLoader(SyntheticImages(512), batch_size=64, shuffle=True)
+    val_loader = DataLoader(SyntheticImages(128), batch_size=64)
 
     model = SmallNet().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)

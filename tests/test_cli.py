@@ -26,8 +26,8 @@ from torch.utils.data import DataLoader
 def make_loader(dataset):
     return DataLoader(dataset, batch_size=32)
 """
-# TPL105 at 3:5 (safe fix).
-MOVED_TENSOR = "import torch\n\nx = torch.zeros(3).cuda()\n"
+# TPL105 at 3:22 (safe fix): a tensor built on the host and moved on every step.
+MOVED_TENSOR = "import torch\n\nfor x in loader: x = torch.zeros(3).cuda()\n"
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 
 
@@ -55,14 +55,14 @@ def test_concise_marks_fixes_the_current_flags_would_apply(tmp_path):
     safe_only = torchperf_lint("--output-format", "concise", ".", cwd=tmp_path)
     assert safe_only.stdout.splitlines() == [
         f"loader.py:6:12: TPL101 {NO_WORKERS}",
-        f"moved.py:3:5: TPL105 [*] {MOVED}",
+        f"moved.py:3:22: TPL105 [*] {MOVED}",
         "Found 2 errors (1 fixable with --fix).",
         "1 more fix available with --unsafe-fixes.",
     ]
     unsafe = torchperf_lint("--output-format", "concise", "--unsafe-fixes", ".", cwd=tmp_path)
     assert unsafe.stdout.splitlines() == [
         f"loader.py:6:12: TPL101 [*] {NO_WORKERS}",
-        f"moved.py:3:5: TPL105 [*] {MOVED}",
+        f"moved.py:3:22: TPL105 [*] {MOVED}",
         "Found 2 errors (2 fixable with --fix).",
     ]
 
@@ -157,7 +157,7 @@ def test_explicit_config_file_applies_everywhere(tmp_path):
         },
     )
     result = torchperf_lint("--output-format", "concise", "--config", "ci.toml", ".", cwd=tmp_path)
-    assert result.stdout.splitlines()[0] == f"pkg/moved.py:3:5: TPL105 [*] {MOVED}"
+    assert result.stdout.splitlines()[0] == f"pkg/moved.py:3:22: TPL105 [*] {MOVED}"
     assert result.stdout.count("TPL1") == 1
 
 
@@ -345,7 +345,7 @@ def test_fix_applies_safe_fixes_and_a_second_run_is_clean(tmp_path):
     assert (fixed.returncode, fixed.stdout) == (0, "Found 1 error (1 fixed, 0 remaining).\n")
     assert (
         tmp_path / "moved.py"
-    ).read_text() == 'import torch\n\nx = torch.zeros(3, device="cuda")\n'
+    ).read_text() == 'import torch\n\nfor x in loader: x = torch.zeros(3, device="cuda")\n'
     again = torchperf_lint("--fix", ".", cwd=tmp_path)
     assert (again.returncode, again.stdout) == (0, "All checks passed!\n")
 
@@ -383,7 +383,8 @@ def test_diff_prints_and_writes_nothing(tmp_path):
     assert result.returncode == 1
     assert result.stdout == (
         "--- a/moved.py\n+++ b/moved.py\n@@ -1,3 +1,3 @@\n import torch\n \n"
-        '-x = torch.zeros(3).cuda()\n+x = torch.zeros(3, device="cuda")\n'
+        '-for x in loader: x = torch.zeros(3).cuda()\n'
+        '+for x in loader: x = torch.zeros(3, device="cuda")\n'
     )
     assert result.stderr == "Would fix 1 error.\n"
     assert (tmp_path / "moved.py").read_text() == MOVED_TENSOR
@@ -395,7 +396,7 @@ def test_diff_prints_and_writes_nothing(tmp_path):
 def test_fix_from_stdin_prints_the_fixed_source(tmp_path):
     result = torchperf_lint("--fix", "-", cwd=tmp_path, stdin=MOVED_TENSOR.encode())
     assert result.returncode == 0
-    assert result.stdout == 'import torch\n\nx = torch.zeros(3, device="cuda")\n'
+    assert result.stdout == 'import torch\n\nfor x in loader: x = torch.zeros(3, device="cuda")\n'
 
 
 def test_add_noqa_silences_current_findings(tmp_path):

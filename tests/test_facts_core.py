@@ -206,10 +206,19 @@ def test_loops_over_dataloaders_are_hot() -> None:
         ("rank == 0", False),
         ("step % 10 == 0 or last", False),
         ("args.verbose", False),
+        ("do_log", True),
+        ("do_log and rank == 0", True),
+        ("flag", False),
     ],
 )
 def test_periodic_guards(test: str, periodic: bool) -> None:
-    facts = facts_of(f"for step in range(9):\n    if {test}:\n        loss.item()\n")
+    facts = facts_of(
+        "for step in range(9):\n"
+        "    do_log = step % 10 == 0\n"
+        "    flag = step > 3\n"
+        f"    if {test}:\n"
+        "        loss.item()\n"
+    )
     (item,) = calls_named(facts, "item")
     assert (facts.guards.periodic_guard(item) is not None) is periodic
 
@@ -310,6 +319,28 @@ def test_test_files() -> None:
     assert is_test_file(PurePath("conftest.py"))
     assert not is_test_file(PurePath("src/train.py"))
     assert not is_test_file(PurePath("src/contest.py"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "src/accelerate/test_utils/training.py",  # a library's test utilities
+        "src/lightning/pytorch/demos/test_utils_models.py",
+        "src/transformers/testing_utils.py",
+        "torch/testing/_internal/common_utils.py",
+        "tests/fixtures/model.py",
+        "project/fixtures/data.py",
+    ],
+)
+def test_test_support_code_counts_as_tests(path: str) -> None:
+    assert is_test_file(PurePath(path))
+
+
+@pytest.mark.parametrize(
+    "path", ["src/testbed/train.py", "examples/latest_model.py", "src/utils/testing.py"]
+)
+def test_names_that_merely_contain_test_are_not_tests(path: str) -> None:
+    assert not is_test_file(PurePath(path))
 
 
 # Engine

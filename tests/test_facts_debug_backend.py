@@ -52,3 +52,59 @@ def test_layer_signatures_find_a_positional_bias(source: str, bias: bool) -> Non
     facts = facts_of(f"from torch import nn\nlayer = {source}\n")
     call = facts.index.calls[0]
     assert argument_value(call, "bias", SIGNATURES[facts.names.call_name(call)]) is bias
+
+
+@pytest.mark.parametrize(
+    ("reader", "conv_read", "linear_read"),
+    [
+        ("if isinstance(m, nn.Conv2d):\n        m.bias.data.zero_()", True, False),
+        ("if isinstance(m, (nn.Conv2d, nn.Linear)):\n        nn.init.zeros_(m.bias)", True, True),
+        ("if isinstance(m, nn.modules.conv._ConvNd):\n        m.bias.data.zero_()", True, False),
+        ("if m.__class__.__name__.find('Linear') != -1:\n        m.bias.data.fill_(0)", False, True),
+        ("if isinstance(m, nn.Conv2d) and m.bias is not None:\n        m.bias.data.zero_()", False, False),
+        ("if hasattr(m, 'bias'):\n        m.bias.data.zero_()", False, False),
+        ("m.bias.data.zero_()", True, True),  # a layer of unknown type
+        ("m.bias = None", False, False),  # a write, not a read
+    ],
+)
+def test_bias_reads(reader: str, conv_read: bool, linear_read: bool) -> None:
+    facts = facts_of(
+        "from torch import nn\n"
+        "conv = nn.Conv2d(3, 8, 3)\n"
+        "fc = nn.Linear(8, 8)\n"
+        f"def init(m):\n    {reader}\n"
+    )
+    conv, fc = facts.index.calls[:2]
+    reads = facts.models.bias_reads
+    assert (reads.covers(conv, "Conv2d"), reads.covers(fc, "Linear")) == (conv_read, linear_read)
+
+
+def test_bias_reads_through_a_bound_layer_cover_that_layer_only() -> None:
+    facts = facts_of(
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        self.a = nn.Conv2d(3, 8, 3)\n"
+        "        self.b = nn.Conv2d(8, 8, 3)\n"
+        "        nn.init.zeros_(self.a.bias)\n"
+        "    def forward(self, x):\n"
+        "        return x + self.bias\n"  # the module's own parameter
+    )
+    a, b = (call for call in facts.index.calls if facts.code(call.func) == "nn.Conv2d")
+    reads = facts.models.bias_reads
+    assert (reads.covers(a, "Conv2d"), reads.covers(b, "Conv2d")) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("source", "distributed"),
+    [
+        ("from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(m)\n", True),
+        ("import torch\nm = torch.nn.parallel.DistributedDataParallel(m)\n", True),
+        ("from apex.parallel import DistributedDataParallel\nm = DistributedDataParallel(m)\n", True),
+        ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nm = FSDP(m)\n", True),
+        ("import torch\nm = torch.nn.DataParallel(m)\n", False),
+        ("from torch.nn.parallel import DistributedDataParallel\nisinstance(m, DistributedDataParallel)\n", False),
+    ],
+)
+def test_builds_a_distributed_wrapper(source: str, distributed: bool) -> None:
+    assert facts_of(source).models.builds_distributed_wrapper is distributed

@@ -118,6 +118,12 @@ def guard_of(source: str, code: str) -> str | None:
         ("verbose", False),
         ("total == 0", False),
         ("step > 0", False),
+        ("step < 5", True),
+        ("step <= 4", True),
+        ("5 > step", True),
+        ("step < last_idx", False),
+        ("step >= 5", False),
+        ("total < 5", False),
     ],
 )
 def test_sparse_guards(test: str, sparse: bool) -> None:
@@ -129,6 +135,52 @@ def test_sparse_guards(test: str, sparse: bool) -> None:
         "            report(batch)\n"
     )
     assert guard_of(source, "report(batch)") == (test if sparse else None)
+
+
+@pytest.mark.parametrize(
+    ("loop", "test"),
+    [
+        ("for batch in loader:", "step < 5"),  # a counter the loop increments itself
+        ("for batch in loader:", "do_reg"),  # a name bound to a modulo test
+        ("while True:", "step == 0"),
+        ("while True:", "do_reg"),
+    ],
+)
+def test_guards_in_loops_without_their_own_counter(loop: str, test: str) -> None:
+    source = (
+        "def train(loader, k):\n"
+        "    step = 0\n"
+        f"    {loop}\n"
+        "        do_reg = step % k == 0\n"
+        f"        if {test}:\n"
+        "            report(batch)\n"
+        "        step += 1\n"
+    )
+    assert guard_of(source, "report(batch)") == test
+
+
+def test_a_lazy_initialisation_runs_once() -> None:
+    source = (
+        "def decode(steps, scores):\n"
+        "    attn = None\n"
+        "    for step in range(steps):\n"
+        "        if attn is None:\n"
+        "            attn = report(scores)\n"
+        "        if scores is None:\n"
+        "            other(scores)\n"
+    )
+    assert guard_of(source, "report(scores)") == "attn is None"
+    assert guard_of(source, "other(scores)") is None
+
+
+def test_an_accumulator_is_no_counter() -> None:
+    source = (
+        "for x in loader:\n"
+        "    total += x.sum()\n"
+        "    if total < 5:\n"
+        "        report(x)\n"
+    )
+    assert guard_of(source, "report(x)") is None
 
 
 def test_sparse_guard_covers_the_body_not_the_else() -> None:
@@ -167,3 +219,24 @@ def test_loop_counter(loop: str, counter: str | None) -> None:
     node = cst.parse_module(loop + "\n").body[0]
     assert isinstance(node, (cst.For, cst.While))
     assert loop_counter(node) == counter
+
+
+@pytest.mark.parametrize(
+    ("code", "is_model"),
+    [
+        ("teacher_model(x)", True),
+        ("self.ema_model(x)", True),
+        ("self.build_model(cfg)", False),  # a method this module defines
+        ("runner.load_model(path)", False),  # an action on a model, named as one
+        ("get_model(name)", False),
+    ],
+)
+def test_a_model_call_calls_a_model_object(code: str, is_model: bool) -> None:
+    facts = facts_of(
+        "class Runner:\n"
+        "    def build_model(self, cfg):\n"
+        "        return cfg\n"
+        "    def run(self, x, cfg, path, name, teacher_model, runner):\n"
+        f"        return {code}\n"
+    )
+    assert facts.tensors.is_module_call(expression_at(facts, code)) is is_model

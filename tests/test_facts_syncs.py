@@ -187,3 +187,17 @@ def test_functions_that_call_eval() -> None:
     assert not facts.loops.calls_eval(train)  # only its nested def does
     assert not facts.loops.calls_eval(other)  # `eval(True)` is not `nn.Module.eval()`
     assert not facts.loops.calls_eval(None)
+
+
+def test_one_statement_with_several_reads_is_one_site_that_counts_them() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def step(loss, out, acc):\n"
+        "    loss = torch.zeros(()) + loss\n"
+        "    out = torch.zeros(3) + out\n"
+        "    stats = {'loss': loss.item(), 'max': out.max().item(), 'acc': float(out.sum())}\n"
+    )
+    [site] = facts.host_syncs.device_reads
+    assert site.description == (
+        "One statement with 3 host syncs (2 × `.item()`, `float()` of a tensor)"
+    )

@@ -46,7 +46,7 @@ def torch_sources() -> list[tuple[Path, str]]:
 
 def fixture_sources() -> list[tuple[Path, str]]:
     return [
-        (path, "fixtures/" + path.relative_to(FIXTURES).as_posix())
+        (path, "project/" + path.relative_to(FIXTURES).as_posix())
         for path in sorted(FIXTURES.rglob("*.py"))
     ]
 

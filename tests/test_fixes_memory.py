@@ -220,9 +220,10 @@ def test_repeat_fix_is_display_only_and_drops_the_copy() -> None:
     source = """\
         import torch
 
-        def score(q, k, n):
-            q = torch.randn(4, 8)
-            return q * k.unsqueeze(1).repeat(1, n, 1)
+        class Scorer(torch.nn.Module):
+            def forward(self, q, k, n):
+                q = torch.randn(4, 8)
+                return q * k.unsqueeze(1).repeat(1, n, 1)
         """
     settings = LintSettings(rules=rules_for(["TPL507"]))
     [diagnostic] = lint_text(dedent(source), "train.py", settings)

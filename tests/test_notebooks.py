@@ -58,6 +58,11 @@ LOOP = [
 ]
 
 
+def moves_batches(*loaders: str) -> list[str]:
+    """A cell that sends the batches of `loaders` to the GPU, as TPL102 needs to see."""
+    return [line for loader in loaders for line in (f"for x in {loader}:\n", "    x.to(device)\n")]
+
+
 def test_training_loop_split_across_cells_is_linted_as_one_module():
     # The DataLoader cell alone has no CUDA in it: TPL102 needs the imports cell's facts.
     data = notebook(
@@ -113,6 +118,7 @@ def test_ipython_lines_are_skipped_and_rows_stay_right():
         ["%%time\n", "DataLoader.__doc__?\n", "loader = DataLoader(ds)\n", "%timeit next(iter(loader))"],
         ["%%bash\n", "echo DataLoader(ds)"],
         ["%pip install \\\n", "    torchvision\n", "loader2 = DataLoader(ds)"],
+        moves_batches("loader", "loader2"),
     )
     assert found(data) == [
         ("TPL101", 2, 3, 10),
@@ -126,6 +132,7 @@ def test_noqa_in_a_cell_is_honoured():
     data = notebook(
         IMPORTS,
         ["loader = DataLoader(ds, num_workers=2)  # noqa: TPL102\n", "other = DataLoader(ds, num_workers=2)"],
+        moves_batches("loader", "other"),
     )
     assert found(data) == [("TPL102", 2, 2, 9)]
 
@@ -188,8 +195,8 @@ def test_fix_rewrites_only_the_changed_cells_keeping_json_layout(tmp_path):
 
 def test_fix_keeps_string_sources_indent_and_missing_final_newline(tmp_path):
     data = notebook(
-        "import torch\nx = torch.zeros(3).to('cuda')",
-        ["%timeit y = torch.zeros(2).to('cuda')\n", "y = torch.zeros(2).to('cuda')"],
+        "import torch\nfor b in loader: x = torch.zeros(3).to('cuda')",
+        ["%timeit y = torch.zeros(2).to('cuda')\n", "for b in loader: y = torch.zeros(2).to('cuda')"],
         indent=2,
     )[:-1]
     path = tmp_path / "nb.ipynb"
@@ -199,11 +206,12 @@ def test_fix_keeps_string_sources_indent_and_missing_final_newline(tmp_path):
     expected = (
         data.decode()
         .replace(
-            '"import torch\\nx = torch.zeros(3).to(\'cuda\')"',
-            '"import torch\\nx = torch.zeros(3, device=\'cuda\')"',
+            '"import torch\\nfor b in loader: x = torch.zeros(3).to(\'cuda\')"',
+            '"import torch\\nfor b in loader: x = torch.zeros(3, device=\'cuda\')"',
         )
         .replace(
-            '"y = torch.zeros(2).to(\'cuda\')"', '"y = torch.zeros(2, device=\'cuda\')"'
+            '"for b in loader: y = torch.zeros(2).to(\'cuda\')"',
+            '"for b in loader: y = torch.zeros(2, device=\'cuda\')"',
         )
     )
     assert path.read_text(encoding="utf-8") == expected

@@ -8,6 +8,9 @@ A fixture is `tests/fixtures/TPLnnn*.py` (or any `.py` below a `tests/fixtures/T
 for rules that look at the path). A line that must be reported ends with
 `# error: TPLnnn:COL` (several separated by spaces); every other line must stay silent. A first
 line `# fixture-options: target_device=cuda torch_version=2.1` sets rule options.
+
+A fixture is linted under its path below `tests/fixtures/` (`TPL101.py`,
+`TPL201/tests/test_training.py`): only the folders a fixture names itself make it a test file.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ def expected_findings(text: str) -> list[tuple[str, int, int]]:
 def test_fixture_findings_match_annotations(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     settings = fixture_settings(path, text)
-    filename = str(path.relative_to(FIXTURES.parent))
+    filename = str(path.relative_to(FIXTURES))
     found = sorted(
         (d.code, d.location.row, d.location.column) for d in lint_text(text, filename, settings)
     )
@@ -92,7 +95,7 @@ def fixture_settings(path: Path, text: str) -> LintSettings:
 def test_fixture_fix_output(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     settings = fixture_settings(path, text)
-    filename = str(path.relative_to(FIXTURES.parent))
+    filename = str(path.relative_to(FIXTURES))
     expected = path.with_suffix(".fixed").read_text(encoding="utf-8")
     fixed, applied, _ = fix_text(text, filename, settings, unsafe_fixes=True)
     # A `.fixed` equal to its fixture is a must-not-rewrite expectation.

@@ -20,13 +20,21 @@ SCRIPT = textwrap.dedent(
     import argparse
 
     import torch
-    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Samples(Dataset):
+        def __len__(self):
+            return 256
+
+        def __getitem__(self, index):
+            generator = torch.Generator().manual_seed(index)
+            return torch.randn(8, generator=generator), torch.randn(1, generator=generator)
 
 
     def main(lr: float) -> None:
         torch.manual_seed(0)
-        dataset = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))
-        loader = DataLoader(dataset, batch_size=16)
+        loader = DataLoader(Samples(), batch_size=16)
         model = torch.nn.Linear(8, 1)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=0.5)
         for epoch in range(100):
@@ -65,8 +73,8 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert (report["steps"], report["warmup"], report["repeats"]) == (3, 1, 1)
     assert report["args"] == ["--lr", "0.1"]
     assert [(f["code"], f["row"], f["fix"]) for f in report["findings"]] == [
-        ("TPL101", 10, "unsafe"),
-        ("TPL601", 12, "unsafe"),
+        ("TPL101", 18, "unsafe"),
+        ("TPL601", 20, "unsafe"),
     ]
     baseline, fixed = report["variants"]
     assert (baseline["name"], baseline["verdict"]) == ("as written", None)
@@ -77,7 +85,7 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert fixed["losses_agree"] is False
     assert fixed["speedup"] > 0 and fixed["speedup_ci"][0] <= fixed["speedup_ci"][1]
     assert report["evidence"] == [
-        {"row": 19, "call": "item", "count": 3, "steps": 3, "per_step": 1.0, "codes": []}
+        {"row": 27, "call": "item", "count": 3, "steps": 3, "per_step": 1.0, "codes": []}
     ]
     assert report["nproc_per_node"] is None
     assert [len(run["step_times_s"]) for run in fixed["runs"]] == [3, 3]

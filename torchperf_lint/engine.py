@@ -355,6 +355,8 @@ def _lint_facts(
         if noqa is not None and noqa.file_ignores(rule_class.code):
             continue
         rule = rule_class(settings.options)
+        if not rule.applies_to(facts):
+            continue
         found.extend((rule_class, finding) for finding in rule.check(facts))
     asked = facts.program.asked
     if not found:

@@ -19,6 +19,7 @@ from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import SyntaxIndex, build_index
 from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
+from torchperf_lint.facts.models import ModelUse
 from torchperf_lint.facts.names import NameResolver
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
@@ -26,15 +27,22 @@ from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 
+# Folders that hold tests or the code only tests run (helpers, fixtures, test utilities).
+_TEST_FOLDERS = frozenset({"tests", "test", "testing", "fixtures"})
+# Files of test-support code outside such folders: pytest's and libraries' testing helpers.
+_TEST_SUPPORT_FILES = frozenset({"conftest.py", "testing_utils.py"})
+
 
 def is_test_file(path: PurePath) -> bool:
-    """Under `tests/` or `test/`, `test_*.py`, `*_test.py` or `conftest.py`."""
+    """A test or test-support file: under a `tests/`, `test/`, `testing/` or `fixtures/`
+    folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
+    `*_test.py`, `conftest.py` or `testing_utils.py`."""
     name = path.name
     return (
-        any(part in ("tests", "test") for part in path.parts[:-1])
+        any(part in _TEST_FOLDERS or part.startswith("test_utils") for part in path.parts[:-1])
         or name.startswith("test_")
         or name.endswith("_test.py")
-        or name == "conftest.py"
+        or name in _TEST_SUPPORT_FILES
     )
 
 
@@ -99,7 +107,10 @@ class FileFacts:
     @cached_property
     def steps(self) -> Steps:
         """What runs on every training or evaluation step, here and through the program."""
-        return Steps(self.scopes, self.names, self.loops, self.guards, self.program)
+        return Steps(
+            self.scopes, self.names, self.loops, self.guards, self.program,
+            runs_a_model=self.tensors.is_module_call,
+        )
 
     @cached_property
     def tensors(self) -> TensorExpressions:
@@ -109,6 +120,11 @@ class FileFacts:
     def host_syncs(self) -> HostSyncs:
         """Where the host waits for the device: reads of device values, data-dependent shapes."""
         return HostSyncs(self.index, self.scopes, self.names, self.tensors, self.loops)
+
+    @cached_property
+    def models(self) -> ModelUse:
+        """The layers whose bias the module reads, and the data-parallel wrappers it builds."""
+        return ModelUse(self.index, self.scopes, self.names)
 
     @cached_property
     def uses_cuda(self) -> bool:

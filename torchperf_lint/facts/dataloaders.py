@@ -13,13 +13,45 @@ from torchperf_lint.facts.arguments import (
     argument_value,
     bound_argument,
 )
-from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
+from torchperf_lint.facts.index import SyntaxIndex, descendants
 from torchperf_lint.facts.loops import LoopNode, iterated_expression
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
+from torchperf_lint.facts.names import (
+    NameResolver,
+    dotted_name,
+    last_identifier,
+    root_name,
+    target_names,
+)
 from torchperf_lint.facts.scopes import Scopes
 
 DATALOADER = "torch.utils.data.DataLoader"
 DATALOADER_SIGNATURE = SIGNATURES[DATALOADER]
+_ITERABLE_DATASETS = frozenset({
+    "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset",
+})
+# Datasets whose samples already sit in memory, and the wrappers that keep them there.
+_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "builtins.range"})
+_DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.ConcatDataset"})
+# Hugging Face `datasets` methods that return a dataset with the same rows, eagerly computed
+# (`map` runs the preprocessing once, ahead of training), and those that defer work to every
+# access (`with_transform`: decoding and augmentation per item).
+_ARROW_METHODS = frozenset({
+    "map", "rename_column", "rename_columns", "remove_columns", "select_columns", "filter",
+    "select", "shuffle", "train_test_split", "with_format", "sort", "flatten", "cast_column",
+    "add_column", "shard", "take", "skip",
+})
+_DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
+# Lightning hooks that return the loaders its Trainer iterates (moving each batch itself).
+_LIGHTNING_LOADER_HOOKS = frozenset({
+    "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
+})
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+# Words in a class name that say the dataset stands in for real data.
+_STAND_INS = ("Mock", "Dummy", "Fake")
+_LITERALS = (
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +82,9 @@ class DataLoaders:
     """Every DataLoader construction of the module, and which loop iterates which."""
 
     def __init__(self, index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> None:
+        self.index = index
         self.scopes = scopes
+        self.names = names
         self.constructions = [
             DataLoaderConstruction(call)
             for call in index.calls
@@ -82,6 +116,336 @@ class DataLoaders:
         # A loader passed in as a parameter or attribute: `for x in train_loader`.
         identifier = last_identifier(iterated) or ""
         return "loader" in identifier.lower() and dotted_name(iterated) is not None
+
+    def dataset_in_memory(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's dataset holds its samples in memory, so loading a batch is indexing:
+        a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
+        (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
+        `__getitem__` calls nothing, a Hugging Face dataset preprocessed with `.map` and not
+        transformed on access, or a `Subset`/`ConcatDataset` of those."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._in_memory(dataset.value)
+
+    def _indexes_only(self, construction: cst.Call) -> bool:
+        """An instance of a dataset class of this module whose `__getitem__` calls nothing: it
+        only indexes what it holds or returns constants (`PromptDataset` returning
+        `{"prompt": self.prompt, "index": index}`, `self.data[index]`)."""
+        return self._calls_nothing_in(construction, "__getitem__")
+
+    def holds_plain_values(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is an instance of a class of this module whose `__init__` and
+        `__getitem__` call nothing: its samples are the Python values it was given (a prompt,
+        an index), with no tensor to pin."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        values = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        return any(
+            isinstance(value, cst.Call)
+            and self._calls_nothing_in(value, "__getitem__")
+            and self._calls_nothing_in(value, "__init__")
+            for value in values
+        )
+
+    def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:
+        """`construction` builds a class of this module whose `method` makes no call."""
+        if not isinstance(construction.func, cst.Name):
+            return False
+        for cls in self.index.classes:
+            if cls.name.value != construction.func.value:
+                continue
+            methods = [
+                statement for statement in cls.body.body
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == method
+            ]
+            return len(methods) == 1 and not any(
+                isinstance(node, cst.Call) for node in descendants(methods[0].body)
+            )
+        return False
+
+    def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
+        (`load_dataset(...).map(tokenize)`, indexed by split) and not transformed on access:
+        stored rows, usually token ids."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._preprocessed(dataset.value)
+
+    def _preprocessed(self, expression: cst.BaseExpression) -> bool:
+        return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
+
+    def _in_memory(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(expression, _LITERALS) or self._preprocessed(expression):
+            return True
+        if depth > 3:
+            return False
+        if isinstance(expression, cst.Call):
+            qualified = self.names.call_name(expression) or ""
+            if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
+                return True
+            if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
+                return True
+            if self._indexes_only(expression):
+                return True
+            if qualified in _DATASET_WRAPPERS and expression.args:
+                parts = expression.args[0].value
+                if isinstance(parts, (cst.List, cst.Tuple)):
+                    return all(self._in_memory(e.value, depth + 1) for e in parts.elements)
+                return self._in_memory(parts, depth + 1)
+            return False
+        if isinstance(expression, (cst.Name, cst.Attribute)):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self._in_memory(v, depth + 1) for v in values)
+        return False
+
+    def _preprocessed_rows(
+        self, expression: cst.BaseExpression, mapped: bool = False, depth: int = 0
+    ) -> bool:
+        """A Hugging Face dataset preprocessed ahead of training: `datasets.load_dataset(...)`
+        (or another `datasets` source) through `.map(tokenize, ...)` and row-preserving
+        methods, indexed by split (`tokenized["train"]`). Its rows are stored Arrow records:
+        reading one is a lookup, and the collate function only pads."""
+        if depth > 8:
+            return False
+        if isinstance(expression, cst.Subscript):
+            return self._preprocessed_rows(expression.value, mapped, depth + 1)
+        if isinstance(expression, cst.Call):
+            if (self.names.call_name(expression) or "").startswith("datasets."):
+                return mapped
+            func = expression.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in _ARROW_METHODS):
+                return False
+            return self._preprocessed_rows(func.value, mapped or func.attr.value == "map", depth + 1)
+        if not isinstance(expression, (cst.Name, cst.Attribute)):
+            return False
+        name = dotted_name(expression)
+        values = self.scopes.bound_values(expression)
+        # `tokenized = tokenized.rename_column(...)` updates the name in place: the rows are
+        # those of its other bindings, mapped if any update maps them.
+        updates = [value for value in values if _updates(value, name)]
+        sources = [value for value in values if value not in updates]
+        if not sources or not all(_arrow_chain(update) for update in updates):
+            return False
+        mapped = mapped or any(_maps(update) for update in updates)
+        return all(self._preprocessed_rows(value, mapped, depth + 1) for value in sources)
+
+    def _transformed_on_access(self, expression: cst.BaseExpression) -> bool:
+        """`dataset.set_transform(f)` / `.with_transform(f)` anywhere on the same root name:
+        the work (decoding, augmentation) happens on every access."""
+        root = root_name(expression)
+        return any(
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _DEFERRED_TRANSFORMS
+            and root_name(call.func.value) == root
+            for call in self.index.calls
+        )
+
+    def read_once(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
+        name bound to it that is used nowhere but in `next(iter(name))`."""
+        if _first_batch_of(self.index.parents, loader.call):
+            return True
+        parent = self.index.parents.get(loader.call)
+        if not (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return False
+        bound = parent.targets[0].target
+        function = self.scopes.enclosing_function(parent)
+        reads = [
+            name for name in self.index.names
+            if name.value == bound.value
+            and name is not bound
+            and self.scopes.enclosing_function(name) is function
+        ]
+        return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
+
+    def iterable_dataset_without_sharding(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is an instance of a class of this module derived from `IterableDataset`
+        that never calls `get_worker_info()`: every worker would yield every sample."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        constructions = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        classes = {cls.name.value: cls for cls in self.index.classes}
+        for value in constructions:
+            if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+                continue
+            cls = classes.get(value.func.value)
+            if cls is None or not any(
+                self.names.qualified_name(base.value) in _ITERABLE_DATASETS for base in cls.bases
+            ):
+                continue
+            return not any(
+                isinstance(node, (cst.Name, cst.Attribute))
+                and last_identifier(node) == "get_worker_info"
+                for node in descendants(cls)
+            )
+        return False
+
+    def moves_batches_to_device(self, loop: LoopNode) -> bool:
+        """Whether a `for` loop sends values of the batches it iterates to an accelerator:
+        `x.cuda()`, `x.to(device)`, `torch.as_tensor(x, device=device)`, or a call given a
+        batch value and a device (`send_to_device(batch, device)`), where `x` is a loop target
+        or a value the loop derives from one (`x, y = batch`, `{k: v.to(device) for k, v in
+        batch.items()}`)."""
+        if not isinstance(loop, cst.For):
+            return False
+        body = [node for node in descendants(loop.body) if self.scopes.within_same_scope(node, loop)]
+        derived = target_names(loop.target)
+        changed = True
+        while changed:
+            changed = False
+            for node in body:
+                bound = _derived_targets(node, derived)
+                if not bound <= derived:
+                    derived |= bound
+                    changed = True
+        return any(
+            isinstance(node, cst.Call) and self._sends_to_device(node, derived) for node in body
+        )
+
+    def moved_by_a_framework(self, loader: DataLoaderConstruction) -> bool:
+        """A framework puts the loader's batches on the device itself: Accelerate
+        (`accelerator.prepare(model, loader)`), Fabric (`fabric.setup_dataloaders(loader)`),
+        or Lightning (a loader built in a `train_dataloader`-style hook of a
+        `LightningModule` or `LightningDataModule`, which the Trainer iterates)."""
+        for call in self.index.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or not any(
+                self.construction(arg.value) == loader for arg in call.args
+            ):
+                continue
+            if func.attr.value == "setup_dataloaders":
+                return True
+            if func.attr.value == "prepare" and self._is_accelerator(func.value):
+                return True
+        return self._in_lightning_loader_hook(loader.call)
+
+    def is_returned(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is what its function returns (`return DataLoader(...)`, or the name bound
+        to it): a loader factory, whose callers iterate the batches."""
+        parent = self.index.parents.get(loader.call)
+        if isinstance(parent, cst.Return):
+            return True
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        name = dotted_name(parent.targets[0].target)
+        function = self.scopes.enclosing_function(parent)
+        return name is not None and any(
+            isinstance(node, cst.Return)
+            and node.value is not None
+            and dotted_name(node.value) == name
+            and self.scopes.enclosing_function(node) is function
+            for node in self.index.parents
+        )
+
+    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+        function = self.scopes.enclosing_function(node)
+        if function is None or function.name.value not in _LIGHTNING_LOADER_HOOKS:
+            return False
+        owner = self.scopes.enclosing_class(function)
+        return owner is not None and any(
+            (self.names.qualified_name(base.value) or "").startswith(_LIGHTNING_ROOTS)
+            for base in owner.bases
+        )
+
+    def _is_accelerator(self, expression: cst.BaseExpression) -> bool:
+        """`accelerate.Accelerator(...)`, or a name bound to one (or named after one)."""
+        if isinstance(expression, cst.Call):
+            return (self.names.call_name(expression) or "").startswith("accelerate.")
+        values = self.scopes.bound_values(expression)
+        if values:
+            return any(self._is_accelerator(value) for value in values if isinstance(value, cst.Call))
+        return "accelerator" in (last_identifier(expression) or "").lower()
+
+    def _sends_to_device(self, call: cst.Call, derived: set[str]) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and root_name(func.value) in derived:
+            if func.attr.value == "cuda":
+                return True
+            if func.attr.value == "to":
+                target = bound_argument(call, "device", SIGNATURES["Tensor.to"])
+                return isinstance(target, cst.Arg) and is_accelerator_target(
+                    target.value, self.names, self.scopes
+                )
+        passes_batch = any(root_name(arg.value) in derived for arg in call.args)
+        return passes_batch and any(
+            (arg.keyword is not None and arg.keyword.value == "device"
+             and not is_cpu_device(arg.value, self.names, self.scopes))
+            or self._names_a_device(arg.value)
+            for arg in call.args
+            if root_name(arg.value) not in derived
+        )
+
+    def _names_a_device(self, expression: cst.BaseExpression) -> bool:
+        """`"cuda"`, `device`, `accelerator.device`, `self.device`: a device passed along."""
+        if mentions_cuda_device(expression, self.scopes):
+            return True
+        identifier = (last_identifier(expression) or "").lower()
+        return "device" in identifier and not is_cpu_device(expression, self.names, self.scopes)
+
+
+def _method_chain(expression: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]]:
+    """(the receiver at the root, the methods called on it) of `x.map(f).rename_column(...)`;
+    subscripts are seen through."""
+    methods = []
+    while True:
+        if isinstance(expression, cst.Subscript):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute):
+            methods.append(expression.func.attr.value)
+            expression = expression.func.value
+        else:
+            return expression, methods
+
+
+def _updates(value: cst.BaseExpression, name: str | None) -> bool:
+    """`value` is a method chain on `name` itself (`x = x.rename_column("a", "b")`)."""
+    root, methods = _method_chain(value)
+    return bool(methods) and name is not None and dotted_name(root) == name
+
+
+def _arrow_chain(value: cst.BaseExpression) -> bool:
+    return all(method in _ARROW_METHODS for method in _method_chain(value)[1])
+
+
+def _maps(value: cst.BaseExpression) -> bool:
+    return "map" in _method_chain(value)[1]
+
+
+def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:
+    """`loader` is the argument of `iter(...)`, itself the argument of `next(...)`."""
+    inner = _called_with(parents, loader, "iter")
+    return inner is not None and _called_with(parents, inner, "next") is not None
+
+
+def _called_with(
+    parents: dict[cst.CSTNode, cst.CSTNode], argument: cst.CSTNode, function: str
+) -> cst.Call | None:
+    arg = parents.get(argument)
+    call = parents.get(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
+        return call
+    return None
+
+
+def _derived_targets(node: cst.CSTNode, derived: set[str]) -> set[str]:
+    """The names `node` binds from a value that reads one of `derived`: an assignment, a
+    comprehension's `for`, a nested `for` loop."""
+    if isinstance(node, cst.Assign) and _reads(node.value, derived):
+        return {name for target in node.targets for name in target_names(target.target)}
+    if isinstance(node, (cst.CompFor, cst.For)) and _reads(node.iter, derived):
+        return target_names(node.target)
+    return set()
+
+
+def _reads(expression: cst.CSTNode, names: set[str]) -> bool:
+    return any(
+        isinstance(node, cst.Name) and node.value in names
+        for node in (expression, *descendants(expression))
+    )
 
 
 __all__ = ["DATALOADER", "MISSING", "UNKNOWN", "DataLoaderConstruction", "DataLoaders"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.index import SyntaxIndex
-from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
 _DEVICE_KEYWORDS = frozenset({"device", "device_type"})
@@ -161,4 +162,48 @@ def creates_cuda_tensor(node: cst.BaseExpression, scopes: Scopes, depth: int = 0
         return any(creates_cuda_tensor(arg.value, scopes, depth + 1) for arg in node.args)
     if isinstance(node, (cst.Name, cst.Attribute)):
         return any(creates_cuda_tensor(v, scopes, depth + 1) for v in scopes.bound_values(node))
+    return False
+
+
+def is_dtype(value: cst.BaseExpression, names: NameResolver) -> bool:
+    """`torch.float16` and the other `torch.*` constants, or a name that says it is a dtype
+    (`dtype`, `x.dtype`, `self.compute_dtype`): a `.to()` argument that converts, not moves."""
+    qualified = names.qualified_name(value) or ""
+    if qualified.startswith("torch.") and qualified != "torch.device":
+        return True
+    identifier = (last_identifier(value) or "").lower()
+    return identifier == "dtype" or identifier.endswith("_dtype")
+
+
+def is_cpu_device(value: cst.BaseExpression, names: NameResolver, scopes: Scopes, depth: int = 0) -> bool:
+    """`"cpu"`, `torch.device("cpu")`, or a name bound only to those."""
+    if literal_value(value) == "cpu":
+        return True
+    if isinstance(value, cst.Call):
+        return (
+            names.call_name(value) == "torch.device"
+            and bool(value.args)
+            and literal_value(value.args[0].value) == "cpu"
+        )
+    if isinstance(value, (cst.Name, cst.Attribute)) and depth < 3:
+        bound = scopes.bound_values(value)
+        return bool(bound) and all(is_cpu_device(v, names, scopes, depth + 1) for v in bound)
+    return False
+
+
+def is_accelerator_target(value: cst.BaseExpression, names: NameResolver, scopes: Scopes) -> bool:
+    """A `.to()` argument that moves to an accelerator: a CUDA literal, a device index,
+    `torch.device(...)` of anything but the CPU, or a name that is neither a dtype nor the
+    CPU (`device`, `args.device`, `rank`)."""
+    literal = literal_value(value)
+    if isinstance(literal, str):
+        return is_cuda_literal(value)
+    if isinstance(literal, int) and not isinstance(literal, bool):
+        return True
+    if is_dtype(value, names) or is_cpu_device(value, names, scopes):
+        return False
+    if isinstance(value, cst.Call):
+        return names.call_name(value) == "torch.device" and bool(value.args)
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return "cpu" not in (dotted_name(value) or "").lower()
     return False

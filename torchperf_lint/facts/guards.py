@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode
-from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.arguments import literal_value
+from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
 _GRAD_DISABLING = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Errors a compatibility shim catches: a missing module or name, an argument an older
+# PyTorch does not take (`TypeError: unexpected keyword argument`).
+_COMPATIBILITY_ERRORS = frozenset({
+    "ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "Exception",
+    "BaseException",
+})
+# Tests that pick an API by PyTorch version or feature: `torch.__version__ >= "2.3"`,
+# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`.
+_VERSION_TEST = re.compile(r"version|hasattr|getattr|greater|older|newer|\d_\d", re.IGNORECASE)
 
 
 def is_modulo_test(test: cst.BaseExpression) -> bool:
@@ -45,52 +56,79 @@ class Guards:
         self.names = names
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
+        self._counters: dict[cst.For | cst.While, frozenset[str]] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
-        """The `if step % n == 0:` whose body holds `node` (below `within`, if given)."""
+        """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
+        test may also be a name bound to such a test (`do_log = step % n == 0; if do_log:`)."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is within or isinstance(parent, ScopeNode):
                 return None
-            if isinstance(parent, cst.If) and child is parent.body and is_modulo_test(parent.test):
+            if isinstance(parent, cst.If) and child is parent.body and self.is_periodic_test(parent.test):
                 return parent
         return None
+
+    def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """A modulo test (`is_modulo_test`), or a name every value of which is one, also as
+        an operand of a top-level `and`."""
+        if is_modulo_test(test):
+            return True
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
+        if isinstance(test, cst.Name) and depth == 0:
+            values = self.scopes.bound_values(test)
+            return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
+        return False
 
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
         """The `if` inside `loop` whose body holds `node` and runs on few of its iterations.
 
-        That is a periodic guard, a test of the loop's own counter for equality (`if i == 0:`,
-        `if i + 1 == len(loader):`, or a name bound to one: `last = i == n - 1`), an `and`
-        with one of those as an operand, or an `or` of them only.
+        That is a periodic guard, a test of one of the loop's counters (`loop_counters`) for
+        equality (`if i == 0:`, `if i + 1 == len(loader):`) or against a literal bound (a
+        prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
+        (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
+        operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
+        body assigns `attn`), which runs until its body has run once.
         """
-        counter = loop_counter(loop)
+        counters = self.loop_counters(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is loop or isinstance(parent, ScopeNode):
                 return None
             if (
                 isinstance(parent, cst.If)
                 and child is parent.body
-                and self._is_sparse_test(parent.test, counter)
+                and (self._is_sparse_test(parent.test, counters) or _initializes_once(parent))
             ):
                 return parent
         return None
 
+    def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
+        """The names that count `loop`'s iterations: its own counter (`loop_counter`) and the
+        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`)."""
+        if loop not in self._counters:
+            counters = {counter} if (counter := loop_counter(loop)) is not None else set()
+            for node in descendants(loop.body):
+                increment = _increment(node)
+                if increment is not None and self.scopes.within_same_scope(node, loop):
+                    counters.add(increment)
+            self._counters[loop] = frozenset(counters)
+        return self._counters[loop]
+
     def _is_sparse_test(
-        self, test: cst.BaseExpression, counter: str | None, depth: int = 0
+        self, test: cst.BaseExpression, counters: frozenset[str], depth: int = 0
     ) -> bool:
         if is_modulo_test(test):
             return True
         if isinstance(test, cst.BooleanOperation):
-            left = self._is_sparse_test(test.left, counter, depth)
-            right = self._is_sparse_test(test.right, counter, depth)
+            left = self._is_sparse_test(test.left, counters, depth)
+            right = self._is_sparse_test(test.right, counters, depth)
             return left or right if isinstance(test.operator, cst.And) else left and right
-        if counter is None:
-            return False
         if isinstance(test, cst.Name) and depth == 0:
             values = self.scopes.bound_values(test)
             return bool(values) and all(
-                self._is_sparse_test(value, counter, depth + 1) for value in values
+                self._is_sparse_test(value, counters, depth + 1) for value in values
             )
-        return _compares_counter(test, counter)
+        return bool(counters) and _tests_few_counts(test, counters)
 
     def under_condition(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under some `if` (either branch) in its function."""
@@ -119,6 +157,27 @@ class Guards:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
+                return True
+        return False
+
+    def in_compatibility_shim(self, node: cst.CSTNode) -> bool:
+        """Inside an `except` that catches a missing API (`ImportError`, `AttributeError`,
+        `TypeError`) or the `try` it guards, or under an `if`/conditional expression that
+        tests the PyTorch version or `hasattr`: code that picks an API for old releases."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, cst.ExceptHandler):
+                shim = child is parent.body and _catches_compatibility_error(parent)
+            elif isinstance(parent, cst.Try):
+                shim = child is parent.body and any(
+                    handler.type is not None and _catches_compatibility_error(handler)
+                    for handler in parent.handlers
+                )
+            elif isinstance(parent, (cst.If, cst.IfExp)):
+                test = cst.Module(body=[]).code_for_node(parent.test)
+                shim = child is not parent.test and bool(_VERSION_TEST.search(test))
+            else:
+                shim = False
+            if shim:
                 return True
         return False
 
@@ -200,6 +259,17 @@ def _is_main_test(test: cst.BaseExpression) -> bool:
     return has_name and has_main and isinstance(test.comparisons[0].operator, cst.Equal)
 
 
+def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    caught = (
+        [element.value for element in handler.type.elements]
+        if isinstance(handler.type, cst.Tuple)
+        else [handler.type]
+    )
+    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
+
+
 def loop_counter(loop: cst.For | cst.While) -> str | None:
     """The name that counts a loop's iterations: `i` in `for i in range(n)` and in
     `for i, batch in enumerate(loader)`; None for other loops."""
@@ -215,18 +285,64 @@ def loop_counter(loop: cst.For | cst.While) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
-def _compares_counter(test: cst.BaseExpression, counter: str) -> bool:
-    """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since the counter never repeats."""
+def _initializes_once(branch: cst.If) -> bool:
+    """`if x is None:` whose body assigns `x`: after the first time it never runs again."""
+    test = branch.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and literal_value(test.comparisons[0].comparator) is None
+    ):
+        return False
+    name = dotted_name(test.left)
+    return name is not None and any(
+        isinstance(node, cst.AssignTarget) and dotted_name(node.target) == name
+        for node in descendants(branch.body)
+    )
+
+
+def _increment(node: cst.CSTNode) -> str | None:
+    """The name `node` increments by an integer literal: `step += 1`, `i = i + 1`."""
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+        target, step = node.target, node.value
+    elif (
+        isinstance(node, cst.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.value, cst.BinaryOperation)
+        and isinstance(node.value.operator, cst.Add)
+        and dotted_name(node.value.left) == dotted_name(node.targets[0].target)
+    ):
+        target, step = node.targets[0].target, node.value.right
+    else:
+        return None
+    return dotted_name(target) if _is_count(step) else None
+
+
+def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
+    """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since a counter never repeats;
+    `i < 5`, `step <= 4`, `5 > i`: true on a prefix of literal length."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
-    if not isinstance(test.comparisons[0].operator, cst.Equal):
-        return False
+    operator = test.comparisons[0].operator
+    right = test.comparisons[0].comparator
 
     def is_counter(side: cst.BaseExpression) -> bool:
         if isinstance(side, cst.BinaryOperation) and isinstance(
             side.operator, (cst.Add, cst.Subtract)
         ):
             return is_counter(side.left) or is_counter(side.right)
-        return isinstance(side, cst.Name) and side.value == counter
+        return dotted_name(side) in counters
 
-    return is_counter(test.left) or is_counter(test.comparisons[0].comparator)
+    if isinstance(operator, cst.Equal):
+        return is_counter(test.left) or is_counter(right)
+    if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+        return is_counter(test.left) and _is_count(right)
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return _is_count(test.left) and is_counter(right)
+    return False
+
+
+def _is_count(expression: cst.BaseExpression) -> bool:
+    value = literal_value(expression)
+    return isinstance(value, int) and not isinstance(value, bool)

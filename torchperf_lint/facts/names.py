@@ -87,15 +87,19 @@ class NameResolver:
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
         self._resolved: dict[cst.BaseExpression, str | None] = {}
+        # Every name an import or a PyTorch alias binds anywhere in the file (first wins).
         self.aliases: dict[str, str] = {}
+        # Plain aliases of PyTorch names (`DL = torch.utils.data.DataLoader`).
+        self._assigned_aliases: dict[str, str] = {}
         # name -> the scopes (a def or class node, None for the module) that define it locally.
         self.local_definitions: dict[str, set[cst.CSTNode | None]] = {}
-        # name -> what a module-level import binds it to, for fixes that must name a module.
-        self.module_level_imports: dict[str, str] = {}
+        # scope (a def or class node, None for the module) -> what its own imports bind.
+        self._imports_by_scope: dict[cst.CSTNode | None, dict[str, str]] = {}
         for statement in index.imports:
             self._add_import(statement)
-            if self._scope_of(statement) is None:
-                self._add_import(statement, self.module_level_imports)
+            self._add_import(statement, self._imports_by_scope.setdefault(self._scope_of(statement), {}))
+        # name -> what a module-level import binds it to, for fixes that must name a module.
+        self.module_level_imports: dict[str, str] = self._imports_by_scope.get(None, {})
         for definition in (*index.functions, *index.classes):
             self._define(definition.name.value, self._scope_of(definition))
         # An assignment to an imported name shadows it too (`DataLoader = MyLoader`), unless
@@ -119,6 +123,7 @@ class NameResolver:
         aliased = self._resolve(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
         if aliased is not None and aliased.startswith("torch"):
             self.aliases.setdefault(target.value, aliased)
+            self._assigned_aliases.setdefault(target.value, aliased)
         elif target.value in self.aliases:
             self._define(target.value, self._scope_of(target))
 
@@ -167,6 +172,27 @@ class NameResolver:
                 bound = alias.asname.name.value
             aliases.setdefault(bound, f"{module}.{imported}")
 
+    def _imported_as(self, node: cst.Name) -> str | None:
+        """What the import that binds `node` in its scope imported: the innermost enclosing
+        function or class that imports the name itself, else the module. An import inside one
+        function binds nothing in another."""
+        scope = self._scope_of(node)
+        while True:
+            imported = self._imports_by_scope.get(scope, {})
+            if node.value in imported:
+                return imported[node.value]
+            if scope is None:
+                return self._assigned_aliases.get(node.value)
+            scope = self._scope_of(scope)
+
+    def import_scope(self, node: cst.Name) -> cst.CSTNode | None:
+        """The scope (a def or class node, None for the module) whose import `node` reads,
+        when an import binds it (see `_imported_as`)."""
+        scope = self._scope_of(node)
+        while scope is not None and node.value not in self._imports_by_scope.get(scope, {}):
+            scope = self._scope_of(scope)
+        return scope
+
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The canonical dotted name `node` refers to, or None when it cannot be known."""
         # Every rule asks about the same calls: each node is resolved once.
@@ -180,8 +206,9 @@ class NameResolver:
             name = node.value
             if self._is_shadowed(node):
                 return None
-            if name in self.aliases:
-                return CANONICAL_NAMES.get(self.aliases[name], self.aliases[name])
+            target = self._imported_as(node)
+            if target is not None:
+                return CANONICAL_NAMES.get(target, target)
             if name in _BUILTINS:
                 return f"builtins.{name}"
             return None

@@ -6,8 +6,12 @@ Code runs on every step when it is
   branch that runs on few of its iterations (`if step % 100 == 0:`, `if i == 0:`), or
 - in a function that runs on every step, outside such a branch: `forward` of a module; a
   framework's per-step hook (`training_step` of a `LightningModule`, `compute_loss` of a
-  `transformers.Trainer`); a function the program calls from a hot loop, directly or through
-  other functions (`FileFacts.program`).
+  `transformers.Trainer`, `valid_step` of a fairseq task); a function the program calls from a
+  hot loop, directly or through other functions (`FileFacts.program`).
+
+`runs_per_step` also counts each iteration of a loop that runs a model (a sampling or
+denoising loop, a generation loop, a timed benchmark): a step of inference, where a per-step
+cost is paid as many times as the loop runs.
 
 Code on an error path (a branch that ends in `raise` or `sys.exit()`, an `except` handler) is
 never per step: it runs when something went wrong, not on every batch.
@@ -15,6 +19,7 @@ never per step: it runs when something went wrong, not on every batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -52,6 +57,7 @@ _LIGHTNING_CALLBACK_HOOKS = {
     if name.startswith("on_")
 }
 _TRAINER_HOOKS = {"training_step": "train", "compute_loss": "train", "prediction_step": "eval"}
+_FAIRSEQ_TASK_HOOKS = {"train_step": "train", "valid_step": "eval", "inference_step": "eval"}
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 
 
@@ -67,6 +73,8 @@ def framework_hook_kind(base: str, method: str) -> str | None:
         return None
     if base.startswith("transformers.") and last.endswith("Trainer"):
         return _TRAINER_HOOKS.get(method)
+    if base.startswith("fairseq.tasks.") and last.endswith("Task"):
+        return _FAIRSEQ_TASK_HOOKS.get(method)
     return None
 
 
@@ -102,18 +110,23 @@ class Steps:
         loops: Loops,
         guards: Guards,
         program: ProgramAnswers,
+        runs_a_model: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.scopes = scopes
         self.names = names
         self.loops = loops
         self.guards = guards
         self.program = program
+        # Whether a call runs a model (`model(x)`, `self.unet(latents, t)`).
+        self.runs_a_model = runs_a_model
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
-        """Whether `node` runs on every training or evaluation step, or every forward pass
-        (see the module's docs)."""
+        """Whether `node` runs on every training or evaluation step, every forward pass, or
+        every iteration of a loop that runs a model (see the module's docs)."""
         if self.step_of(node) is not None:
+            return True
+        if self.in_model_loop(node):
             return True
         function = self.scopes.enclosing_function(node)
         return (
@@ -142,6 +155,19 @@ class Steps:
             return None
         witness = self.witness(function)
         return None if witness is None else Step(None, witness)
+
+    def in_model_loop(self, node: cst.CSTNode) -> bool:
+        """In the body of a loop that runs a model on every iteration, outside sparse guards
+        and error paths: a sampling or denoising loop (`self.unet(...)` then
+        `scheduler.step(...)` for each timestep), a generation loop, a timed benchmark loop.
+        Each of its iterations is a step of inference."""
+        if self.on_error_path(node):
+            return False
+        return any(
+            any(self.runs_a_model(call) for call in loop.own_calls)
+            and self.guards.sparse_guard(node, loop.node) is None
+            for loop in self.loops.enclosing_loops(node)
+        )
 
     def witness(self, function: cst.FunctionDef) -> StepWitness | None:
         """Why `function` runs on every step, when it does: a framework hook, or the program's

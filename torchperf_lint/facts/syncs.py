@@ -9,13 +9,14 @@ Both lean towards *not a sync* when unsure, since they feed rules that report sy
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SyntaxIndex
+from torchperf_lint.facts.index import SyntaxIndex, descendants
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -29,6 +30,11 @@ WAITING_METHODS = READING_METHODS | frozenset({
     "synchronize", "elapsed_time", "barrier", "wait_for_everyone", "block_until_ready",
     "wait_device_ops",
 })
+# Wall clocks: a synchronize next to a clock read bounds a timed interval.
+CLOCKS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic",
+    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
+})
 # Libraries whose results live in host memory.
 _HOST_LIBRARIES = ("numpy.", "math.")
 # Tensor factories: without `device=` they build the tensor in host memory.
@@ -40,6 +46,12 @@ _FACTORIES = frozenset({
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # Builtins that format their argument: formatting a tensor reads its values.
 _FORMATTERS = frozenset({"builtins.str", "builtins.repr", "builtins.format"})
+# Calls that format what they are given for display: a progress bar's postfix or description,
+# and the logging levels that are emitted by default.
+_FORMATTING_SINKS = frozenset({
+    "set_postfix", "set_postfix_str", "set_description", "set_description_str",
+})
+_LOGGING_METHODS = frozenset({"info", "warning", "warn", "error", "critical", "exception"})
 # Module methods: `.cpu()` followed by one of these moved a module, not a tensor.
 _MODULE_METHODS = frozenset({
     "parameters", "named_parameters", "buffers", "state_dict", "modules", "children", "eval",
@@ -48,7 +60,8 @@ _MODULE_METHODS = frozenset({
 # Methods whose result an `if` reads as a Python bool: a reduction or an element-wise predicate.
 _TRUTH_TESTED_METHODS = frozenset({
     "any", "all", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "equal",
-    "allclose", "isclose", "sum", "mean", "max", "min", "norm", "abs",
+    "allclose", "isclose", "sum", "mean", "max", "min", "norm", "abs", "logical_or",
+    "logical_and", "logical_not", "logical_xor",
 })
 # Operations whose output size depends on the data, so the host reads a count from the GPU.
 _DATA_DEPENDENT_METHODS = frozenset({"nonzero", "masked_select", "unique"})
@@ -88,15 +101,106 @@ class HostSyncs:
 
     @cached_property
     def device_reads(self) -> list[HostSync]:
-        """Every read of a device value, a chain of reads (`x.cpu().numpy()`) counted once."""
+        """Every statement that reads device values, with what it reads: a chain of reads
+        (`x.cpu().numpy()`) counts once, a statement with several reads (a dict of seven
+        `.item()`s) is one site that names them all, and a read right after an explicit
+        `synchronize()` waits for nothing (the synchronize is the site)."""
         found = [site for call in self.index.calls if (site := self._call_sync(call))]
         found.extend(
-            HostSync(operand, "A tensor used as a condition")
-            for test in self._truth_tests()
-            for operand in _truth_operands(test)
-            if self._reads_tensor_truth(operand)
+            HostSync(node, "Formatting a tensor into a string")
+            for node in self.index.parents
+            if self._string_of_tensor(node)
         )
-        return self._outermost(found)
+        found.extend(
+            HostSync(operand, "A tensor used as a condition")
+            for test, asserted in self._truth_tests()
+            for operand in _truth_operands(test)
+            if self._reads_tensor_truth(operand, asserted)
+        )
+        found.extend(
+            HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,")
+            for call in self._explicit_synchronizations
+            if not self._next_to_a_clock(call)
+        )
+        found = [site for site in self._outermost(found) if not self._after_synchronize(site)]
+        return self._per_statement(found)
+
+    @cached_property
+    def _explicit_synchronizations(self) -> list[cst.Call]:
+        """`torch.cuda.synchronize()` and any other backend's (`torch.mps.synchronize()`)."""
+        return [
+            call for call in self.index.calls
+            if (name := self.names.call_name(call) or "").startswith("torch.")
+            and name.endswith(".synchronize")
+        ]
+
+    def _next_to_a_clock(self, call: cst.Call) -> bool:
+        """The statement after the synchronize (or before it) reads a clock: it bounds a
+        timed interval, a measurement rather than a stray wait."""
+        line = self._line_of(call)
+        block = self.index.parents.get(line)
+        lines = list(getattr(block, "body", ()))
+        if line not in lines:
+            return False
+        position = lines.index(line)
+        neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
+        return any(
+            isinstance(node, cst.Call) and self.names.call_name(node) in CLOCKS
+            for neighbour in neighbours
+            for node in descendants(neighbour)
+        )
+
+    def _after_synchronize(self, site: HostSync) -> bool:
+        """A read in a statement that follows an explicit synchronize in the same block, with
+        no device work queued between them: the values it reads are ready."""
+        synchronizations = set(self._explicit_synchronizations)
+        if not synchronizations or site.node in synchronizations:
+            return False
+        line = self._line_of(site.node)
+        block = self.index.parents.get(line)
+        lines = list(getattr(block, "body", ()))
+        if line not in lines:
+            return False
+        for previous in reversed(lines[: lines.index(line)]):
+            calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
+            if any(call in synchronizations for call in calls):
+                return True
+            if any(self.tensors.is_tensor(call) for call in calls):
+                return False
+        return False
+
+    def _line_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement line (or compound statement) `node` is part of."""
+        for parent in self.scopes.ancestors(node):
+            if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return parent
+        return None
+
+    def _per_statement(self, sites: list[HostSync]) -> list[HostSync]:
+        """One site per statement, at its first read, naming every read in it."""
+        grouped: dict[cst.CSTNode | None, list[HostSync]] = {}
+        for site in sites:
+            grouped.setdefault(self._statement_of(site.node), []).append(site)
+        merged = []
+        for group in grouped.values():
+            if len(group) == 1:
+                merged.append(group[0])
+                continue
+            counts = Counter(_as_part(site.description) for site in group)
+            kinds = ", ".join(
+                f"{count} × {description}" if count > 1 else description
+                for description, count in counts.items()
+            )
+            merged.append(HostSync(group[0].node, f"One statement with {len(group)} host syncs ({kinds})"))
+        return merged
+
+    def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost statement holding `node` (for a compound statement, only its header:
+        the test of an `if`, the iterable of a `for`)."""
+        for parent in self.scopes.ancestors(node):
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return parent
+        return None
 
     @cached_property
     def data_dependent_shapes(self) -> list[HostSync]:
@@ -210,6 +314,26 @@ class HostSyncs:
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
+        sink = self._formatting_sink(call)
+        if sink is not None and any(
+            self._reads_device(a.value) and not _is_string(a.value) for a in call.args
+        ):
+            return HostSync(call, f"A tensor passed to `{sink}`, which formats it,")
+        return None
+
+    def _formatting_sink(self, call: cst.Call) -> str | None:
+        """`pbar.set_postfix`, `logger.info`, `logging.warning`: a call that formats its
+        arguments for display, or None."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method in _FORMATTING_SINKS:
+            return method
+        if method in _LOGGING_METHODS:
+            receiver = (self.names.qualified_name(func.value) or last_identifier(func.value) or "")
+            if receiver == "logging" or "log" in receiver.lower().rsplit(".", 1)[-1]:
+                return f"{last_identifier(func.value)}.{method}"
         return None
 
     def _feeds_an_environment(self, call: cst.Call) -> bool:
@@ -270,44 +394,50 @@ class HostSyncs:
         )
 
     def _formats_tensor(self, expression: cst.BaseExpression) -> bool:
-        """`loss`, `f"{loss:.3f}"`, `str(loss)`, `"{}".format(loss)`, `"%f" % loss`."""
-        if isinstance(expression, cst.FormattedString):
+        """`loss`, or a string made from it: `f"{loss:.3f}"`, `str(loss)`, `"%f" % loss`."""
+        if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Add):
+            return self._formats_tensor(expression.left) or self._formats_tensor(expression.right)
+        return self._string_of_tensor(expression) or self._reads_device(expression)
+
+    def _string_of_tensor(self, node: cst.CSTNode) -> bool:
+        """A string made from a device tensor, whatever receives it (`print`, `logger.info`,
+        a progress bar): `f"{loss:.3f}"`, `str(loss)`, `"{}".format(loss)`, `"%f" % loss`."""
+        if isinstance(node, cst.FormattedString):
             return any(
                 isinstance(part, cst.FormattedStringExpression)
                 and self._reads_device(part.expression)
-                for part in expression.parts
+                for part in node.parts
             )
-        if isinstance(expression, cst.Call):
-            qualified = self.names.call_name(expression)
+        if isinstance(node, cst.Call):
+            qualified = self.names.call_name(node)
             if qualified in _FORMATTERS:
-                return self._first_argument_is_tensor(expression)
-            func = expression.func
+                return self._first_argument_is_tensor(node)
+            func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(
                 func.value, cst.BaseString
             ):
-                return any(self._reads_device(arg.value) for arg in expression.args)
-        if isinstance(expression, cst.BinaryOperation):
-            if isinstance(expression.operator, cst.Modulo) and isinstance(
-                expression.left, cst.BaseString
-            ):
-                right = expression.right
-                values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
-                return any(self._reads_device(value) for value in values)
-            if isinstance(expression.operator, cst.Add):
-                return self._formats_tensor(expression.left) or self._formats_tensor(
-                    expression.right
-                )
+                return any(self._reads_device(arg.value) for arg in node.args)
             return False
-        return self._reads_device(expression)
+        if (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, cst.Modulo)
+            and isinstance(node.left, cst.BaseString)
+        ):
+            right = node.right
+            values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            return any(self._reads_device(value) for value in values)
+        return False
 
-    def _truth_tests(self) -> Iterator[cst.BaseExpression]:
-        """The tests of every `if`, `elif`, `while`, conditional expression and `assert`."""
+    def _truth_tests(self) -> Iterator[tuple[cst.BaseExpression, bool]]:
+        """The tests of every `if`, `elif`, `while`, conditional expression and `assert`, each
+        with whether it is an `assert`'s."""
         for node in self.index.parents:
             if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-                yield node.test
+                yield node.test, isinstance(node, cst.Assert)
 
-    def _reads_tensor_truth(self, operand: cst.BaseExpression) -> bool:
-        """`torch.isnan(loss).any()`, `loss > best`: the `if` must read the value on the host.
+    def _reads_tensor_truth(self, operand: cst.BaseExpression, asserted: bool = False) -> bool:
+        """`torch.isnan(loss).any()`, `loss > best`, `found_inf`: the `if` must read the value
+        on the host; an `assert` reads any tensor expression it is given.
 
         Only calls and names are trusted as tensors here; an attribute such as
         `model.training` is a Python flag far too often.
@@ -321,6 +451,8 @@ class HostSyncs:
                 or self._is_tensor_predicate(side)
                 for side in sides
             )
+        if isinstance(operand, cst.Name) or (asserted and isinstance(operand, cst.Call)):
+            return self._reads_device(operand)
         return self._is_tensor_predicate(operand)
 
     def _is_tensor_predicate(self, expression: cst.BaseExpression) -> bool:
@@ -397,6 +529,19 @@ class HostSyncs:
                 self._is_mask(value, depth + 1) for value in self.scopes.bound_values(expression)
             )
         return False
+
+
+def _is_string(expression: cst.BaseExpression) -> bool:
+    """A string literal or one formatted with `%` (`"%.3f" % loss` is a string, not a tensor)."""
+    if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Modulo):
+        return isinstance(expression.left, cst.BaseString)
+    return isinstance(expression, cst.BaseString)
+
+
+def _as_part(description: str) -> str:
+    """A description as an item of a list: `a tensor used as a condition`, `` `.item()` ``."""
+    part = description.removesuffix(", an explicit wait,").removesuffix(", which formats it,")
+    return part[:1].lower() + part[1:]
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

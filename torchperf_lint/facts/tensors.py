@@ -21,6 +21,15 @@ _MODEL_NAME = re.compile(
     r"model$|net$",
     re.IGNORECASE,
 )
+# First words of function names that act on a model rather than name one: `build_model`,
+# `get_model`, `self.load_model(...)` return or change a model, they do not run it.
+_ACTION_WORDS = frozenset({
+    "get", "build", "create", "make", "load", "save", "init", "initialize", "setup", "prepare",
+    "wrap", "unwrap", "convert", "export", "compile", "register", "train", "evaluate", "eval",
+    "test", "run", "update", "reset", "freeze", "unfreeze", "to", "from", "is", "has", "set",
+    "print", "log", "copy", "clone", "instantiate", "apply", "fetch", "download", "push",
+    "move", "check", "validate", "configure", "patch", "replace", "add", "remove", "resolve",
+})
 # torch.* callables that return something other than a tensor.
 _NON_TENSOR_TORCH = re.compile(
     r"^torch\.(device|dtype|cuda\.(?!FloatTensor)|backends|distributed|optim|utils|nn\.(?!functional)"
@@ -58,6 +67,8 @@ class TensorExpressions:
         self.scopes = scopes
         self.names = names
         self.module_names = self._module_constructions(index)
+        # Functions and methods the module defines: calling one runs code, not a model object.
+        self.function_names = {function.name.value for function in index.functions}
         # (function, name) pairs that are `.backward()`ed: `loss` in `loss.backward()`.
         self.backwarded: set[tuple[cst.FunctionDef | None, str]] = set()
         for call in index.calls:
@@ -76,7 +87,8 @@ class TensorExpressions:
         return receiver
 
     def _module_constructions(self, index: SyntaxIndex) -> set[str]:
-        """Names bound to `nn.X(...)` or to instances of the file's own `nn.Module` subclasses."""
+        """Names bound to `nn.X(...)`, to instances of the file's own `nn.Module` subclasses,
+        or to a pretrained model (`X.from_pretrained(...)`)."""
         own_modules = {
             cls.name.value
             for cls in index.classes
@@ -91,7 +103,11 @@ class TensorExpressions:
                 continue
             callee = self.names.call_name(assignment.value) or ""
             own = last_identifier(assignment.value.func) in own_modules
-            if own or (callee.startswith("torch.nn.") and not callee.startswith(_NN_NON_MODULES)):
+            # `AutoencoderKL.from_pretrained(...)`: a pretrained model of a model library.
+            pretrained = last_identifier(assignment.value.func) == "from_pretrained"
+            if own or pretrained or (
+                callee.startswith("torch.nn.") and not callee.startswith(_NN_NON_MODULES)
+            ):
                 for target in assignment.targets:
                     name = dotted_name(target.target)
                     if name is not None:
@@ -106,13 +122,18 @@ class TensorExpressions:
         return self.is_module_reference(call.func)
 
     def is_module_reference(self, expression: cst.BaseExpression) -> bool:
-        """A name or attribute that holds a model, layer or criterion: `model`, `self.encoder`."""
+        """A name or attribute that holds a model, layer or criterion: `model`, `self.encoder`,
+        `teacher_model`; not a function the module defines, nor a name that starts with an
+        action (`build_model`, `self.load_model`), even when it contains "model"."""
         name = dotted_name(expression)
         if name is None:
             return False
         if name in self.module_names:
             return True
-        return bool(_MODEL_NAME.search(last_identifier(expression) or ""))
+        identifier = last_identifier(expression) or ""
+        if identifier in self.function_names or identifier.split("_", 1)[0].lower() in _ACTION_WORDS:
+            return False
+        return bool(_MODEL_NAME.search(identifier))
 
     def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -177,6 +198,36 @@ class TensorExpressions:
                 return False
             return self.is_tensor(expression.value, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
+
+    def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """A count of an array's elements or rows: `t.shape[k]` and `t.size(k)` of anything
+        (only arrays spell their sizes so), `len(t)` and `t.numel()` of a tensor expression,
+        arithmetic on one (`t.size(1) - 1`), or a name bound to one: a loop to it runs as many
+        times as the data is large."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expression, cst.BinaryOperation):
+            return self.is_tensor_size(expression.left, depth + 1) or self.is_tensor_size(
+                expression.right, depth + 1
+            )
+        if isinstance(expression, cst.Name):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self.is_tensor_size(v, depth + 1) for v in values)
+        if isinstance(expression, cst.Subscript):
+            value = expression.value
+            return isinstance(value, cst.Attribute) and value.attr.value == "shape"
+        if not isinstance(expression, cst.Call):
+            return False
+        func = expression.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "size":
+            return bool(expression.args)
+        if isinstance(func, cst.Attribute) and func.attr.value == "numel":
+            return self.is_definitely_tensor(func.value)
+        return (
+            self.names.call_name(expression) == "builtins.len"
+            and len(expression.args) == 1
+            and self.is_definitely_tensor(expression.args[0].value)
+        )
 
     def qualified_torch_constant(self, expression: cst.BaseExpression) -> bool:
         """`torch.float16` and friends are not tensors."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,44 +39,9 @@ DEPRECATED = {
     "torch.cuda.amp.custom_bwd": Replacement("custom_bwd", "cuda", (2, 4), "device_type"),
 }
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
-_COMPATIBILITY_ERRORS = frozenset({
-    "ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException",
-})
-# Tests that pick an API by PyTorch version or feature: `torch.__version__ >= "2.3"`,
-# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`.
-_VERSION_TEST = re.compile(r"version|hasattr|getattr|greater|older|newer|\d_\d", re.IGNORECASE)
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
-
-
-def in_compatibility_shim(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """Inside `except ImportError`/`AttributeError` (or the `try` it guards), or under an
-    `if`/conditional expression that tests the PyTorch version or `hasattr`."""
-    for parent, child in facts.scopes.ancestors_with_child(node):
-        if isinstance(parent, cst.ExceptHandler):
-            shim = child is parent.body and _catches_compatibility_error(parent)
-        elif isinstance(parent, cst.Try):
-            shim = child is parent.body and any(
-                handler.type is not None and _catches_compatibility_error(handler)
-                for handler in parent.handlers
-            )
-        elif isinstance(parent, (cst.If, cst.IfExp)):
-            shim = child is not parent.test and bool(_VERSION_TEST.search(facts.code(parent.test)))
-        else:
-            shim = False
-        if shim:
-            return True
-    return False
-
-
-def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    caught = (
-        [element.value for element in handler.type.elements]
-        if isinstance(handler.type, cst.Tuple)
-        else [handler.type]
-    )
-    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
+# unittest's type assertions: `self.assertIsInstance(scaler, GradScaler)`.
+_TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 
 
 class _DeprecatedAmpUses:
@@ -199,9 +163,13 @@ class DeprecatedCudaAmp(Rule):
     `torch.cuda.amp.custom_fwd`/`custom_bwd`, however they are imported: each deprecated name
     in a `from torch.cuda.amp import ...` statement is reported, and so is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
-    (`amp.autocast()`) are. Compatibility shims are left alone: code inside
-    `except ImportError`/`AttributeError` (or the `try` it guards), or under an `if` that tests
-    the PyTorch version or `hasattr`.
+    (`amp.autocast()`) are, except in annotations and type checks (`isinstance`,
+    `assertIsInstance`), which call nothing. An import inside a function binds only there:
+    the fix of its uses never touches another function's. Compatibility shims are left
+    alone: code inside
+    `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
+    `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
+    deprecation warns there as well.
 
     ## Why is this bad?
     Since PyTorch 2.4 these names emit a `FutureWarning` on every call (an autocast entered
@@ -248,6 +216,7 @@ class DeprecatedCudaAmp(Rule):
     default = True
     fix_applicability = Applicability.SAFE
     gains_only_on_cuda = True
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         uses = _DeprecatedAmpUses(facts, self.options.torch_version)
@@ -269,7 +238,7 @@ class DeprecatedCudaAmp(Rule):
         module = dotted_name(statement.module) if statement.module and not statement.relative else None
         if module is None or not module.startswith(_DEPRECATED_MODULES):
             return
-        if isinstance(statement.names, cst.ImportStar) or in_compatibility_shim(facts, statement):
+        if isinstance(statement.names, cst.ImportStar) or facts.guards.in_compatibility_shim(statement):
             return
         deprecated: list[tuple[cst.ImportAlias, str]] = []
         all_replaceable = True
@@ -292,18 +261,23 @@ class DeprecatedCudaAmp(Rule):
             else None
         )
         reported = []
+        scope = facts.scopes.enclosing_function(statement) or facts.scopes.enclosing_class(statement)
         for reference in _references(facts, set(bound), statement):
+            if facts.names.import_scope(reference) is not scope:
+                continue  # bound by another function's own import: not this statement's use.
             old = facts.names.qualified_name(reference)
             if old is None:
                 continue  # a local definition of the same name, not the import.
             if old != bound[reference.value]:
                 edits = None  # bound to something else first: the rewrite cannot be proven.
                 continue
+            if _is_type_reference(facts, reference):
+                continue  # `torch.amp.X` is a base class of the old `X`: checks still hold.
             use = _use_of(facts, reference)
             if self._reportable(facts, reference):
                 reported.append((use, old))
             edit = uses.rewrite(use, None, old) if edits is not None else None
-            if edit is None or in_compatibility_shim(facts, reference):
+            if edit is None or facts.guards.in_compatibility_shim(reference):
                 edits = None
             else:
                 edits.append(edit)
@@ -316,16 +290,7 @@ class DeprecatedCudaAmp(Rule):
     def _reportable(self, facts: FileFacts, reference: cst.BaseExpression) -> bool:
         """A use that calls or passes the deprecated name, outside a compatibility shim;
         annotations and `isinstance` checks are not uses that warn."""
-        for parent, child in facts.scopes.ancestors_with_child(reference):
-            if isinstance(parent, cst.Annotation):
-                return False
-            if isinstance(parent, cst.Arg) and child is parent.value:
-                call = facts.index.parents.get(parent)
-                if isinstance(call, cst.Call) and facts.names.call_name(call) in _TYPE_CHECKS:
-                    return False
-            if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                break
-        return not in_compatibility_shim(facts, reference)
+        return not _is_type_reference(facts, reference) and not facts.guards.in_compatibility_shim(reference)
 
     def _finding(
         self, node: cst.CSTNode, old: str, edits: tuple[NodeEdit, ...] | None
@@ -339,6 +304,24 @@ class DeprecatedCudaAmp(Rule):
                 edits,
             )
         return self.finding(node, fix, old=old, new=replacement.name, device=replacement.device)
+
+
+def _is_type_reference(facts: FileFacts, reference: cst.BaseExpression) -> bool:
+    """In an annotation, or the class argument of `isinstance`/`issubclass` or of unittest's
+    `assertIsInstance`."""
+    for parent, child in facts.scopes.ancestors_with_child(reference):
+        if isinstance(parent, cst.Annotation):
+            return True
+        if isinstance(parent, cst.Arg) and child is parent.value:
+            call = facts.index.parents.get(parent)
+            if isinstance(call, cst.Call) and (
+                facts.names.call_name(call) in _TYPE_CHECKS
+                or last_identifier(call.func) in _TYPE_ASSERTIONS
+            ):
+                return True
+        if isinstance(parent, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    return False
 
 
 def _bound_name(alias: cst.ImportAlias) -> str:
@@ -398,6 +381,8 @@ class Fp16WithoutGradScaler(Rule):
     (`scaler.scale(loss).backward()` in one branch, `loss.backward()` in the other) or hand
     the loss to a scaler helper (`loss_scaler(loss, optimizer)`) or a framework
     (`accelerator.backward(loss)`).
+
+    Test files are not checked.
 
     ## Why is this bad?
     float16 has a narrow exponent range: small gradients underflow to zero in the backward
@@ -494,9 +479,14 @@ class GradScalerWithBf16(Rule):
     ## What it does
     Checks for `GradScaler(...)` constructions in a module where every autocast region that
     may be enabled computes in bfloat16 (`dtype=torch.bfloat16`, or CPU autocast's default),
-    and reports the construction. Modules that also have a float16 autocast, or an autocast
-    whose dtype is not a literal, are left alone, and so are scalers built with
-    `enabled=` anything but `True`.
+    when bfloat16 is the dtype actually used where the scaler is: every function that uses
+    the scaler (`scaler.scale(loss)`, `scaler.step(optimizer)`) runs its forward under such a
+    region, entered unconditionally. The construction is reported.
+
+    Left alone: modules that also have a float16 autocast, or an autocast whose dtype is not a
+    literal; scalers built with `enabled=` anything but `True`, or only under a flag
+    (`if args.fp16:`); scalers this module never uses, or uses where the autocast is only
+    entered under a flag (the precision is a run-time choice); and test files.
 
     ## Why is this bad?
     bfloat16 has float32's exponent range, so gradients do not underflow and loss scaling is
@@ -542,8 +532,42 @@ class GradScalerWithBf16(Rule):
         if not autocasts or any(call.precision is not Precision.BFLOAT16 for call in autocasts):
             return
         for scaler in facts.autocast.scalers:
-            if scaler.enabled is True:
+            if scaler.enabled is not True or facts.guards.under_flag(scaler.node):
+                continue
+            uses = _uses_of(facts, scaler.node)
+            if uses and all(_bf16_path(facts, use) for use in uses):
                 yield self.finding(scaler.node)
+
+
+def _uses_of(facts: FileFacts, construction: cst.Call) -> list[cst.Call]:
+    """The method calls (`scaler.scale(loss)`, `scaler.step(optimizer)`) on the name or
+    attribute a scaler construction is bound to."""
+    parent = facts.index.parents.get(construction)
+    if not isinstance(parent, cst.Assign):
+        return []
+    names = {dotted_name(target.target) for target in parent.targets} - {None}
+    return [
+        call for call in facts.index.calls
+        if isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) in names
+    ]
+
+
+def _bf16_path(facts: FileFacts, use: cst.Call) -> bool:
+    """The autocast regions of the function that uses the scaler (or around the use) compute
+    in bfloat16, there is one, and none is only entered under a flag."""
+    function = facts.scopes.enclosing_function(use)
+    regions = [
+        autocast
+        for autocast in facts.autocast.calls
+        if autocast.may_be_enabled
+        and any(facts.scopes.enclosing_function(region) is function
+                or (isinstance(region, cst.FunctionDef) and region is function)
+                for region in autocast.regions)
+    ] + [autocast for autocast in facts.autocast.around(use) if autocast.may_be_enabled]
+    return bool(regions) and all(
+        autocast.precision is Precision.BFLOAT16 and not facts.guards.under_flag(autocast.node)
+        for autocast in regions
+    )
 
 
 # Signs that a module already trains in reduced precision some other way.
@@ -562,6 +586,8 @@ class NoMixedPrecision(Rule):
     `.bfloat16()`, `torch.float16`/`torch.bfloat16`, a `mixed_precision=` or `precision=`
     argument to a training framework) are left alone, and so are CPU-only modules and test
     files.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Tensor cores run float16 and bfloat16 matrix multiplies and convolutions several times
@@ -603,7 +629,7 @@ class NoMixedPrecision(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         loops = facts.loops.training_loops
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if facts.autocast.mentions_autocast or _chooses_reduced_precision(facts):
             return

@@ -245,16 +245,24 @@ class _BiasBeforeBatchNorm(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        bias_reads = facts.models.bias_reads
         for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
-            signature = SIGNATURES.get(facts.names.call_name(layer) or "", ())
-            passed = bound_argument(layer, "bias", signature)
+            qualified = facts.names.call_name(layer) or ""
+            passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
             no_bias = cst.Name("False")
             new_call = (
                 replace_argument(layer, passed, no_bias)
                 if isinstance(passed, cst.Arg) and passed.keyword is None
                 else set_keyword(layer, "bias", no_bias)
             )
-            yield self.finding(layer, self.replace(facts, layer, new_call, "Construct the layer with `bias=False`"))
+            # Code that reads the bias (an init function's `m.bias.data.zero_()`) would raise
+            # on `None`: only its author can change it along with the layer.
+            read = bias_reads.covers(layer, qualified.rsplit(".", 1)[-1])
+            applicability = Applicability.DISPLAY_ONLY if read else Applicability.UNSAFE
+            fix = self.replace(
+                facts, layer, new_call, "Construct the layer with `bias=False`", applicability
+            )
+            yield self.finding(layer, fix)
 
 
 class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
@@ -264,6 +272,7 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     Checks for a convolution constructed with a bias (the default) whose output goes
     straight into a BatchNorm: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
+    Test files are not checked.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -282,7 +291,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     ## Fix safety
     Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
-    keys, so existing checkpoints no longer load with `strict=True`.
+    keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
+    module reads the bias of that layer, or of layers of its type, without checking that
+    there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
     - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
@@ -305,7 +317,7 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     into `nn.BatchNorm1d`: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
-    per-feature bias before them is not cancelled.
+    per-feature bias before them is not cancelled. Test files are not checked.
 
     ## Why is this bad?
     `BatchNorm1d` subtracts the per-feature batch mean, so the constant the Linear adds to
@@ -324,7 +336,10 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     ## Fix safety
     Unsafe: the model computes the same function, but the `state_dict` loses the `.bias`
-    keys, so existing checkpoints no longer load with `strict=True`.
+    keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
+    module reads the bias of that layer, or of layers of its type, without checking that
+    there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
     - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (the same holds for Linear) (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
@@ -346,6 +361,8 @@ class CudnnBenchmarkNotEnabled(Rule):
     Checks modules that train on CUDA, construct convolution layers, and never assign
     `torch.backends.cudnn.benchmark`. Reported at the first convolution. A module that sets it
     to `False` made a decision and is not reported.
+
+    Test files are not checked.
 
     ## Why is this bad?
     With `benchmark = True`, cuDNN times the available convolution algorithms for each input
@@ -398,7 +415,7 @@ class CudnnBenchmarkNotEnabled(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if any(target == CUDNN_BENCHMARK for _, target, _ in assigned_settings(facts)):
             return
@@ -413,6 +430,8 @@ class CudnnDeterministicEnabled(Rule):
     ## What it does
     Checks for assignments of `True` to `torch.backends.cudnn.deterministic`. Assignments
     under a flag (`if args.seed is not None:`) are a decision and are not reported.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Deterministic mode lets cuDNN use only algorithms that give bit-identical results run to
@@ -453,7 +472,14 @@ class DataParallel(Rule):
     """`nn.DataParallel` is a single-process, multi-thread wrapper that scales poorly.
 
     ## What it does
-    Checks for `torch.nn.DataParallel(...)` constructions.
+    Checks for `torch.nn.DataParallel(...)` constructions in a module that trains: it calls
+    `backward` or steps an optimizer somewhere.
+
+    It stays silent where `DataParallel` is a fallback or costs nothing worth the move: in a
+    module that also builds `DistributedDataParallel` (or `FullyShardedDataParallel`), which
+    is then the choice for real runs; when the wrapped model only runs with autograd off
+    (inference, such as a metric's feature extractor) or the module trains nowhere; and in
+    test files.
 
     ## Why is this bad?
     `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
@@ -465,11 +491,19 @@ class DataParallel(Rule):
     ## Example
     ```python
     model = nn.DataParallel(model).cuda()
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
     ```python
     model = nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])  # one process per GPU (torchrun)
+    for x, y in loader:
+        loss = criterion(model(x.cuda(rank)), y.cuda(rank))
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Fix safety
@@ -486,8 +520,36 @@ class DataParallel(Rule):
     default = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.models.builds_distributed_wrapper or not _trains(facts):
+            return
         for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
-            yield self.finding(call)
+            if not _only_run_without_grad(facts, call):
+                yield self.finding(call)
+
+
+def _trains(facts: FileFacts) -> bool:
+    """The module calls `backward` or steps an optimizer (in a loop or not)."""
+    return any(
+        isinstance(call.func, cst.Attribute)
+        and (
+            call.func.attr.value == "backward"
+            or facts.loops.is_training_step(call, call.func.attr.value)
+        )
+        for call in facts.index.calls
+    )
+
+
+def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
+    """The name the wrapped model is bound to is called, and only with autograd off."""
+    node: cst.CSTNode = wrapper
+    parent = facts.index.parents.get(node)
+    while isinstance(parent, (cst.Attribute, cst.Call)) and not isinstance(parent, cst.Arg):
+        node, parent = parent, facts.index.parents.get(parent)  # `DataParallel(m).cuda()`
+    if not isinstance(parent, cst.Assign):
+        return False
+    names = {dotted_name(target.target) for target in parent.targets} - {None}
+    runs = [call for call in facts.index.calls if dotted_name(call.func) in names]
+    return bool(runs) and all(facts.guards.grad_maybe_disabled(run) for run in runs)
 
 
 class BatchSizeNotPowerOfTwo(Rule):
@@ -496,6 +558,8 @@ class BatchSizeNotPowerOfTwo(Rule):
     ## What it does
     Checks for a literal integer passed as `batch_size=` (also positionally to `DataLoader`)
     that is not a power of two.
+
+    Test files are not checked.
 
     ## Why is this bad?
     GPU kernels tile their work in powers of two; a batch of 100 can leave tiles partly empty
@@ -545,6 +609,8 @@ class Float32MatmulPrecision(Rule):
     nor assign an `allow_tf32` or `fp32_precision` backend setting. Reported at the first
     training loop.
 
+    Test files are not checked.
+
     ## Why is this bad?
     On Ampere and newer GPUs, TF32 tensor cores run float32 matmuls and convolutions several
     times faster with a 10-bit mantissa, which training tolerates. PyTorch leaves TF32 off
@@ -587,7 +653,7 @@ class Float32MatmulPrecision(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts):
+        if not self.trains_on_cuda(facts):
             return
         if any(
             facts.names.call_name(call) == "torch.set_float32_matmul_precision" for call in facts.index.calls
@@ -640,8 +706,6 @@ class DeterministicAlgorithmsEnabled(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         for call in facts.index.calls:
             if facts.names.call_name(call) != "torch.use_deterministic_algorithms":
                 continue
@@ -703,7 +767,7 @@ class TensorCoreUnfriendlyDims(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not uses_autocast(facts):
+        if not uses_autocast(facts):
             return
         for layer in layer_constructions(facts, frozenset(SIZE_PARAMETERS)):
             qualified = facts.names.call_name(layer) or ""
@@ -726,6 +790,8 @@ class ChannelsLastNotUsed(Rule):
     Checks modules that train on CUDA under autocast, construct `nn.Conv2d` layers, and
     mention neither `channels_last` nor `memory_format=` anywhere. Reported at the first
     `nn.Conv2d`. Modules with only `Conv1d` layers are not reported.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Tensor-core convolution kernels work on channels-last (NHWC) data. With the default
@@ -779,7 +845,7 @@ class ChannelsLastNotUsed(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not self.trains_on_cuda(facts) or not uses_autocast(facts):
+        if not self.trains_on_cuda(facts) or not uses_autocast(facts):
             return
         if self._chooses_memory_format(facts):
             return

@@ -80,6 +80,10 @@ class Rule:
     # Whether the fix can only pay off on a CUDA device (pinned memory, CUDA AMP, fused CUDA
     # optimizers): `verify` never reports such a fix as a gain on a machine without CUDA.
     gains_only_on_cuda: ClassVar[bool] = False
+    # Whether the rule also checks test files and test-support code (`is_test_file`). Only
+    # deprecations and correctness rules do: a cost that only matters in real training is no
+    # one's concern in a test, which reads values and builds tiny loaders on purpose.
+    checks_test_files: ClassVar[bool] = False
     options: RuleOptions
 
     def __init__(self, options: RuleOptions | None = None) -> None:
@@ -87,6 +91,10 @@ class Rule:
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         raise NotImplementedError
+
+    def applies_to(self, facts: FileFacts) -> bool:
+        """Whether `check` runs on this file at all: test files only for the rules that say so."""
+        return self.checks_test_files or not facts.is_test_file
 
     def runs_on_cuda(self, facts: FileFacts) -> bool:
         """`target-device` says so, or (when it is "auto") the module itself uses CUDA or

@@ -127,7 +127,7 @@ class ModelNotCompiled(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or not facts.loops.training_loops or _compiles_anything(facts):
+        if not facts.loops.training_loops or _compiles_anything(facts):
             return
         reported: set[cst.Call] = set()
         for optimizer in facts.index.calls:
@@ -202,8 +202,6 @@ class TorchscriptForSpeed(Rule):
     default = False
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         for call in facts.index.calls:
             if facts.names.call_name(call) in _TORCHSCRIPT:
                 yield self.finding(call)

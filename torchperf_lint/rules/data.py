@@ -16,9 +16,14 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.dataloaders import DataLoaderConstruction
-from torchperf_lint.facts.devices import creates_cuda_tensor, is_cuda_literal
-from torchperf_lint.facts.names import dotted_name, root_name
-from torchperf_lint.rules.base import Finding, Rule
+from torchperf_lint.facts.devices import (
+    creates_cuda_tensor,
+    is_accelerator_target,
+    is_cpu_device,
+    is_dtype,
+)
+from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
+from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
 
 SEED_SPEED = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\", section 1"
@@ -52,6 +57,15 @@ class DataLoaderNoWorkers(Rule):
     ## What it does
     Checks for `DataLoader(...)` calls whose `num_workers` is missing or the literal `0`.
 
+    It stays silent where workers would gain nothing: datasets that already hold their
+    samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
+    stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
+    `__getitem__` calls nothing (it only indexes what it holds or returns constants), a
+    Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
+    access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
+    one batch
+    (`next(iter(loader))`), and test files.
+
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
     the GPU waits while it does. Worker processes prepare the next batches while the model
@@ -78,6 +92,9 @@ class DataLoaderNoWorkers(Rule):
     `num_workers=4` (tune it to your cores) and `persistent_workers=True`. It is display-only
     when the module trains at import time without an `if __name__ == "__main__":` guard:
     spawned workers (Windows, macOS) re-import the module and would run the training again.
+    It is display-only too when the dataset is an `IterableDataset` of this module whose
+    class never calls `torch.utils.data.get_worker_info()`: each worker would then iterate the
+    whole dataset, and every sample would come once per worker.
 
     ## References
     - PyTorch docs, [Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
@@ -93,9 +110,12 @@ class DataLoaderNoWorkers(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         guarded = not trains_at_import_time(facts)
-        for loader in facts.dataloaders.constructions:
+        loaders = facts.dataloaders
+        for loader in loaders.constructions:
             workers = loader.value("num_workers")
             if workers is not MISSING and workers != 0:
+                continue
+            if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
                 continue
             suggested = cst.Integer(str(SUGGESTED_WORKERS))
             passed = loader.argument("num_workers")
@@ -106,16 +126,15 @@ class DataLoaderNoWorkers(Rule):
             )
             if loader.value("persistent_workers") is MISSING:
                 new_call = add_keyword(new_call, "persistent_workers", cst.Name("True"))
+            applicable = guarded and not loaders.iterable_dataset_without_sharding(loader)
             fix = self.replace(
                 facts,
                 loader.call,
                 new_call,
                 f"Load batches in {SUGGESTED_WORKERS} persistent worker processes",
-                Applicability.UNSAFE if guarded else Applicability.DISPLAY_ONLY,
+                Applicability.UNSAFE if applicable else Applicability.DISPLAY_ONLY,
             )
             yield self.finding(loader.call, fix)
-
-
 
 
 class DataLoaderNoPinMemory(Rule):
@@ -123,7 +142,27 @@ class DataLoaderNoPinMemory(Rule):
 
     ## What it does
     Checks for `DataLoader(...)` calls without `pin_memory=True` in a module that uses CUDA
-    (or in every module, with `target-device = "cuda"`; never with `target-device = "cpu"`).
+    (or in every module, with `target-device = "cuda"`; never with `target-device = "cpu"`),
+    when the module shows the loader's batches reaching the device: a loop over the loader
+    (or, for a loader that no loop of the module iterates directly, a loop over a loader
+    passed in, such as `for x, y in train_loader:` in a `train` function) sends a value of
+    its batch there (`x.cuda()`, `x.to(device)`, `{k: v.to(device) for k, v in
+    batch.items()}`, `send_to_device(batch, device)`), or a framework moves every batch
+    itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
+    (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
+    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`). A loader
+    that its function returns (a loader factory, `return DataLoader(...)`) is iterated by the
+    program that calls it, and counts as reaching the device.
+
+    It stays silent when the batches are not seen to reach the device (strings, prompts,
+    values a framework moves out of sight); when the dataset is a class of the module whose
+    `__init__` and `__getitem__` call nothing (its samples are the Python values it was
+    given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
+    preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
+    transformed on access), whose batches of token ids are too small for pinning to matter;
+    when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
+    when `**kwargs` may carry it; when the dataset
+    is built from CUDA tensors in the same module (pinning them raises), and in test files.
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a pinned staging buffer
@@ -147,9 +186,7 @@ class DataLoaderNoPinMemory(Rule):
 
     ## Fix safety
     Unsafe: pinning raises when a batch already holds CUDA tensors, and page-locked memory is
-    taken from the host's RAM for the lifetime of the buffers. The rule stays silent when the
-    dataset is built from CUDA tensors in the same module, when `pin_memory` is passed at all
-    (an explicit `False` or an expression is a decision), and when `**kwargs` may carry it.
+    taken from the host's RAM for the lifetime of the buffers.
 
     ## References
     - PyTorch docs, [Memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -173,9 +210,33 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
+            if facts.dataloaders.preprocessed_rows(loader):
+                continue  # rows tokenized ahead of training: kilobytes of ids per batch
+            if facts.dataloaders.holds_plain_values(loader):
+                continue  # prompts and indices: no tensor to pin
+            if not _batches_reach_the_device(facts, loader):
+                continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
             fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
             yield self.finding(loader.call, fix)
+
+
+def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """A framework moves the loader's batches itself (Accelerate, Fabric, Lightning), the
+    loader is returned to the program that iterates it, or some loop of the module that iterates `loader` sends its batches to the accelerator; for a
+    loader no loop iterates directly (it is passed on, or returned), some loop over a loader
+    this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
+    if facts.dataloaders.moved_by_a_framework(loader):
+        return True
+    if facts.dataloaders.is_returned(loader):
+        return True  # a loader factory: the program's loop over it is elsewhere
+    loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
+    if not loops:
+        loops = [
+            loop for loop in facts.loops.all
+            if loop.iterates_dataloader and facts.dataloaders.loader_of(loop.node) is None
+        ]
+    return any(facts.dataloaders.moves_batches_to_device(loop.node) for loop in loops)
 
 
 class DataLoaderWorkersNotPersistent(Rule):
@@ -185,6 +246,8 @@ class DataLoaderWorkersNotPersistent(Rule):
     Checks for `DataLoader(...)` calls with worker processes (`num_workers` not `0`) and no
     `persistent_workers` when the loader is iterated inside an epoch loop, directly or by
     passing it to a function called in that loop.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Without `persistent_workers=True` every `iter(loader)`, once per epoch, shuts the workers
@@ -266,16 +329,6 @@ def _bound_names(facts: FileFacts, call: cst.Call) -> set[str]:
     return set()
 
 
-_FACTORIES_DETERMINISTIC = frozenset({
-    "zeros", "ones", "full", "empty", "arange", "eye", "tensor", "as_tensor", "linspace",
-    "logspace", "zeros_like", "ones_like", "full_like", "empty_like", "empty_strided", "range",
-})
-_FACTORIES_RANDOM = frozenset({
-    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
-    "randint_like", "bernoulli", "poisson", "multinomial",
-})
-
-
 class BlockingHostToDeviceCopy(Rule):
     """A batch from a pinned `DataLoader` is copied to the GPU synchronously.
 
@@ -285,6 +338,8 @@ class BlockingHostToDeviceCopy(Rule):
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
     or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
     tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
@@ -355,55 +410,80 @@ class BlockingHostToDeviceCopy(Rule):
         device = bound_argument(call, "device", signature)
         if not isinstance(device, cst.Arg):
             return False
-        return _is_device_target(facts, device.value)
+        return is_accelerator_target(device.value, facts.names, facts.scopes)
 
 
-def _is_device_target(facts: FileFacts, value: cst.BaseExpression) -> bool:
-    """A `.to()` argument that moves to a GPU, not to the CPU and not a dtype."""
-    literal = literal_value(value)
-    if isinstance(literal, str):
-        return is_cuda_literal(value)
-    qualified = facts.names.qualified_name(value) or ""
-    if qualified.startswith("torch.") and qualified != "torch.device":
-        return False  # torch.float16 and other dtypes
-    if isinstance(value, cst.Call):
-        is_device = facts.names.call_name(value) == "torch.device" and bool(value.args)
-        return is_device and literal_value(value.args[0].value) != "cpu"
-    if isinstance(value, (cst.Name, cst.Attribute)):
-        return "cpu" not in (dotted_name(value) or "").lower()
-    return False
+# Factories that compute their values on the device when given `device=`. Factories that copy
+# host data (`torch.tensor`, `as_tensor`, `from_numpy`, the legacy `torch.LongTensor(...)`)
+# still build the tensor on the host with `device=`, then copy it: the fix would gain nothing.
+_FACTORIES_DETERMINISTIC = frozenset({
+    "zeros", "ones", "full", "empty", "arange", "eye", "linspace", "logspace", "zeros_like",
+    "ones_like", "full_like", "empty_like", "empty_strided", "range",
+})
+# Sampling ops that take an input tensor (`multinomial`, `bernoulli`, `poisson`) are no
+# factories: they have no `device=` and compute where their input lives.
+_FACTORIES_RANDOM = frozenset({
+    "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
+    "randint_like",
+})
+# Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
+# the tensor it is called on, as `.to(ref_tensor)` converts to both.
+_NEW_METHODS = {"zeros": "new_zeros", "ones": "new_ones", "full": "new_full", "empty": "new_empty"}
 
 
 class TensorCreatedThenMoved(Rule):
-    """A tensor is created on the CPU and then copied to the device.
+    """A tensor is created on the CPU and then copied to the device, on every step.
 
     ## What it does
-    Checks for tensor factories whose result is immediately moved:
+    Checks for tensor factories whose result is immediately moved, in code that runs on every
+    training or evaluation step (the body of a training loop or of a loop over a
+    `DataLoader`, `forward`, a framework's per-step hook such as `training_step`):
     `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`.
+
+    It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
+    start-up, a `__main__` block outside the training loop, an error path, a branch that runs
+    every N steps); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
+    `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
+    even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
+    choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
+    CPU; `*_like(t)` factories, which build on `t`'s device already (unless `t` is known to
+    live in host memory); empty placeholders (`torch.empty(0)`), which copy nothing; and
+    sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
+    factories. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
-    thrown away. Passing `device=` creates it directly on the GPU with one kernel and no copy.
+    thrown away, on every step. Passing `device=` creates it directly on the GPU with one
+    kernel and no copy.
 
     ## Example
     ```python
-    mask = torch.ones(seq_len, seq_len).cuda()
+    class Block(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(1), x.size(1)).cuda()
+            return self.attention(x, mask)
     ```
 
     ## Use instead
     ```python
-    mask = torch.ones(seq_len, seq_len, device="cuda")
+    class Block(nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.size(1), x.size(1), device=x.device)
+            return self.attention(x, mask)
     ```
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `empty`, `arange`, `eye`,
-    `tensor`, `*_like`, ...) when the target is provably a device: a `"cuda..."` literal,
+    `*_like`, ...) when the target is provably a device: a `"cuda..."` literal,
     `torch.device(...)`, `.cuda()`, a `device=` keyword, or a name bound to one of these.
-    Unsafe otherwise when the target's name says it is a device (`args.device`, `dev`), and
-    display-only when it could be a tensor: `.to(ref_tensor)` also converts the dtype, and
-    `device=ref_tensor` raises. Always unsafe for random
-    factories (`rand`, `randn`, `randint`, `randperm`, ...): the CUDA generator draws different
-    numbers than the CPU one. No fix is offered when `.to()` also changes the dtype or copies.
+    Unsafe when the target's name says it is a device (`args.device`, `dev`). Always unsafe for
+    random factories (`rand`, `randn`, `randint`, `randperm`, ...): the CUDA generator draws
+    different numbers than the CPU one. When the target could be a tensor (`.to(ref)`, which
+    also converts to `ref`'s dtype), the fix for `zeros`, `ones`, `full` and `empty` without
+    keyword arguments is `ref.new_zeros(...)` (and `new_ones`, `new_full`, `new_empty`), which
+    matches both, shown but never applied (display-only) since `ref` may be a device after
+    all; other factories get no fix there. No fix is offered when `.to()` also changes the
+    dtype or copies.
 
     ## References
     - PyTorch Performance Tuning Guide, "Create tensors directly on the target device"
@@ -427,31 +507,46 @@ class TensorCreatedThenMoved(Rule):
             if not isinstance(factory, cst.Call):
                 continue
             kind = _factory_kind(facts, factory)
-            if kind is None or bound_argument(factory, "device") is not None:
+            if kind is None or any(
+                bound_argument(factory, keyword) is not None for keyword in ("device", "generator")
+            ):
                 continue
             target = self._device_target(facts, call)
-            if target is None:
+            if target is None or _on_a_device_already(facts, factory) or _is_empty(factory):
                 continue
-            device, provable = target
-            if device is None:
-                yield self.finding(call)
+            if not facts.steps.runs_per_step(call):
                 continue
-            if provable:
-                safe = kind == "deterministic"
-                applicability = Applicability.SAFE if safe else Applicability.UNSAFE
-            elif "dev" in (dotted_name(device) or "").lower():
-                applicability = Applicability.UNSAFE
-            else:
-                # `.to(other)` may name a tensor, and `device=<tensor>` raises: show, never apply.
-                applicability = Applicability.DISPLAY_ONLY
-            fix = self.replace(
-                facts,
-                call,
-                add_keyword(factory.with_changes(lpar=(), rpar=()), "device", device),
-                "Create the tensor on the device",
-                applicability,
+            yield self.finding(call, self._fix(facts, call, factory, kind, *target))
+
+    def _fix(
+        self,
+        facts: FileFacts,
+        call: cst.Call,
+        factory: cst.Call,
+        kind: str,
+        device: cst.BaseExpression | None,
+        provable: bool,
+    ) -> ProposedFix | None:
+        if device is None:
+            return None
+        message = "Create the tensor on the device"
+        factory = factory.with_changes(lpar=(), rpar=())
+        if provable or "dev" in (dotted_name(device) or "").lower():
+            applicability = (
+                Applicability.SAFE if provable and kind == "deterministic" else Applicability.UNSAFE
             )
-            yield self.finding(call, fix)
+            new_call = add_keyword(factory, "device", device)
+            return self.replace(facts, call, new_call, message, applicability)
+        # `.to(other)` may name a tensor, and `device=<tensor>` raises: `other.new_zeros(...)`
+        # builds on its device in its dtype, as `.to(other)` does; shown, never applied.
+        name = facts.names.call_name(factory) or ""
+        method = _NEW_METHODS.get(name.rpartition(".")[2])
+        if method is None or any(arg.keyword is not None or arg.star for arg in factory.args):
+            return None
+        new_call = factory.with_changes(
+            func=cst.Attribute(value=device.with_changes(lpar=(), rpar=()), attr=cst.Name(method))
+        )
+        return self.replace(facts, call, new_call, message, Applicability.DISPLAY_ONLY)
 
     @staticmethod
     def _device_target(
@@ -465,14 +560,29 @@ class TensorCreatedThenMoved(Rule):
         device = bound_argument(call, "device", TO_SIGNATURE)
         if not isinstance(device, cst.Arg):
             return None
-        qualified = facts.names.qualified_name(device.value) or ""
-        if qualified.startswith("torch.") and qualified != "torch.device":
-            return None  # .to(torch.float16): a dtype conversion, not a move
-        if literal_value(device.value) == "cpu":
-            return None
+        if is_dtype(device.value, facts.names) or is_cpu_device(device.value, facts.names, facts.scopes):
+            return None  # .to(torch.float16), .to(x.dtype), .to("cpu"): no move to a device
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:
+    """`torch.zeros_like(t)`: a `*_like` factory builds on `t`'s device, so unless `t` is
+    known to live in host memory nothing was created on the CPU."""
+    name = last_identifier(factory.func) or ""
+    if not name.endswith("_like") or not factory.args:
+        return False
+    return not facts.host_syncs.is_host_value(factory.args[0].value)
+
+
+def _is_empty(factory: cst.Call) -> bool:
+    """`torch.empty(0)`, `torch.zeros((0, n))`: a placeholder with no elements to copy."""
+    if not factory.args or factory.args[0].keyword is not None:
+        return False
+    size = factory.args[0].value
+    dimensions = [e.value for e in size.elements] if isinstance(size, (cst.Tuple, cst.List)) else [size]
+    return any(literal_value(dimension) == 0 for dimension in dimensions)
 
 
 def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0) -> bool:
@@ -492,7 +602,8 @@ def _provably_device(facts: FileFacts, value: cst.BaseExpression, depth: int = 0
 
 
 def _factory_kind(facts: FileFacts, call: cst.Call) -> str | None:
-    """"deterministic", "random", or None when `call` is not a `torch` tensor factory."""
+    """"deterministic", "random", or None when `call` is not a `torch` factory that computes
+    its values where it is created."""
     name = facts.names.call_name(call) or ""
     prefix, _, factory = name.rpartition(".")
     if prefix != "torch":

@@ -12,15 +12,14 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, argument_value
 from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import last_identifier
+from torchperf_lint.facts.syncs import CLOCKS
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
 SEED_BENCHMARK = "Seed document 000, \"성능 최적화 팁\", section \"CPU vs GPU 성능 비교\""
 
-CLOCKS = frozenset({
-    "time.time", "time.perf_counter", "time.monotonic",
-    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
-})
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
+# PyTorch calls that copy tensors to the host, so the host waits for the kernels producing them.
+_HOST_COPIES = frozenset({"torch.save"})
 
 ANOMALY_SWITCHES = frozenset({
     "torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly",
@@ -78,10 +77,13 @@ class CudaTimingWithoutSync(Rule):
 
     ## What it does
     Checks for an interval timed with `time.time()`, `time.perf_counter()` or
-    `time.monotonic()` that contains CUDA work (a model or `torch.*` call, `backward`, an
-    optimizer step) and whose end is read with no synchronisation after that work:
-    `torch.cuda.synchronize()`, `event.synchronize()`, or a host sync such as `.item()` or
-    `.cpu()` on a result. Reported at the clock read that ends the interval.
+    `time.monotonic()` that contains CUDA work (a call of a model object or a `torch.*`
+    call, `backward`, an optimizer step) and whose end is read with no synchronisation after
+    that work: `torch.cuda.synchronize()` (or any backend's, such as `torch.mps.synchronize()`),
+    `event.synchronize()`, a host sync such as `.item()` or `.cpu()` on a result, or
+    `torch.save`, which copies the tensors to the host. A wait is never counted as work, and a
+    method whose name merely contains "model" (`self.build_model(cfg)`) is not a model call.
+    Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
     dt = t1 - t0; t0 = t1`, `end = time.time()` at the end of each iteration) and per-iteration
@@ -89,6 +91,8 @@ class CudaTimingWithoutSync(Rule):
     the host, and they measure throughput correctly. Work that runs inside a training loop
     is not counted either (timing a whole training run is off by one queue's worth, which does
     not matter), nor are calls of your own functions that may synchronise inside.
+
+    Test files are not checked.
 
     ## Why is this bad?
     CUDA kernels run asynchronously: `model(x)` returns as soon as the kernels are queued.
@@ -205,7 +209,8 @@ class CudaTimingWithoutSync(Rule):
                 loop for loop in facts.loops.enclosing_loops(node)
                 if order.between(loop.node, interval.start, interval.end)
             ]
-            if self._is_cuda_work(facts, node):
+            # A wait is never work: `torch.mps.synchronize()` queues nothing for the clock.
+            if not self._waits(facts, node) and self._is_cuda_work(facts, node):
                 if any(loop.is_hot for loop in inner_loops) or (nested_only and not inner_loops):
                     continue
                 last_work = max(last_work or order.finish(node), order.finish(node))
@@ -225,12 +230,20 @@ class CudaTimingWithoutSync(Rule):
             return True
         return facts.tensors.is_module_call(node) or facts.tensors.is_tensor(node)
 
+    @staticmethod
+    def _waits(facts: FileFacts, node: cst.CSTNode) -> bool:
+        """A call that always makes the host wait: any `synchronize()`, a host read, a barrier,
+        or `torch.save` (which copies the tensors to the host)."""
+        return isinstance(node, cst.Call) and (
+            facts.host_syncs.always_waits(node) or facts.names.call_name(node) in _HOST_COPIES
+        )
+
     def _may_synchronise(self, facts: FileFacts, node: cst.CSTNode) -> bool:
         """A call that waits for the device, or code this rule cannot see into (the user's own
         functions and methods), which may read a result: when in doubt, assume it synchronises."""
         if not isinstance(node, cst.Call):
             return False
-        if facts.host_syncs.always_waits(node):
+        if self._waits(facts, node):
             return True
         if facts.tensors.is_module_call(node) or last_identifier(node.func) == "backward":
             return False
@@ -298,8 +311,6 @@ class DebugApiEnabled(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         for call in facts.index.calls:
             qualified = facts.names.call_name(call)
             if qualified in ANOMALY_SWITCHES:
@@ -357,6 +368,8 @@ class ProfilerLeftOn(Rule):
     `torch.autograd.profiler.emit_nvtx(...)` used as a `with` around a training loop.
     Not reported: profilers with a `schedule=` (they record a few steps and then idle, as
     the PyTorch docs recommend), a non-literal `enabled=`, or a `with` under a flag.
+
+    Test files are not checked.
 
     ## Why is this bad?
     While it records, the profiler hooks every operator call and keeps every event in memory:

@@ -22,25 +22,56 @@ def keyword_argument(name: str, value: cst.BaseExpression) -> cst.Arg:
 
 
 def add_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """Append `name=value` to `call`, keeping a trailing comma (and so the call's layout)."""
+    """Append `name=value` to `call`, keeping its layout and its comments where they were.
+
+    The whitespace after the last argument runs to the closing parenthesis and holds the
+    comment of the last argument's line: the old last argument keeps that comment, and only
+    the line break and indentation before `)` move behind the new argument.
+    """
     new_argument = keyword_argument(name, value)
     if not call.args:
         return call.with_changes(args=[new_argument])
     args = list(call.args)
     last = args[-1]
     if isinstance(last.comma, cst.Comma):
-        # A trailing comma means one argument per line: the new one takes the trailing comma
-        # and the old last argument takes the separator the others use.
-        previous = args[-2].comma if len(args) > 1 else None
-        separator = previous if isinstance(previous, cst.Comma) else cst.Comma(
-            whitespace_after=_ONE_SPACE
-        )
-        args[-1] = last.with_changes(comma=separator)
-        args.append(new_argument.with_changes(comma=last.comma))
+        # A trailing comma means one argument per line: the new one goes on a line of its own.
+        closing = last.comma.whitespace_after
+        line_break = _argument_line_break(call)
+        if isinstance(closing, cst.ParenthesizedWhitespace) and line_break is not None:
+            args[-1] = last.with_changes(
+                comma=last.comma.with_changes(
+                    whitespace_after=closing.with_changes(
+                        indent=line_break.indent, last_line=line_break.last_line
+                    )
+                )
+            )
+            ending = cst.ParenthesizedWhitespace(indent=closing.indent, last_line=closing.last_line)
+            args.append(new_argument.with_changes(comma=cst.Comma(whitespace_after=ending)))
+        else:
+            previous = args[-2].comma if len(args) > 1 else None
+            separator = previous if isinstance(previous, cst.Comma) else cst.Comma(
+                whitespace_after=_ONE_SPACE
+            )
+            args[-1] = last.with_changes(comma=separator)
+            args.append(new_argument.with_changes(comma=last.comma))
     else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_ONE_SPACE))
-        args.append(new_argument)
+        # The new argument joins the last one's line, before what ends it (`)` on the next
+        # line, or a comment).
+        args[-1] = last.with_changes(
+            comma=cst.Comma(whitespace_after=_ONE_SPACE), whitespace_after_arg=_NO_SPACE
+        )
+        args.append(new_argument.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
+
+
+def _argument_line_break(call: cst.Call) -> cst.ParenthesizedWhitespace | None:
+    """The line break and indentation between the arguments of a call that puts each on its
+    own line (after the previous argument's comma, or after `(` for a single argument)."""
+    if len(call.args) > 1 and isinstance(call.args[-2].comma, cst.Comma):
+        between = call.args[-2].comma.whitespace_after
+    else:
+        between = call.whitespace_before_args
+    return between if isinstance(between, cst.ParenthesizedWhitespace) else None
 
 
 def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

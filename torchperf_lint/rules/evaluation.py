@@ -44,9 +44,9 @@ class FunctionCalls:
         """Whether `function` (or module-level code, for None) calls backward, steps an
         optimizer, asks autograd for gradients, or switches gradients on for some tensor."""
         calls = self.inside[function] if function is not None else self.own[None]
-        return any(self._needs_gradients(call) for call in calls)
+        return any(self.needs_gradients(call) for call in calls)
 
-    def _needs_gradients(self, call: cst.Call) -> bool:
+    def needs_gradients(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Attribute):
             if func.attr.value in _GRADIENT_METHODS:
@@ -64,6 +64,32 @@ class FunctionCalls:
             and literal_value(arg.value) is not False
             for arg in call.args
         )
+
+    def evaluation_loop(self, node: cst.CSTNode, after: cst.Call) -> Loop | None:
+        """The loop that evaluates at `node`, after the `.eval()` call `after`: the outermost
+        loop around `node` in its function that does not hold `after` and computes no
+        gradients in its body (no backward, no optimizer step). None when there is none:
+        `node` runs in no loop, or in a training loop."""
+        facts = self.facts
+        loops = []
+        for parent in facts.scopes.ancestors(node):
+            if isinstance(parent, ScopeNode):
+                break
+            if isinstance(parent, Loop) and not facts.scopes.within_same_scope(after, parent):
+                loops.append(parent)
+        if not loops:
+            return None
+        outermost = loops[-1]
+        trains = any(
+            self.needs_gradients(call)
+            for call in self.inside_loop(outermost)
+        )
+        return None if trains else outermost
+
+    def inside_loop(self, loop: Loop) -> list[cst.Call]:
+        """The calls in `loop`'s own function scope (nested `def`s excluded)."""
+        function = self.facts.scopes.enclosing_function(loop)
+        return [call for call in self.own[function] if self.facts.scopes.within_same_scope(call, loop)]
 
     def call_sites(self, function: cst.FunctionDef) -> list[cst.Call]:
         """Calls of `function` in this module: `name(...)`, or `obj.name(...)` for a method."""
@@ -132,11 +158,9 @@ def _runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
     )
 
 
-def _program_runs_without_grad_or_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
-    """Every caller elsewhere in the program runs `function` with autograd off, or a training
-    loop elsewhere runs it on every step (a teacher model's forward feeding the loss)."""
-    if facts.program.always_called_without_grad(function):
-        return True
+def _program_runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
+    """A training loop elsewhere in the program runs `function` on every step (a teacher
+    model's forward feeding the loss)."""
     witness = facts.steps.witness(function)
     return witness is not None and witness.kind == "train"
 
@@ -200,13 +224,17 @@ class EvalWithoutNoGrad(Rule):
     calls of that model (`model(x)`, `model.forward(x)`) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
     either (or nested in one), and not in a helper that every caller in the module calls under
-    `no_grad`. Only the calls between `eval()` and the next `model.train()` count. Functions
-    that compute gradients are left alone: they call `backward`, step an optimizer, call
-    `torch.autograd.grad`, or switch gradients on (`requires_grad_()`, `torch.enable_grad()`);
-    a frozen model in eval mode inside a training step, or an adversarial attack, needs them.
-    So are `forward` and other `nn.Module` methods, helpers called from a function that
-    computes gradients, and models frozen with `requires_grad_(False)` (they record no graph).
-    Test files are not checked: a test's single forward pass is not where time goes.
+    `no_grad`. Only the calls between `eval()` and the next `model.train()` count.
+
+    Where the same function (or module-level script, or notebook) computes gradients (it
+    calls `backward`, steps an optimizer, calls `torch.autograd.grad`, or switches gradients
+    on with `requires_grad_()` or `torch.enable_grad()`), only the calls in an evaluation loop
+    count: a loop after `eval()` whose body computes no gradients. A frozen model in eval mode
+    inside a training step, or an adversarial attack, needs autograd and is left alone. So are
+    `forward` and other `nn.Module` methods, helpers without an evaluation loop of their own
+    called from a function that computes gradients (a teacher's forward in a training step),
+    and models frozen with `requires_grad_(False)` (they record no graph). Test files are not
+    checked: a test's single forward pass is not where time goes.
 
     ## Why is this bad?
     `eval()` only changes how dropout and batch normalization behave; it does not stop autograd.
@@ -234,8 +262,9 @@ class EvalWithoutNoGrad(Rule):
     ## Fix safety
     Unsafe: any gradient-dependent code in the function stops working, and returned tensors no
     longer carry a graph. The fix decorates the function with `@torch.no_grad()`, spelt with
-    the module's own name for `torch`; at module level it wraps the loop that runs the model in
-    `with torch.no_grad():`. Without an import of `torch` (or of `no_grad`) at module level, or
+    the module's own name for `torch`; at module level, and in a function that also trains, it
+    wraps the evaluation loop in `with torch.no_grad():` (when one loop holds every reported
+    call). Without an import of `torch` (or of `no_grad`) at module level, or
     for an `async def`, no fix is offered.
 
     ## References
@@ -253,8 +282,6 @@ class EvalWithoutNoGrad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file:
-            return
         calls = None
         for call in facts.index.calls:
             func = call.func
@@ -270,18 +297,24 @@ class EvalWithoutNoGrad(Rule):
                 for run in self._runs_in_eval_mode(calls, call, receiver, function)
                 if not facts.guards.grad_maybe_disabled(run)
             ]
-            if not recording or calls.computes_gradients(function):
-                continue
-            if _is_frozen(facts, receiver):
-                continue  # No parameter records a graph: `no_grad` would save little.
+            trains = calls.computes_gradients(function)
+            if trains:
+                # The same scope trains: only evaluation loops after `.eval()` are judged.
+                recording = [run for run in recording if calls.evaluation_loop(run, call)]
+            if not recording or _is_frozen(facts, receiver):
+                continue  # Nothing records, or no parameter records a graph.
+            # A loop of its own that evaluates marks an evaluation function, even when a
+            # function that trains calls it (once, after its training loop).
+            evaluates = trains or any(calls.evaluation_loop(run, call) for run in recording)
             if function is not None and (
                 _runs_in_training(facts, function)
                 or calls.always_called_without_grad(function)
-                or calls.called_while_training(function)
-                or _program_runs_without_grad_or_in_training(facts, function)
+                or facts.program.always_called_without_grad(function)
+                or (not evaluates and calls.called_while_training(function))
+                or (not evaluates and _program_runs_in_training(facts, function))
             ):
                 continue
-            yield self.finding(call, self._fix(facts, call, function, recording))
+            yield self.finding(call, self._fix(facts, call, function, recording, trains))
 
     @staticmethod
     def _runs_in_eval_mode(
@@ -305,11 +338,12 @@ class EvalWithoutNoGrad(Rule):
         eval_call: cst.Call,
         function: cst.FunctionDef | None,
         recording: list[cst.Call],
+        trains: bool,
     ) -> ProposedFix | None:
         no_grad = grad_mode_spelling(facts, "no_grad")
         if no_grad is None:
             return None
-        if function is not None:
+        if function is not None and not trains:
             if function.asynchronous is not None:
                 return None  # The context would not stay active across `await`s.
             # The decorator goes right above `def`, under any others (`@staticmethod`).
@@ -332,7 +366,9 @@ class EvalWithoutNoGrad(Rule):
     def _single_loop_around(
         facts: FileFacts, eval_call: cst.Call, recording: list[cst.Call]
     ) -> cst.For | cst.While | None:
-        """The one outermost loop, not containing `eval_call`, that holds every recording run."""
+        """The one outermost loop of `eval_call`'s scope, not containing `eval_call`, that
+        holds every recording run."""
+        function = facts.scopes.enclosing_function(eval_call)
         outermost = set()
         for run in recording:
             loops = [
@@ -341,7 +377,9 @@ class EvalWithoutNoGrad(Rule):
                 if isinstance(parent, Loop)
                 and not facts.scopes.within_same_scope(eval_call, parent)
             ]
-            if not loops or any(isinstance(p, ScopeNode) for p in facts.scopes.ancestors(loops[-1])):
+            if not loops or facts.scopes.enclosing_function(loops[-1]) is not function:
+                return None
+            if facts.scopes.enclosing_class(loops[-1]) is not facts.scopes.enclosing_class(eval_call):
                 return None
             outermost.add(loops[-1])
         return outermost.pop() if len(outermost) == 1 else None
@@ -369,8 +407,11 @@ class NoGradInsteadOfInferenceMode(Rule):
     EMA weights), no stores into attributes or subscripts, in a function that computes no
     gradients. Unless the module trains nowhere at all, the function must also put the model
     in eval mode (an evaluation function), because tensors made under `inference_mode` cannot
-    later enter a training graph. Modules that use `torch.compile`, constructors (`__init__`,
-    where a forward pass probes shapes once) and test files are left alone.
+    later enter a training graph. In a function (or a script) that also trains, a block is
+    judged by its own loop: it is reported when it holds, or sits in, an evaluation loop that
+    follows `.eval()` and computes no gradients. Modules that use `torch.compile`,
+    constructors (`__init__`, where a forward pass probes shapes once) and test files are left
+    alone.
 
     ## Why is this bad?
     `no_grad` only stops graph recording. `inference_mode` also skips the version counters and
@@ -407,7 +448,7 @@ class NoGradInsteadOfInferenceMode(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.is_test_file or any(
+        if any(
             facts.names.call_name(call) == "torch.compile" for call in facts.index.calls
         ):
             return
@@ -416,8 +457,8 @@ class NoGradInsteadOfInferenceMode(Rule):
             calls.computes_gradients(function) for function in (None, *facts.index.functions)
         )
         for expression, body, function in self._no_grad_regions(facts):
-            if calls.computes_gradients(function):
-                continue
+            if calls.computes_gradients(function) and not self._evaluates(facts, calls, body, function):
+                continue  # The scope trains; only its evaluation loops are judged.
             if function is not None and function.name.value == "__init__":
                 continue  # A forward pass in a constructor probes shapes once.
             if module_trains and not facts.loops.calls_eval(function):
@@ -441,6 +482,23 @@ class NoGradInsteadOfInferenceMode(Rule):
             for decorator in function.decorators:
                 if _is_no_grad(facts, decorator.decorator):
                     yield decorator.decorator, function.body, function
+
+    @staticmethod
+    def _evaluates(
+        facts: FileFacts, calls: FunctionCalls, body: cst.BaseSuite, function: cst.FunctionDef | None
+    ) -> bool:
+        """The region runs a model in an evaluation loop (one that computes no gradients) after
+        an `.eval()` call of its scope: `for x in val_loader:` inside it, or around it."""
+        evals = [
+            call for call in calls.own[function]
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args
+        ]
+        return any(
+            calls.order[eval_call] < calls.order[run] and calls.evaluation_loop(run, eval_call)
+            for run in calls.own[function]
+            if facts.scopes.within_same_scope(run, body) and facts.tensors.is_module_call(run)
+            for eval_call in evals
+        )
 
     @staticmethod
     def _pure_inference(facts: FileFacts, body: cst.BaseSuite) -> bool:

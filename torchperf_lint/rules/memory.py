@@ -12,7 +12,7 @@ from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
 from torchperf_lint.facts.index import ScopeNode, descendants
-from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword
@@ -146,7 +146,9 @@ class GraphTracker:
         feeding: set[tuple[cst.FunctionDef | None, str]] = set()
         for call in facts.index.calls:
             is_backward = last_identifier(call.func) == "backward" and isinstance(call.func, cst.Attribute)
-            if not is_backward and facts.names.call_name(call) not in _GRADIENT_FUNCTIONS:
+            # `loss_scaler(loss, optimizer)`: a NativeScaler runs the backward pass itself.
+            backpropagates = is_backward or facts.loops.is_scaler_step(call)
+            if not backpropagates and facts.names.call_name(call) not in _GRADIENT_FUNCTIONS:
                 continue
             function = facts.scopes.enclosing_function(call)
             feeding.update((function, name) for name in _names_in(call))
@@ -236,7 +238,16 @@ class LossGraphRetained(Rule):
     ## What it does
     Checks for training loops, and evaluation loops that run with autograd on, that store a
     loss or a model output without `.detach()` or `.item()` in something that outlives the
-    iteration: `losses.append(loss)`, `total_loss += loss`, `history[i] = loss`.
+    iteration: `losses.append(loss)`, `total_loss += loss`, `history[i] = loss`. The stored
+    value must be a tensor that carries a graph: a model or criterion output computed with
+    autograd on, a value later backpropagated, or arithmetic and graph-keeping methods
+    (`.mean()`, `.cpu()`, `.to(...)`) on one.
+
+    It stays silent on detached values (`.item()`, `.detach()`, `float(...)`, `.data`),
+    predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
+    `no_grad`, accumulation that is itself backpropagated (`loss = loss + l` then
+    `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
+    the iteration (`loss = a` then `loss = loss + b`), and test files.
 
     ## Why is this bad?
     A tensor computed with autograd on keeps a reference to the graph that produced it. Stored
@@ -304,7 +315,7 @@ class LossGraphRetained(Rule):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
                 continue
-            if not graphs.carries_graph(store.value, loop):
+            if not facts.tensors.is_tensor(store.value) or not graphs.carries_graph(store.value, loop):
                 continue
             fix = self.replace(
                 facts, store.value, method_call(store.value, "detach"), "Store the detached value"
@@ -346,7 +357,10 @@ def _switches_grad_off(facts: FileFacts) -> bool:
 
 
 def _reset_every_iteration(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
-    """The container is rebound unconditionally in the loop: it lives for one iteration."""
+    """The container is rebound in the loop, so it lives for one iteration: unconditionally,
+    or earlier in the same block as the store (`loss = a` then `loss = loss + b` in one
+    branch)."""
+    block = facts.index.parents.get(facts.index.parents.get(store.statement))
     for assignment in facts.index.assigns:
         if assignment is store.statement or not isinstance(assignment, cst.Assign):
             continue
@@ -354,9 +368,21 @@ def _reset_every_iteration(facts: FileFacts, store: Store, loop: LoopFacts) -> b
             continue
         if not facts.scopes.within_same_scope(assignment, loop.node):
             continue
+        if store.container in _names_in(assignment.value):
+            continue  # another accumulation (`total = total + x`), not a reset
+        line = facts.index.parents.get(assignment)
+        if facts.index.parents.get(line) is block and _precedes(block, line, store.statement, facts):
+            return True
         if not any(isinstance(p, (cst.If, cst.Try, ScopeNode)) for p in between(facts, assignment, loop.node)):
             return True
     return False
+
+
+def _precedes(block: cst.CSTNode, line: cst.CSTNode, statement: cst.CSTNode, facts: FileFacts) -> bool:
+    """`line` comes before the line holding `statement` in `block`."""
+    lines = list(getattr(block, "body", ()))
+    holder = facts.index.parents.get(statement)
+    return line in lines and holder in lines and lines.index(line) < lines.index(holder)
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,12 +396,24 @@ CHECKPOINT_FUNCTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Keywords `checkpoint` takes itself; any other keyword is forwarded to the checkpointed
+# function, which only the non-reentrant variant supports.
+_CHECKPOINT_KEYWORDS = frozenset({
+    "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
+    "functions", "segments", "input",
+})
+
+
 class CheckpointUseReentrant(Rule):
     """Activation checkpointing without an explicit `use_reentrant=`.
 
     ## What it does
     Checks for `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` calls
-    that do not pass `use_reentrant=`.
+    that do not pass `use_reentrant=`. Calls that unpack `**kwargs` (which may carry it) and
+    compatibility shims are left alone: code inside `except TypeError`/`ImportError`/
+    `AttributeError` (or the `try` it guards), or under an `if` that tests the PyTorch
+    version or `hasattr`, where older releases without the argument are served. Test files
+    are checked too: the missing argument warns there as well.
 
     ## Why is this bad?
     Without the argument PyTorch warns on every call and, for backward compatibility, uses the
@@ -398,7 +436,9 @@ class CheckpointUseReentrant(Rule):
 
     ## Fix safety
     Unsafe: the fix adds `use_reentrant=False`. The two variants behave differently in rare
-    cases (a segment that mutates global state, or inputs detached on purpose).
+    cases (a segment that mutates global state, or inputs detached on purpose). No fix is
+    offered where the call passes keyword arguments on to the checkpointed function: the
+    variants treat them differently, so which one the code was written for is not known.
 
     ## References
     - PyTorch docs, [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
@@ -411,14 +451,23 @@ class CheckpointUseReentrant(Rule):
     message = "Checkpoint call without `use_reentrant=`; pass `use_reentrant=False`"
     default = True
     fix_applicability = Applicability.UNSAFE
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:
             signature = CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")
             if signature is None or bound_argument(call, "use_reentrant", signature) is not None:
                 continue
-            new_call = add_keyword(call, "use_reentrant", cst.Name("False"))
-            yield self.finding(call, self.replace(facts, call, new_call, "Pass `use_reentrant=False`"))
+            if facts.guards.in_compatibility_shim(call):
+                continue
+            fix = None
+            if not any(
+                arg.keyword is not None and arg.keyword.value not in _CHECKPOINT_KEYWORDS
+                for arg in call.args
+            ):
+                new_call = add_keyword(call, "use_reentrant", cst.Name("False"))
+                fix = self.replace(facts, call, new_call, "Pass `use_reentrant=False`")
+            yield self.finding(call, fix)
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,9 +480,12 @@ class EmptyCacheInLoop(Rule):
     """`torch.cuda.empty_cache()` on every iteration of a hot loop.
 
     ## What it does
-    Checks for `torch.cuda.empty_cache()` inside a training loop or a loop over a
-    `DataLoader`, unless it runs only every N steps (`if step % n == 0:`) or only when an
-    exception is handled (the out-of-memory recovery pattern).
+    Checks for `torch.cuda.empty_cache()` in code that runs on every step: inside a training
+    loop or a loop over a `DataLoader`, in `forward`, or in a framework's per-step hook
+    (`training_step`). It stays silent when the call runs only every N steps
+    (`if step % n == 0:`, `if step < 5:`), once per epoch, outside loops, or only on an error
+    path (in an `except` handler, the out-of-memory recovery pattern, or a branch that ends in
+    `raise`), and in test files.
 
     ## Why is this bad?
     `empty_cache()` synchronizes with the device and hands the caching allocator's free blocks
@@ -477,20 +529,11 @@ class EmptyCacheInLoop(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         flagged = [
             call for call in facts.index.calls
-            if facts.names.call_name(call) in EMPTY_CACHE and self._every_iteration(facts, call)
+            if facts.names.call_name(call) in EMPTY_CACHE and facts.steps.runs_per_step(call)
         ]
         deleted = {facts.index.parents.get(call) for call in flagged}
         for call in flagged:
             yield self.finding(call, self._deletion(facts, call, deleted))
-
-    def _every_iteration(self, facts: FileFacts, call: cst.Call) -> bool:
-        hot = next((loop for loop in facts.loops.enclosing_loops(call) if loop.is_hot), None)
-        if hot is None or facts.guards.periodic_guard(call, within=hot.node) is not None:
-            return False
-        return not any(
-            isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
-            for parent in between(facts, call, hot.node)
-        )
 
     def _deletion(self, facts: FileFacts, call: cst.Call, deleted: set) -> ProposedFix | None:
         """Delete the call's line; a block left empty keeps a `pass` in its first statement."""
@@ -521,6 +564,8 @@ class RetainGraphInLoop(Rule):
     Checks for `.backward(retain_graph=True)` in a training loop whose body (nested loops
     included) calls backward only once per iteration, over a loop that builds a new graph
     every iteration (it iterates a `DataLoader` or calls the model).
+
+    Test files are not checked.
 
     ## Why is this bad?
     `retain_graph=True` keeps every buffer the backward pass needs alive after it ran, so the
@@ -590,8 +635,6 @@ class RetainGraphInLoop(Rule):
 CONCATENATIONS = frozenset({
     "torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack",
 })
-# Loops this short copy too little for the quadratic growth to matter.
-_FEW_ITERATIONS = 8
 
 
 class TensorGrownInLoop(Rule):
@@ -599,9 +642,17 @@ class TensorGrownInLoop(Rule):
 
     ## What it does
     Checks for `x = torch.cat([x, y])` (and `concat`, `stack`, `vstack`, `hstack`) inside a
-    loop, where the assigned name is also an element of the sequence and the loop reads `x`
-    nowhere else (a loop that uses the grown tensor, such as a DenseNet block or
-    autoregressive decoding, needs it every iteration).
+    loop whose trip count grows with the data, where the assigned name is also an element of
+    the sequence and the loop reads `x` nowhere else (a loop that uses the grown tensor, such
+    as a DenseNet block or autoregressive decoding, needs it every iteration). The loop must
+    run on every step or be a step loop itself: a loop over a `DataLoader` or a training loop,
+    or, in code that runs every step (`forward`, a training step), a loop over a tensor or
+    to a tensor's size (`for t in range(x.size(1))`).
+
+    It stays silent on loops over a fixed collection (heads, encoders, config entries,
+    beams, `range(3)`), which copy a bounded amount; on targets that are attributes of the
+    loop variable (`m.buffer = torch.cat([m.buffer, x])` grows a different tensor each
+    time); on code that runs once; and in test files.
 
     ## Why is this bad?
     Every concatenation allocates a new tensor and copies everything gathered so far: N
@@ -643,7 +694,11 @@ class TensorGrownInLoop(Rule):
             if growth is None:
                 continue
             loop, target, call, others = growth
-            if _few_iterations(loop.node) or _read_elsewhere(loop.node, target, assignment):
+            if not _grows_with_the_data(facts, loop) or root_name_of(target) in loop.target_names:
+                continue  # a fixed collection (heads, config entries), or a different tensor each time
+            if _read_elsewhere(loop.node, target, assignment):
+                continue
+            if not facts.steps.runs_per_step(assignment):
                 continue
             yield self.finding(assignment, self._suggestion(facts, assignment, loop, target, call, others))
 
@@ -697,17 +752,23 @@ class TensorGrownInLoop(Rule):
         )
 
 
-def _few_iterations(loop: cst.For | cst.While) -> bool:
-    """`for i in range(3)` or `for t in (a, b)`: too few iterations to grow much."""
-    if not isinstance(loop, cst.For):
-        return False
-    iterated = loop.iter
-    if isinstance(iterated, (cst.List, cst.Tuple)):
+def _grows_with_the_data(facts: FileFacts, loop: LoopFacts) -> bool:
+    """A loop whose trip count grows with the data: over a DataLoader or training steps,
+    over a tensor (`for row in x`, `x.split(k)`), or to a tensor's size
+    (`range(x.size(1))`); not over a fixed collection (heads, encoders, config entries)."""
+    if loop.is_hot:
         return True
-    if isinstance(iterated, cst.Call) and last_identifier(iterated.func) == "range" and len(iterated.args) == 1:
-        count = literal_value(iterated.args[0].value)
-        return isinstance(count, int) and count <= _FEW_ITERATIONS
-    return False
+    iterated = iterated_expression(loop.node)
+    if iterated is None:
+        return False
+    if isinstance(iterated, cst.Call) and facts.names.call_name(iterated) == "builtins.range":
+        return bool(iterated.args) and facts.tensors.is_tensor_size(iterated.args[-1].value)
+    return facts.tensors.is_definitely_tensor(iterated)
+
+
+def root_name_of(dotted: str) -> str:
+    """`m` for `m.buffer`."""
+    return dotted.split(".", 1)[0]
 
 
 def _read_elsewhere(loop: cst.CSTNode, target: str, assignment: cst.CSTNode) -> bool:
@@ -763,6 +824,8 @@ class RequiresGradTypo(Rule):
     variable over `.parameters()` / `.named_parameters()`, a tensor expression, or a layer's
     `.weight`/`.bias`), unless a class in the file defines its own `require_grad`.
 
+    Test files are checked too: the typo freezes nothing there either.
+
     ## Why is this bad?
     Python lets you set any attribute on a tensor, so the misspelt name is silently stored and
     `requires_grad` stays `True`: the "frozen" parameters still get gradients, the backward
@@ -794,6 +857,7 @@ class RequiresGradTypo(Rule):
     message = "`require_grad` is a typo of `requires_grad`: the parameter is not frozen"
     default = True
     fix_applicability = Applicability.UNSAFE
+    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if _defines_require_grad(facts):
@@ -871,7 +935,9 @@ class RepeatInsteadOfBroadcast(Rule):
     Checks for `.repeat(...)`, `torch.tile(...)` and `.expand(...).contiguous()` used directly
     as an operand of `+ - * / **` with another tensor expression, when the repeated tensor
     visibly has the size-1 dimensions broadcasting needs (`.unsqueeze(...)`, `x[:, None]`,
-    `.view(..., 1, ...)`), or it is an `.expand(...)`.
+    `.view(..., 1, ...)`), or it is an `.expand(...)`, in code that runs on every step (a
+    training or DataLoader loop, `forward`, a framework's per-step hook). Code that runs once
+    and test files are not checked.
 
     ## Why is this bad?
     `repeat` and `tile` allocate and fill a full-size copy, and `.contiguous()` turns a free
@@ -881,16 +947,20 @@ class RepeatInsteadOfBroadcast(Rule):
 
     ## Example
     ```python
-    queries = torch.randn(batch, n, dim, device="cuda")
-    keys = torch.randn(batch, dim, device="cuda")
-    scores = queries * keys.unsqueeze(1).repeat(1, n, 1)
+    class Scorer(nn.Module):
+        def forward(self, x, n):
+            queries = torch.matmul(x, self.w_query)
+            keys = torch.matmul(x.mean(1), self.w_key)
+            return queries * keys.unsqueeze(1).repeat(1, n, 1)
     ```
 
     ## Use instead
     ```python
-    queries = torch.randn(batch, n, dim, device="cuda")
-    keys = torch.randn(batch, dim, device="cuda")
-    scores = queries * keys.unsqueeze(1)
+    class Scorer(nn.Module):
+        def forward(self, x, n):
+            queries = torch.matmul(x, self.w_query)
+            keys = torch.matmul(x.mean(1), self.w_key)
+            return queries * keys.unsqueeze(1)
     ```
 
     ## Fix safety
@@ -915,6 +985,8 @@ class RepeatInsteadOfBroadcast(Rule):
             for operand, other in ((operation.left, operation.right), (operation.right, operation.left)):
                 source = self._copied_view(facts, operand)
                 if source is None or not facts.tensors.is_tensor(other):
+                    continue
+                if not facts.steps.runs_per_step(operation):
                     continue
                 fix = ProposedFix(
                     self.fix_applicability, "Drop the copy and rely on broadcasting",

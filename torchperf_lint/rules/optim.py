@@ -52,6 +52,8 @@ class AdamWithWeightDecay(Rule):
     `0` (by keyword or by position), unless they also ask for decoupled decay
     (`decoupled_weight_decay=True`, which is what `AdamW` does).
 
+    Test files are not checked.
+
     ## Why is this bad?
     Adam's `weight_decay` adds `w * param` to the gradient, which is then divided by Adam's
     running RMS: parameters with large gradients are barely regularised, and the decay
@@ -187,6 +189,8 @@ class ZeroGradSetToNoneFalse(Rule):
     module. It stays silent in modules that write into `.grad` in place (`p.grad.add_(...)`,
     `p.grad += ...`): those need the gradients to exist as tensors.
 
+    Test files are not checked.
+
     ## Why is this bad?
     With `set_to_none=False`, `zero_grad` launches a memset for every parameter's gradient each
     step, and the next backward then accumulates into the zeroed tensors (a read-modify-write)
@@ -268,6 +272,8 @@ class OptimizerNotFused(Rule):
     `foreach=...` is a decision and is left alone, as are calls that unpack `**kwargs`, modules
     with no CUDA use, configured PyTorch versions whose optimizer has no fused kernel, and
     optimizers over `model.parameters()` of a model built here and never moved to a device.
+
+    Test files are not checked.
 
     ## Why is this bad?
     The default (`foreach`) implementation still launches a handful of kernels per group of
@@ -373,6 +379,8 @@ class DdpAccumulationWithoutNoSync(Rule):
     (`if (i + 1) % accumulation_steps == 0:`), when nothing in the module skips the gradient
     synchronisation (`model.no_sync()`, `require_backward_grad_sync`, Accelerate's
     `accelerator.accumulate(model)`). The finding is reported at the `backward` call.
+
+    Test files are not checked.
 
     ## Why is this bad?
     Every DDP `backward` all-reduces all gradients across processes. During accumulation only

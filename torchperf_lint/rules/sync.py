@@ -27,8 +27,7 @@ class _PerIterationRule(Rule):
         raise NotImplementedError
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        # Tests read values on purpose (`assert loss < previous`) and their speed is no one's goal.
-        if facts.is_test_file or not self.runs_on_cuda(facts):
+        if not self.runs_on_cuda(facts):
             return
         for site in self.sites(facts):
             step = facts.steps.step_of(site.node)
@@ -47,14 +46,26 @@ class SyncInTrainingLoop(_PerIterationRule):
     ## What it does
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor (also through f-strings,
-    `str()`, `format` and `%`), and a tensor used as a condition (`if torch.isnan(loss):`,
-    `if loss < best:`), which is `bool(t)` written implicitly. A chain such as
-    `x.cpu().numpy()` is one finding.
+    `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor, a tensor formatted
+    into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
+    `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor handed to
+    a call that formats it for display (`pbar.set_postfix(loss=loss)`,
+    `logger.info("%s", loss)`; `debug` logging is off by default), a tensor used as a
+    condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
+    `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
+    written implicitly, and an explicit `torch.cuda.synchronize()` (or another backend's)
+    that does not bound a timed interval (a clock read right before or after it). A chain
+    such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
+    dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
+    first). A read right after an explicit synchronize waits for nothing more: only the
+    synchronize is reported.
 
     It stays silent on calls that do not run on every step: under a periodic guard
-    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`) or a test of the
-    loop's own counter (`if i == 0:`, `if i + 1 == len(loader):`); on calls after the loop or
+    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
+    one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
+    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`) or a
+    lazy initialisation (`if buffer is None: buffer = ...`); on
+    calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
@@ -154,6 +165,8 @@ class SyncInEvalLoop(_PerIterationRule):
     has no backward or optimizer step. Periodic guards, calls after the loop and CPU-only
     modules are silent, as for TPL201.
 
+    Test files are not checked.
+
     ## Why is this bad?
     Each sync stops the host from queueing the next batch's forward pass while the GPU is
     busy, so the GPU idles between batches. Evaluation runs are usually short, which is why
@@ -217,6 +230,8 @@ class DataDependentShapeInLoop(_PerIterationRule):
     assignments through a mask are silent (`t[mask] = 0` with a scalar runs as
     `masked_fill_`, without a sync).
 
+    Test files are not checked.
+
     ## Why is this bad?
     The size of the result is only known once the GPU has counted the selected elements, and
     the host needs that size to allocate the output. So each of these operations is a host
@@ -277,8 +292,11 @@ class PythonLoopOverTensorElements(Rule):
     ## What it does
     Checks for `for i in range(len(t))`, `range(t.shape[k])` and `range(t.size(k))` over a
     tensor expression `t` whose body indexes tensors with `i` (`t[i]`, `out[i] = ...`,
-    `t[:, i]`). Training, evaluation and DataLoader loops, bodies that call a model or a
-    criterion, and loops over Python lists are not reported.
+    `t[:, i]`), in code that runs on every training or evaluation step (inside a training
+    loop or a loop over a `DataLoader`, in `forward`, in a framework's per-step hook).
+    Loops that run once (set-up, pre-processing, a `__main__` block), training, evaluation
+    and DataLoader loops themselves, bodies that call a model or a criterion, loops over
+    Python lists, and test files are not reported.
 
     ## Why is this bad?
     Each `t[i]` is a separate operation: a kernel launch on the GPU (and a sync when the
@@ -288,17 +306,20 @@ class PythonLoopOverTensorElements(Rule):
 
     ## Example
     ```python
-    scores = torch.rand(10_000, device="cuda")
-    weights = torch.rand(10_000, device="cuda")
-    for i in range(len(scores)):
-        scores[i] = scores[i] * weights[i]
+    class Rescorer(nn.Module):
+        def forward(self, logits):
+            scores = torch.sigmoid(logits)
+            weights = torch.softmax(logits, dim=0)
+            for i in range(len(scores)):
+                scores[i] = scores[i] * weights[i]
+            return scores
     ```
 
     ## Use instead
     ```python
-    scores = torch.rand(10_000, device="cuda")
-    weights = torch.rand(10_000, device="cuda")
-    scores = scores * weights
+    class Rescorer(nn.Module):
+        def forward(self, logits):
+            return torch.sigmoid(logits) * torch.softmax(logits, dim=0)
     ```
 
     ## Fix safety
@@ -327,13 +348,16 @@ class PythonLoopOverTensorElements(Rule):
                 continue
             if loop.is_hot or not self._ranges_over_tensor(facts, node.iter):
                 continue
+            if not facts.steps.runs_per_step(node):
+                continue
             body_calls = [c for c in facts.index.calls if facts.scopes.within_same_scope(c, node.body)]
             if any(facts.tensors.is_module_call(call) for call in body_calls):
                 continue
             if self._indexes_tensor_with(facts, node, node.target.value):
                 yield self.finding(node)
 
-    def _ranges_over_tensor(self, facts: FileFacts, iterated: cst.BaseExpression) -> bool:
+    @staticmethod
+    def _ranges_over_tensor(facts: FileFacts, iterated: cst.BaseExpression) -> bool:
         """`range(len(t))`, `range(t.shape[k])`, `range(t.size(k))`, also with a start."""
         if not isinstance(iterated, cst.Call) or not 1 <= len(iterated.args) <= 2:
             return False
@@ -341,16 +365,7 @@ class PythonLoopOverTensorElements(Rule):
             arg.star or arg.keyword for arg in iterated.args
         ):
             return False
-        stop = iterated.args[-1].value
-        if isinstance(stop, cst.Call) and facts.names.call_name(stop) == "builtins.len":
-            sized = stop.args[0].value if len(stop.args) == 1 else None
-        elif isinstance(stop, cst.Subscript) and isinstance(stop.value, cst.Attribute):
-            sized = stop.value.value if stop.value.attr.value == "shape" else None
-        elif isinstance(stop, cst.Call) and isinstance(stop.func, cst.Attribute) and stop.args:
-            sized = stop.func.value if stop.func.attr.value == "size" else None
-        else:
-            sized = None
-        return sized is not None and facts.tensors.is_definitely_tensor(sized)
+        return facts.tensors.is_tensor_size(iterated.args[-1].value)
 
     def _indexes_tensor_with(self, facts: FileFacts, loop: cst.For, variable: str) -> bool:
         """A subscript in the loop body whose index is the loop variable, of a tensor."""
