@@ -290,7 +290,24 @@ def _wait_for_output(process: subprocess.Popen, path: Path) -> None:
 
 
 def _large_tree(root: Path, files: int = 300) -> None:
-    write_files(root, {f"d{i % 10}/loader{i}.py": LOADER + "\n" * i for i in range(files)})
+    """A tree whose run lasts well over ten seconds on any machine this suite runs on: each
+    file holds a thousand statements besides its finding."""
+    body = "".join(f"value_{n} = {n}\n" for n in range(1000))
+    write_files(root, {f"d{i % 10}/loader{i}.py": LOADER + body for i in range(files)})
+
+
+def _wait_for_workers(group: int) -> None:
+    """Until the run's worker processes are up: it is then surely in the middle of its files."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        listing = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True,
+                                 text=True, check=True).stdout
+        running = [line for line in listing.splitlines()
+                   if line.split()[0] == str(group) and not line.split()[1].startswith("Z")]
+        if len(running) >= 3:  # the main process and its two workers
+            time.sleep(0.5)
+            return
+        time.sleep(0.05)
 
 
 def test_ctrl_c_exits_130_and_stops_the_workers(tmp_path):
@@ -298,7 +315,7 @@ def test_ctrl_c_exits_130_and_stops_the_workers(tmp_path):
     process = subprocess.Popen([EXECUTABLE, "--no-cache", "-j", "2", "."], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                start_new_session=True)
-    time.sleep(3)
+    _wait_for_workers(process.pid)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal sends it: to the whole group
     assert process.wait(timeout=60) == 130
     assert b"Traceback" not in process.stderr.read()
@@ -332,7 +349,7 @@ def test_killing_a_fix_run_leaves_no_process_and_no_temporary_file(tmp_path, sen
              "tree"],
             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=output, start_new_session=True,
         )
-        time.sleep(4)
+        _wait_for_workers(process.pid)
         process.send_signal(sent)
         code = process.wait(timeout=60)
     assert code == (143 if sent == signal.SIGTERM else -signal.SIGKILL)

@@ -53,7 +53,9 @@ SPAWNING_SCRIPT = textwrap.dedent(
     if os.fork() == 0:
         os.setsid()
         orphan = subprocess.Popen(sleeper)
-        Path("orphan.pid").write_text(str(orphan.pid))
+        # Written whole, then renamed: the parent never reads a half-written file.
+        Path("orphan.tmp").write_text(str(orphan.pid))
+        os.replace("orphan.tmp", "orphan.pid")
         os._exit(0)
     while not Path("orphan.pid").exists():
         time.sleep(0.01)
