@@ -255,6 +255,9 @@ def test_no_grad_wrappers_and_callers_that_all_turn_autograd_off() -> None:
                 with torch.no_grad():
                     evaluate(model)
                 probe(model)
+
+            if __name__ == "__main__":
+                main(None)
         """,
         "tests/test_val.py": "from val import evaluate\n\ndef test_it(model):\n    evaluate(model)\n",
     })
@@ -328,3 +331,20 @@ def test_framework_hooks_are_found_through_project_base_classes() -> None:
     kind, path = linked.per_step(function("model.py", "Model.helper"))
     assert (kind, [hop.callee for hop in path]) == ("train", ["Model.helper"])
     assert linked.per_step(function("model.py", "Model.validation_step")) == ("eval", ())
+
+
+def test_modules_only_tests_import_are_test_support() -> None:
+    linked = program({
+        "demos/boring.py": "import torch\n\nclass BoringModel: pass\n",
+        "demos/shared.py": "import torch\n",
+        "tests/test_boring.py": "from demos.boring import BoringModel\nfrom demos.shared import x\n",
+        "train.py": "import torch\nfrom demos.shared import x\n",
+        "helpers.py": "import demos.boring\n",
+        "tests/test_helpers.py": "import helpers\nimport script\n",
+        "script.py": "import torch\n\nif __name__ == '__main__':\n    pass\n",
+    })
+    # boring.py: imported by a test and by helpers.py, itself imported only by a test; a
+    # script that tests import is still a script.
+    assert linked.tests == {
+        "tests/test_boring.py", "tests/test_helpers.py", "helpers.py", "demos/boring.py"
+    }

@@ -48,7 +48,7 @@ def is_test_file(path: PurePath) -> bool:
 
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (
-    "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "is_test_file",
+    "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast",
 )
 
 
@@ -137,7 +137,8 @@ class FileFacts:
 
     @cached_property
     def is_test_file(self) -> bool:
-        return is_test_file(self.path)
+        """A test file by its path, or test support: a module only tests import."""
+        return is_test_file(self.path) or self.program.is_test_support()
 
     def loader_of(self, loop: LoopNode) -> LoaderDescription | None:
         """The DataLoader `loop` iterates, when known: built in this module, returned by a

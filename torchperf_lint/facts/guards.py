@@ -150,13 +150,13 @@ class Guards:
             if isinstance(parent, cst.IfExp) and child is not parent.test:
                 return True
             if isinstance(parent, cst.If) and child is not parent.test:
-                return not (child is parent.body and _is_main_test(parent.test))
+                return not (child is parent.body and is_main_test(parent.test))
         return False
 
     def under_main_guard(self, node: cst.CSTNode) -> bool:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, cst.If) and child is parent.body and _is_main_test(parent.test):
+            if isinstance(parent, cst.If) and child is parent.body and is_main_test(parent.test):
                 return True
         return False
 
@@ -248,7 +248,7 @@ class Guards:
         return False
 
 
-def _is_main_test(test: cst.BaseExpression) -> bool:
+def is_main_test(test: cst.BaseExpression) -> bool:
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     sides = (test.left, test.comparisons[0].comparator)

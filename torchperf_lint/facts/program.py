@@ -60,6 +60,11 @@ class ProgramAnswers:
         from such a loop, directly or through other functions, or a framework's per-step hook)."""
         return None
 
+    def is_test_support(self) -> bool:
+        """Whether only tests (and other test support) import this file, though its path does
+        not say it is a test (`demos/boring_classes.py`)."""
+        return False
+
     def runs_on_cuda(self) -> bool:
         """Whether the program this file belongs to runs on CUDA (beyond the file's own use)."""
         return False

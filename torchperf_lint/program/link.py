@@ -70,11 +70,37 @@ class ProgramFacts:
 
     def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
         self.summaries = summaries
-        self.tests = frozenset(file for file in summaries if is_test_file(PurePosixPath(file)))
+        self._test_paths = frozenset(
+            file for file in summaries if is_test_file(PurePosixPath(file))
+        )
         self.modules = ModuleMap(summaries)
         self._resolved: dict[tuple[str, Ref], Target | None] = {}
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
+
+    @cached_property
+    def tests(self) -> frozenset[str]:
+        """Test files (by their path), and test support: files that only test files (or other
+        test support) import and that are not scripts of their own (no `__main__` block), such
+        as a `demos/boring_classes.py` of models for tests."""
+        importers: dict[str, set[str]] = defaultdict(set)
+        for file, imported in self._imports.items():
+            for target in imported:
+                importers[target].add(file)
+        tests = set(self._test_paths)
+        changed = True
+        while changed:
+            changed = False
+            for file in sorted(self.summaries):
+                if (
+                    file not in tests
+                    and importers[file]
+                    and importers[file] <= tests
+                    and not self.summaries[file].runs_as_script
+                ):
+                    tests.add(file)
+                    changed = True
+        return frozenset(tests)
 
     # Resolution ------------------------------------------------------------------------------
 
@@ -562,6 +588,9 @@ class ProgramFacts:
             return None
         kind, path = found
         return {"kind": kind, "path": [[hop.file, hop.call, hop.callee] for hop in path]}
+
+    def _answer_test_support(self, file: str) -> bool:
+        return file in self.tests and file not in self._test_paths
 
     def _answer_cuda(self, file: str) -> bool:
         return file in self.cuda_files

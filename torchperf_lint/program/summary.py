@@ -29,11 +29,12 @@ import libcst as cst
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
+from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 2
+SUMMARY_FORMAT = 3
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
@@ -105,6 +106,7 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     uses_cuda: bool = False
+    runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
 
@@ -299,6 +301,10 @@ class _Summarizer:
             stars=self.refs.stars,
             imported_modules=sorted(set(self.refs.imported_modules)),
             uses_cuda=facts.uses_cuda,
+            runs_as_script=any(
+                isinstance(statement, cst.If) and is_main_test(statement.test)
+                for statement in facts.module.body
+            ),
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:

@@ -64,6 +64,9 @@ class LinkedAnswers(ProgramAnswers):
         )
         return StepWitness(answer["kind"], path)
 
+    def is_test_support(self) -> bool:
+        return bool(self._ask("test_support"))
+
     def runs_on_cuda(self) -> bool:
         return bool(self._ask("cuda"))
 
