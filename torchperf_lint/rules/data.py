@@ -202,7 +202,8 @@ class DataLoaderNoPinMemory(Rule):
     gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not self.runs_on_cuda(facts):
+        # The program is asked about the device only where there is a loader to report.
+        if not facts.dataloaders.constructions or not self.runs_on_cuda(facts):
             return
         for loader in facts.dataloaders.constructions:
             if loader.value("pin_memory") is not MISSING:

@@ -136,9 +136,9 @@ class CudaTimingWithoutSync(Rule):
     default = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not self.runs_on_cuda(facts):
-            return
         if not any(facts.names.call_name(call) in CLOCKS for call in facts.index.calls):
+            return
+        if not self.runs_on_cuda(facts):
             return
         order = ExecutionOrder(facts)
         reported: set[cst.Call] = set()

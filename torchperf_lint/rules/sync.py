@@ -27,8 +27,7 @@ class _PerIterationRule(Rule):
         raise NotImplementedError
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not self.runs_on_cuda(facts):
-            return
+        on_cuda = None  # The program is asked about the device only once a site is per step.
         for site in self.sites(facts):
             step = facts.steps.step_of(site.node)
             if step is None:
@@ -37,6 +36,10 @@ class _PerIterationRule(Rule):
                 continue
             if step.loop is None and step.kind != self.step_kind:
                 continue
+            if on_cuda is None:
+                on_cuda = self.runs_on_cuda(facts)
+            if not on_cuda:
+                return
             yield self.finding(site.node, related=step.path, what=site.description)
 
 
