@@ -9,6 +9,7 @@ import libcst as cst
 
 Loop = (cst.For, cst.While)
 ScopeNode = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+SCOPE_TYPES = frozenset(ScopeNode)
 
 
 @dataclass
@@ -33,27 +34,34 @@ class SyntaxIndex:
     strings: list[cst.SimpleString] = field(default_factory=list)
     names: list[cst.Name] = field(default_factory=list)
     returns: list[cst.Return] = field(default_factory=list)
+    formatted_strings: list[cst.FormattedString] = field(default_factory=list)
+    # Nodes with a test: `if`/`elif`, `while`, conditional expressions and `assert`.
+    conditions: list[cst.If | cst.While | cst.IfExp | cst.Assert] = field(default_factory=list)
 
 
-# The node types each bucket collects.
-_BUCKETS = {
-    cst.Call: "calls",
-    cst.For: "loops",
-    cst.While: "loops",
-    cst.FunctionDef: "functions",
-    cst.ClassDef: "classes",
-    cst.Assign: "assigns",
-    cst.AnnAssign: "assigns",
-    cst.AugAssign: "assigns",
-    cst.With: "withs",
-    cst.Import: "imports",
-    cst.ImportFrom: "imports",
-    cst.Attribute: "attributes",
-    cst.Subscript: "subscripts",
-    cst.BinaryOperation: "binary_operations",
-    cst.SimpleString: "strings",
-    cst.Name: "names",
-    cst.Return: "returns",
+# The buckets each node type goes into.
+_BUCKETS: dict[type, tuple[str, ...]] = {
+    cst.Call: ("calls",),
+    cst.For: ("loops",),
+    cst.While: ("loops", "conditions"),
+    cst.FunctionDef: ("functions",),
+    cst.ClassDef: ("classes",),
+    cst.Assign: ("assigns",),
+    cst.AnnAssign: ("assigns",),
+    cst.AugAssign: ("assigns",),
+    cst.With: ("withs",),
+    cst.Import: ("imports",),
+    cst.ImportFrom: ("imports",),
+    cst.Attribute: ("attributes",),
+    cst.Subscript: ("subscripts",),
+    cst.BinaryOperation: ("binary_operations",),
+    cst.SimpleString: ("strings",),
+    cst.Name: ("names",),
+    cst.Return: ("returns",),
+    cst.FormattedString: ("formatted_strings",),
+    cst.If: ("conditions",),
+    cst.IfExp: ("conditions",),
+    cst.Assert: ("conditions",),
 }
 
 # Children are read from the node's dataclass fields, which LibCST declares in source order
@@ -148,6 +156,32 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         pending.extend(below)
 
 
+def nearest_ancestor(
+    parents: dict[cst.CSTNode, cst.CSTNode],
+    memo: dict[cst.CSTNode, cst.CSTNode | None],
+    node: cst.CSTNode,
+    wanted: frozenset[type],
+) -> cst.CSTNode | None:
+    """The nearest proper ancestor of `node` of a `wanted` type, or None.
+
+    Analyses ask this of most nodes, so `memo` (one per question) keeps the answer of every
+    node on the way up: a module's answers all cost one walk of its tree. `memo` maps a node
+    to the nearest ancestor that is wanted, or that node itself when it is wanted.
+    """
+    path = []
+    current = parents.get(node)
+    while current is not None and current not in memo:
+        if type(current) in wanted:
+            memo[current] = current
+            break
+        path.append(current)
+        current = parents.get(current)
+    found = memo.get(current) if current is not None else None
+    for passed in path:
+        memo[passed] = found
+    return found
+
+
 def build_index(module: cst.Module) -> SyntaxIndex:
     """Walk `module` once, in source order, and return its index.
 
@@ -156,14 +190,15 @@ def build_index(module: cst.Module) -> SyntaxIndex:
     """
     index = SyntaxIndex()
     parents = index.parents
-    buckets = {node_type: getattr(index, name) for node_type, name in _BUCKETS.items()}
+    buckets = {
+        node_type: [getattr(index, name) for name in names] for node_type, names in _BUCKETS.items()
+    }
     pending: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
     while pending:
         node, parent = pending.pop()
         if parent is not None:
             parents[node] = parent  # in pre-order: analyses rely on the insertion order
-        bucket = buckets.get(type(node))
-        if bucket is not None:
+        for bucket in buckets.get(type(node), ()):
             bucket.append(node)
         below = children(node)
         below.reverse()

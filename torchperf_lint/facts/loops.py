@@ -16,7 +16,7 @@ from typing import Union
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
+from torchperf_lint.facts.index import SCOPE_TYPES, ScopeNode, SyntaxIndex
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
@@ -84,6 +84,7 @@ class Loops:
             for loop in index.loops
         }
         self._call_loop: dict[cst.Call, LoopFacts | None] = {}
+        self._nearest: dict[cst.CSTNode, LoopFacts | None] = {}
         # Functions (None: module level) whose own body switches a model to eval mode.
         self._eval_functions: set[cst.FunctionDef | None] = set()
         for call in index.calls:
@@ -107,14 +108,30 @@ class Loops:
         """The loop whose every iteration runs `node`, or None outside loops."""
         if node in self._call_loop:
             return self._call_loop[node]
-        for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, ScopeNode):
-                return None
-            if isinstance(parent, cst.For) and child is parent.body:
-                return self.by_node[parent]
-            if isinstance(parent, cst.While) and (child is parent.body or child is parent.test):
-                return self.by_node[parent]
-        return None
+        # Each node's answer is remembered, and so are those of the nodes on the way up: they
+        # share it (all of a module's answers cost one walk of its tree).
+        memo = self._nearest
+        parents = self.scopes.parents
+        path = []
+        current = node
+        found: LoopFacts | None = None
+        while current not in memo:
+            path.append(current)
+            parent = parents.get(current)
+            kind = type(parent)  # types, not isinstance: LibCST's ABC checks are slow here
+            if parent is None or kind in SCOPE_TYPES:
+                break
+            if (kind is cst.For and current is parent.body) or (
+                kind is cst.While and (current is parent.body or current is parent.test)
+            ):
+                found = self.by_node[parent]
+                break
+            current = parent
+        else:
+            found = memo[current]
+        for passed in path:
+            memo[passed] = found
+        return found
 
     def loop_of_call(self, call: cst.Call) -> LoopFacts | None:
         return self._call_loop.get(call)

@@ -12,7 +12,7 @@ import builtins
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
+from torchperf_lint.facts.index import SCOPE_TYPES, SyntaxIndex, nearest_ancestor
 
 # PyTorch re-exports the same object under several paths; rules speak of the public one.
 CANONICAL_NAMES = {
@@ -86,6 +86,7 @@ class NameResolver:
 
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
+        self._scopes: dict[cst.CSTNode, cst.CSTNode | None] = {}
         self._resolved: dict[cst.BaseExpression, str | None] = {}
         # Every name an import or a PyTorch alias binds anywhere in the file (first wins).
         self.aliases: dict[str, str] = {}
@@ -111,10 +112,7 @@ class NameResolver:
                         self._bind(target.target, assignment.value)
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        parent = self.parents.get(node)
-        while parent is not None and not isinstance(parent, ScopeNode):
-            parent = self.parents.get(parent)
-        return parent
+        return nearest_ancestor(self.parents, self._scopes, node, SCOPE_TYPES)
 
     def _define(self, name: str, scope: cst.CSTNode | None) -> None:
         self.local_definitions.setdefault(name, set()).add(scope)

@@ -108,7 +108,9 @@ class HostSyncs:
         found = [site for call in self.index.calls if (site := self._call_sync(call))]
         found.extend(
             HostSync(node, "Formatting a tensor into a string")
-            for node in self.index.parents
+            for node in (
+                *self.index.formatted_strings, *self.index.calls, *self.index.binary_operations
+            )
             if self._string_of_tensor(node)
         )
         found.extend(
@@ -431,9 +433,8 @@ class HostSyncs:
     def _truth_tests(self) -> Iterator[tuple[cst.BaseExpression, bool]]:
         """The tests of every `if`, `elif`, `while`, conditional expression and `assert`, each
         with whether it is an `assert`'s."""
-        for node in self.index.parents:
-            if isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-                yield node.test, isinstance(node, cst.Assert)
+        for node in self.index.conditions:
+            yield node.test, isinstance(node, cst.Assert)
 
     def _reads_tensor_truth(self, operand: cst.BaseExpression, asserted: bool = False) -> bool:
         """`torch.isnan(loss).any()`, `loss > best`, `found_inf`: the `if` must read the value

@@ -30,6 +30,7 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
+from torchperf_lint.facts.index import nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name
 
@@ -42,6 +43,7 @@ Ref = str
 # (["call", ref]), or a parameter passed through (["param", name]).
 Value = list
 
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
 _GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
 _GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
 # Calls into these never reach project code: they are left out of summaries.
@@ -135,6 +137,7 @@ class References:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.scopes = facts.scopes
+        self._scopes: dict[cst.CSTNode, cst.CSTNode | None] = {}
         self.imports: dict[str, str] = {}
         self.stars: list[str] = []
         self.imported_modules: list[str] = []
@@ -159,10 +162,8 @@ class References:
         return self.qualnames[definition]
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        for parent in self.scopes.ancestors(node):
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
-                return parent
-        return None
+        """The innermost `def` or `class` around `node`."""
+        return nearest_ancestor(self.scopes.parents, self._scopes, node, _DEFINITIONS)
 
     def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
         if isinstance(statement, cst.Import):

@@ -167,6 +167,19 @@ def _layer_lists(facts: FileFacts) -> Iterator[list[cst.BaseExpression]]:
     for statement in facts.index.returns:
         if isinstance(statement.value, cst.List):
             yield [element.value for element in statement.value.elements]
+    # (function, name) of the lists a layer is appended to.
+    grown = {
+        (facts.scopes.enclosing_function(call), call.func.value.value)
+        for call in facts.index.calls
+        if isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("append", "extend")
+        and isinstance(call.func.value, cst.Name)
+        and call.args
+        and any(
+            _holds_layers(facts, value) if isinstance(value, cst.List) else _is_layer(facts, value)
+            for value in (call.args[0].value,)
+        )
+    }
     for assignment in facts.index.assigns:
         if not (
             isinstance(assignment, cst.Assign)
@@ -177,12 +190,27 @@ def _layer_lists(facts: FileFacts) -> Iterator[list[cst.BaseExpression]]:
             continue
         name = assignment.targets[0].target.value
         function = facts.scopes.enclosing_function(assignment)
-        if function is None or not _becomes_modules(facts, name, function):
+        if function is None:
+            continue
+        if not _holds_layers(facts, assignment.value) and (function, name) not in grown:
+            continue
+        if not _becomes_modules(facts, name, function):
             continue
         layers = [element.value for element in assignment.value.elements]
         for node in descendants(function.body):
             layers.extend(_appended(node, name))
         yield layers
+
+
+def _holds_layers(facts: FileFacts, literal: cst.List) -> bool:
+    """A list with a `torch.nn` module among its elements."""
+    return any(_is_layer(facts, element.value) for element in literal.elements)
+
+
+def _is_layer(facts: FileFacts, expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.Call) and (
+        facts.names.call_name(expression) or ""
+    ).startswith("torch.nn.")
 
 
 def _becomes_modules(facts: FileFacts, name: str, function: cst.FunctionDef) -> bool:
