@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Union
 
 import libcst as cst
 
@@ -18,7 +19,7 @@ from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
-LoopNode = cst.For | cst.While
+LoopNode = Union[cst.For, cst.While]
 
 # Callables whose result is an optimizer or a gradient scaler, so `.step()` on it is a training step.
 _STEPPER_PREFIXES = ("torch.optim.", "torch.amp.GradScaler", "torch.cuda.amp.GradScaler")
