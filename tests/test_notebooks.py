@@ -95,15 +95,33 @@ def test_cli_reports_cell_in_concise_full_json_github_and_sarif(tmp_path):
     ]
     # Fix edits are relative to the cell too.
     assert records[1]["fix"]["edits"][0]["location"] == {"row": 9, "column": 19}
+    # Formats that name a line of the file point at the `.ipynb` line holding the code.
+    row, line_start = file_position(tmp_path / "train.ipynb", '"    losses.append(loss)')
+    column = line_start + 4  # The finding starts at column 5 of that source line.
     github = torchperf_lint(*SELECT, "--output-format", "github", "train.ipynb", cwd=tmp_path)
-    assert ",line=9,col=5,endLine=9,endColumn=24::cell 5: TPL501 " in github.stdout
+    span = f"line={row},col={column},endLine={row},endColumn={column + 19}"
+    assert f",{span}::cell 5: TPL501 " in github.stdout
     sarif = json.loads(
         torchperf_lint(*SELECT, "--output-format", "sarif", "train.ipynb", cwd=tmp_path).stdout
     )
     result = sarif["runs"][0]["results"][1]
     assert result["properties"] == {"cell": 5}
     assert result["message"]["text"].startswith("cell 5: Loss stored")
-    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 9
+    assert result["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": row,
+        "startColumn": column,
+        "endLine": row,
+        "endColumn": column + 19,
+    }
+
+
+def file_position(path: Path, quoted_line: str) -> tuple[int, int]:
+    """The row and column, in the notebook file, of the first character of the source line
+    whose JSON string starts with `quoted_line`."""
+    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if quoted_line in line:
+            return row, line.index(quoted_line) + 2
+    raise AssertionError(f"{quoted_line} is not in {path}")
 
 
 def test_ipython_lines_are_skipped_and_rows_stay_right():
