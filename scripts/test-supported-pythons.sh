@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The test suite as CI runs it (.ci/run): on the oldest and the newest supported Python, each in
+# a fresh virtualenv with only what it needs, then the tests that need PyTorch.
+#
+# 1. Python 3.9 and Python 3.13: `pip install -e .[test]`, no torch (PyTorch 2.13 has no wheel
+#    for 3.9, and for 3.13 only multi-GB CUDA builds), so the tests that need torch skip with
+#    that reason and everything else runs.
+# 2. The tests that need torch (`-m torch`) on Python 3.11 with torch==2.13.0: machines that
+#    keep its CPU wheel on disk (as the project's do) install that small wheel.
+#
+# Interpreters are found on PATH (python3.9, ...) or under pyenv; TORCHPERF_LINT_PYTHONS (e.g.
+# "python3.9 python3.13") and TORCHPERF_LINT_TORCH_PYTHON override them. Virtualenvs go under
+# TORCHPERF_LINT_VENVS (default: a temporary folder, removed at the end). Extra arguments go to
+# every pytest run. Exits non-zero if any run fails or runs no test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_python() {
+    local version=$1 candidate
+    if command -v "python$version" >/dev/null 2>&1 && "python$version" -c '' 2>/dev/null; then
+        command -v "python$version"
+        return
+    fi
+    for candidate in "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/"$version".*/bin/python"$version"; do
+        if [ -x "$candidate" ]; then
+            echo "$candidate"
+            return
+        fi
+    done
+    echo "error: no Python $version found (set TORCHPERF_LINT_PYTHONS)" >&2
+    return 1
+}
+
+new_venv() {
+    local python=$1 venv=$2
+    "$python" -m venv --clear "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+}
+
+venvs=${TORCHPERF_LINT_VENVS:-$(mktemp -d "${TMPDIR:-/tmp}/torchperf-lint-venvs.XXXXXX")}
+if [ -z "${TORCHPERF_LINT_VENVS:-}" ]; then
+    trap 'rm -rf "$venvs"' EXIT
+fi
+pythons=${TORCHPERF_LINT_PYTHONS:-"$(find_python 3.9) $(find_python 3.13)"}
+
+for python in $pythons; do
+    version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    echo "== Python $version: the suite, without torch"
+    new_venv "$python" "$venvs/py$version"
+    "$venvs/py$version/bin/python" -m pytest -q -p no:cacheprovider "$@"
+done
+
+torch_python=${TORCHPERF_LINT_TORCH_PYTHON:-$(find_python 3.11)}
+echo "== Python $("$torch_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): the tests that need torch"
+new_venv "$torch_python" "$venvs/torch"
+"$venvs/torch/bin/python" -m pip install -q --disable-pip-version-check 'torch==2.13.0'
+"$venvs/torch/bin/python" -m pytest -q -p no:cacheprovider -m torch "$@"
