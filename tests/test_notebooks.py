@@ -151,8 +151,20 @@ def test_noqa_in_a_cell_is_honoured():
 def test_syntax_error_names_the_cell_and_its_row():
     result = lint_notebook(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]), "nb.ipynb", DEFAULTS)
     assert result.diagnostics == []
-    assert result.error.reason.startswith("cell 2: syntax error")
+    assert result.error.cell == 2
+    assert result.error.reason.startswith("syntax error")
     assert result.error.location.row == 2
+
+
+def test_a_syntax_error_is_reported_in_its_cell_and_at_its_line_of_the_file(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]))
+    concise = torchperf_lint("--no-cache", "--output-format", "concise", "nb.ipynb", cwd=tmp_path)
+    assert concise.stdout.startswith("nb.ipynb:cell 2:2:")
+    assert ": E902 syntax error" in concise.stdout.splitlines()[0]
+    row, _ = file_position(tmp_path / "nb.ipynb", '"def broken(:')
+    github = torchperf_lint("--no-cache", "--output-format", "github", "nb.ipynb", cwd=tmp_path)
+    assert f",line={row}," in github.stdout
+    assert "::cell 2: E902 syntax error" in github.stdout
 
 
 def test_invalid_json_and_non_notebooks_are_file_errors_and_left_untouched(tmp_path):

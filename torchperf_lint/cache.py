@@ -35,7 +35,7 @@ from torchperf_lint.engine import LintSettings
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
-FORMAT = 1
+FORMAT = 2
 _GITIGNORE = "# Automatically created by torchperf-lint.\n*\n"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -115,7 +115,11 @@ def _record(result: FileResult) -> dict[str, object]:
         "diagnostics": [_diagnostic_record(d) for d in result.diagnostics],
         "error": None
         if error is None
-        else {"reason": error.reason, "location": _location_record(error.location)},
+        else {
+            "reason": error.reason,
+            "location": _location_record(error.location),
+            "cell": error.cell,
+        },
     }
 
 
@@ -154,7 +158,9 @@ def _result(record: dict, filename: str) -> FileResult:
         diagnostics=[_diagnostic(item, filename) for item in record["diagnostics"]],
         error=None
         if error is None
-        else FileError(filename, str(error["reason"]), _location(error["location"])),
+        else FileError(
+            filename, str(error["reason"]), _location(error["location"]), error.get("cell")
+        ),
     )
 
 

@@ -594,7 +594,8 @@ def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOp
 def _print_file_errors(errors: Sequence[FileError], console: Console) -> None:
     if not console.silent:
         for error in errors:
-            click.echo(f"error: {error.filename}: {error.reason}", err=True)
+            cell = "" if error.cell is None else f"cell {error.cell}: "
+            click.echo(f"error: {error.filename}: {cell}{error.reason}", err=True)
 
 
 def _errors(count: int) -> str:

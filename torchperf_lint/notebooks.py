@@ -243,7 +243,7 @@ def _source_error(
     position = max(0, bisect_right(first_rows, error.location.row) - 1)
     cell = notebook.cells[position].number
     location = _shift(error.location, first_rows[position] - 1)
-    return FileError(filename, f"cell {cell}: {error.reason}", location)
+    return FileError(filename, error.reason, location, cell)
 
 
 def cell_source(notebook_text: str, cell: int) -> str | None:

@@ -88,6 +88,7 @@ def file_error_diagnostic(error: FileError) -> Diagnostic:
         code=FILE_ERROR_CODE,
         name=FILE_ERROR_NAME,
         message=error.reason,
+        cell=error.cell,
         filename=error.filename,
         location=location,
         end_location=location,
