@@ -286,6 +286,16 @@ def check(
     **flags: object,
 ) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
+    from torchperf_lint.cache import DEFAULT_CACHE_DIR
+
+    overrides = Overrides(
+        select=select,
+        ignore=ignore or (),
+        extend_select=extend_select or (),
+        target_device=target_device,
+        torch_version=torch_version,
+        config_file=config_file,
+    )
     with _report_stream(output_file) as stream:
         console = Console(
             stream=stream,
@@ -293,20 +303,23 @@ def check(
             quiet=quiet,
             silent=silent,
         )
-        code = _run_check(
-            paths,
-            select,
-            ignore,
-            extend_select,
-            config_file,
-            target_device,
-            torch_version,
-            jobs,
-            no_cache,
-            cache_dir,
-            console,
-            flags,
+        options = CheckOptions(
+            jobs=jobs or default_jobs(),
+            cache_dir=None if no_cache else (cache_dir or Path(DEFAULT_CACHE_DIR)),
+            console=console,
+            **flags,  # type: ignore[arg-type]
         )
+        try:
+            configuration = Configuration(overrides)
+            code = _check(paths, configuration, options)
+        except ConfigError as error:
+            click.echo(f"error: {error}", err=True)
+            code = EXIT_ERROR
+        except click.ClickException:
+            raise
+        except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
+            click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
+            code = EXIT_ERROR
     sys.exit(code)
 
 
@@ -325,50 +338,6 @@ def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
         ) from None
     with stream:
         yield stream
-
-
-def _run_check(
-    paths: tuple[Path, ...],
-    select: tuple[str, ...] | None,
-    ignore: tuple[str, ...] | None,
-    extend_select: tuple[str, ...] | None,
-    config_file: Path | None,
-    target_device: str | None,
-    torch_version: tuple[int, int] | None,
-    jobs: int | None,
-    no_cache: bool,
-    cache_dir: Path | None,
-    console: Console,
-    flags: dict[str, object],
-) -> int:
-    from torchperf_lint.cache import DEFAULT_CACHE_DIR
-
-    options = CheckOptions(
-        jobs=jobs or default_jobs(),
-        cache_dir=None if no_cache else (cache_dir or Path(DEFAULT_CACHE_DIR)),
-        console=console,
-        **flags,  # type: ignore[arg-type]
-    )
-    overrides = Overrides(
-        select=select,
-        ignore=ignore or (),
-        extend_select=extend_select or (),
-        target_device=target_device,
-        torch_version=torch_version,
-        config_file=config_file,
-    )
-    try:
-        configuration = Configuration(overrides)
-        code = _check(paths, configuration, options)
-    except ConfigError as error:
-        click.echo(f"error: {error}", err=True)
-        code = EXIT_ERROR
-    except click.ClickException:
-        raise
-    except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
-        click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
-        code = EXIT_ERROR
-    return code
 
 
 def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
