@@ -31,10 +31,21 @@ find_python() {
     return 1
 }
 
+# pip's output goes to a log, shown only when it fails (machines with local package indexes
+# make it chatty).
+pip_install() {
+    local venv=$1
+    shift
+    if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >"$venv.pip.log" 2>&1; then
+        cat "$venv.pip.log" >&2
+        return 1
+    fi
+}
+
 new_venv() {
     local python=$1 venv=$2
     "$python" -m venv --clear "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+    pip_install "$venv" -e '.[test]'
 }
 
 venvs=${TORCHPERF_LINT_VENVS:-$(mktemp -d "${TMPDIR:-/tmp}/torchperf-lint-venvs.XXXXXX")}
@@ -53,5 +64,5 @@ done
 torch_python=${TORCHPERF_LINT_TORCH_PYTHON:-$(find_python 3.11)}
 echo "== Python $("$torch_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): the tests that need torch"
 new_venv "$torch_python" "$venvs/torch"
-"$venvs/torch/bin/python" -m pip install -q --disable-pip-version-check 'torch==2.13.0'
+pip_install "$venvs/torch" 'torch==2.13.0'
 "$venvs/torch/bin/python" -m pytest -q -p no:cacheprovider -m torch "$@"

@@ -7,12 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from cli_helpers import torchperf_lint
 
 from torchperf_lint.config import resolve_selection
 from torchperf_lint.diagnostics import Location
 from torchperf_lint.engine import LintSettings
-from torchperf_lint.notebooks import lint_notebook
+from torchperf_lint.notebooks import lint_notebook, notebook_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 TRAIN_LOOP = FIXTURES / "train_loop.ipynb"
@@ -256,3 +257,39 @@ def test_cell_relative_locations_of_a_multi_line_finding():
     result = lint_notebook(data, "nb.ipynb", DEFAULTS)
     first = result.diagnostics[0]
     assert (first.cell, first.location, first.end_location) == (2, Location(1, 10), Location(3, 2))
+
+
+@pytest.mark.parametrize("indent", [1, None])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_cell_rows_map_to_the_lines_and_columns_of_the_notebook_file(indent, ascii_only):
+    """Escapes (`\\t`, `\\"`, `\\u00e9`, surrogate pairs) and sources stored as one string or as
+    a list of lines, in an indented or a one-line file."""
+    document = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n"]},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["import torch\n", 'x = "a\tb" + "é😀" + y\n', "z = 1"],
+            },
+            {"cell_type": "code", "metadata": {}, "source": "a = 1\nbb = 2\n"},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
+    lines = notebook_lines(text)
+    file_lines = text.split("\n")
+
+    def at(cell: int, row: int, column: int, length: int) -> str:
+        location = lines.file_location(cell, Location(row, column))
+        return file_lines[location.row - 1][location.column - 1 :][:length]
+
+    assert at(2, 1, 1, 6) == "import"
+    assert at(2, 2, 1, 3) == "x ="
+    assert at(2, 2, 20, 1) == "y"  # After a tab, two quotes, an é and an emoji.
+    assert at(2, 3, 1, 5) == "z = 1"
+    assert at(3, 2, 1, 6) == "bb = 2"
+    assert lines.file_location(4, Location(1, 1)) is None
+    assert lines.file_location(2, Location(9, 1)) is None
