@@ -42,6 +42,17 @@ pip_install() {
     fi
 }
 
+# Runs a command with the virtualenv active, as a user would: its console scripts first on PATH.
+in_venv() {
+    local venv=$1
+    shift
+    (
+        # shellcheck disable=SC1091
+        source "$venv/bin/activate"
+        "$@"
+    )
+}
+
 new_venv() {
     local python=$1 venv=$2
     "$python" -m venv --clear "$venv"
@@ -58,11 +69,11 @@ for python in $pythons; do
     version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
     echo "== Python $version: the suite, without torch"
     new_venv "$python" "$venvs/py$version"
-    "$venvs/py$version/bin/python" -m pytest -q -p no:cacheprovider "$@"
+    in_venv "$venvs/py$version" python -m pytest -q -p no:cacheprovider "$@"
 done
 
 torch_python=${TORCHPERF_LINT_TORCH_PYTHON:-$(find_python 3.11)}
 echo "== Python $("$torch_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): the tests that need torch"
 new_venv "$torch_python" "$venvs/torch"
 pip_install "$venvs/torch" 'torch==2.13.0'
-"$venvs/torch/bin/python" -m pytest -q -p no:cacheprovider -m torch "$@"
+in_venv "$venvs/torch" python -m pytest -q -p no:cacheprovider -m torch "$@"
