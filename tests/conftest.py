@@ -10,7 +10,7 @@ import pytest
 TORCH_MISSING = importlib.util.find_spec("torch") is None
 SKIP_WITHOUT_TORCH = pytest.mark.skip(
     reason="needs PyTorch, which is not installed for this Python "
-    "(pip install 'torchperf-lint[verify]'; CI runs these with `-m torch`)"
+    "(pip install 'torch>=2.1'; CI runs these with `-m torch`)"
 )
 
 
