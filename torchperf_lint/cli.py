@@ -232,7 +232,8 @@ class CheckOptions:
 @click.option(
     "--fix-only",
     is_flag=True,
-    help="Apply fixes, but neither report nor exit non-zero for what remains. Implies --fix.",
+    help="Apply fixes, but don't report on, or exit non-zero for, leftover findings. "
+    "Implies --fix.",
 )
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (and mark [*]) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a diff; write nothing.")
@@ -240,15 +241,18 @@ class CheckOptions:
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa` comments for every finding.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--quiet", "-q", is_flag=True, help="Print the findings, but nothing else.")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings, but nothing else.")
 @click.option(
-    "--silent", "-s", is_flag=True, help="Print nothing; the exit code still says 1 on findings."
+    "--silent",
+    "-s",
+    is_flag=True,
+    help="Print nothing (but still exit with status 1 upon findings).",
 )
 @click.option(
     "--output-file",
     "-o",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the report to this file instead of stdout.",
+    help="The file to write the report to (default: stdout).",
 )
 @click.option(
     "--color/--no-color",
@@ -256,9 +260,15 @@ class CheckOptions:
     help="Colour the output (default: on a terminal, following FORCE_COLOR and NO_COLOR).",
 )
 @click.option(
-    "--show-settings", is_flag=True, help="Show the settings used for the first file, and exit."
+    "--show-settings",
+    is_flag=True,
+    help="See the settings torchperf-lint will use to lint the first file, and exit.",
 )
-@click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="See the files torchperf-lint will be run against with the current settings, and exit.",
+)
 @click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the cache lives."
 )
