@@ -69,7 +69,8 @@ def hooks(tmp_path_factory) -> dict[str, str]:
     subprocess.run(["git", "clone", "--quiet", str(REPOSITORY), str(clone)], check=True, timeout=60)
     config = readme_config()
     (rev,) = re.findall(r"^\s*rev: (\S+)", config, re.MULTILINE)
-    subprocess.run(["git", "-C", str(clone), "tag", rev], check=True, timeout=60)
+    # --force: once the release is tagged, the clone has the tag already; here it names HEAD.
+    subprocess.run(["git", "-C", str(clone), "tag", "--force", rev], check=True, timeout=60)
     assert config.count(URL) == 1
     lint = config.replace(URL, str(clone))
     return {

@@ -74,7 +74,8 @@ def clone(tmp_path_factory) -> Path:
         pytest.skip("needs a git checkout to clone")
     path = tmp_path_factory.mktemp("readme") / "torchperf-lint"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(path)], check=True, timeout=120)
-    subprocess.run(["git", "-C", str(path), "tag", TAG], check=True, timeout=60)
+    # --force: once the release is tagged, the clone has the tag already; here it names HEAD.
+    subprocess.run(["git", "-C", str(path), "tag", "--force", TAG], check=True, timeout=60)
     return path
 
 
