@@ -4,7 +4,9 @@
 #
 # 1. Python 3.9 and Python 3.13: `pip install -e .[test]`, no torch (PyTorch 2.13 has no wheel
 #    for 3.9, and for 3.13 only multi-GB CUDA builds), so the tests that need torch skip with
-#    that reason and everything else runs.
+#    that reason and everything else runs. The two runs go side by side (each mostly waits on
+#    one process at a time, and the machine has two cores); their logs are printed in order
+#    when both are done.
 # 2. The tests that need torch (`-m torch`) on Python 3.11 with torch==2.13.0: machines that
 #    keep its CPU wheel on disk (as the project's do) install that small wheel.
 #
@@ -65,12 +67,33 @@ if [ -z "${TORCHPERF_LINT_VENVS:-}" ]; then
 fi
 pythons=${TORCHPERF_LINT_PYTHONS:-"$(find_python 3.9) $(find_python 3.13)"}
 
+# One supported Python: its own virtualenv and pytest temporary folder, its output in its log.
+suite_without_torch() {
+    local python=$1 venv=$2
+    shift 2
+    echo "== Python $("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): the suite, without torch"
+    new_venv "$python" "$venv"
+    in_venv "$venv" python -m pytest -q -p no:cacheprovider --basetemp="$venv.tmp" "$@"
+}
+
+echo "== The suite on $pythons, side by side; each log follows when both are done"
+pids=()
+logs=()
 for python in $pythons; do
-    version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    echo "== Python $version: the suite, without torch"
-    new_venv "$python" "$venvs/py$version"
-    in_venv "$venvs/py$version" python -m pytest -q -p no:cacheprovider "$@"
+    venv="$venvs/$(basename "$python")"
+    suite_without_torch "$python" "$venv" "$@" >"$venv.log" 2>&1 &
+    pids+=("$!")
+    logs+=("$venv.log")
 done
+failed=0
+for index in "${!pids[@]}"; do
+    wait "${pids[$index]}" || failed=1
+    cat "${logs[$index]}"
+done
+if [ "$failed" -ne 0 ]; then
+    echo "error: the suite failed on a supported Python (see above)" >&2
+    exit 1
+fi
 
 torch_python=${TORCHPERF_LINT_TORCH_PYTHON:-$(find_python 3.11)}
 echo "== Python $("$torch_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])'): the tests that need torch"
