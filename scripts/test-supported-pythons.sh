@@ -9,6 +9,8 @@
 #    when both are done.
 # 2. The tests that need torch (`-m torch`) on Python 3.11 with torch==2.13.0: machines that
 #    keep its CPU wheel on disk (as the project's do) install that small wheel.
+# Chromium, for the tests that render `verify --html`, is installed first when missing
+# (install-chromium.sh).
 #
 # Interpreters are found on PATH (python3.9, ...) or under pyenv; TORCHPERF_LINT_PYTHONS (e.g.
 # "python3.9 python3.13") and TORCHPERF_LINT_TORCH_PYTHON override them. Virtualenvs go under
@@ -60,6 +62,8 @@ new_venv() {
     "$python" -m venv --clear "$venv"
     pip_install "$venv" -e '.[test]'
 }
+
+bash scripts/install-chromium.sh
 
 venvs=${TORCHPERF_LINT_VENVS:-$(mktemp -d "${TMPDIR:-/tmp}/torchperf-lint-venvs.XXXXXX")}
 if [ -z "${TORCHPERF_LINT_VENVS:-}" ]; then

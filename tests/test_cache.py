@@ -10,13 +10,20 @@ from pathlib import Path
 from cli_helpers import torchperf_lint, write_files
 
 from torchperf_lint import cache as cache_module
-from torchperf_lint.cache import Cache, lint_cached
+from torchperf_lint.cache import Cache, analyse_cached
 from torchperf_lint.config import resolve_selection
+from torchperf_lint.diagnostics import FileResult
 from torchperf_lint.engine import LintSettings
 from torchperf_lint.rules.base import RuleOptions
-from torchperf_lint.runner import lint_one
+from torchperf_lint.runner import FileJob, lint_one
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def lint_cached(cache: Cache, path: Path, name: str, settings: LintSettings) -> FileResult:
+    """A file's result through the cache, as the first phase of a run gets it."""
+    return analyse_cached(cache, FileJob(path, name, settings), None).result
+
 SETTINGS = LintSettings(resolve_selection(["ALL"]))
 TRAIN = """import torch
 from torch.utils.data import DataLoader
@@ -51,7 +58,7 @@ def test_a_hit_does_not_lint_again(tmp_path, monkeypatch):
     source.write_text(TRAIN)
     cache = Cache(tmp_path / "cache")
     lint_cached(cache, source, "train.py", SETTINGS)
-    monkeypatch.setattr("torchperf_lint.runner.lint_one", None)  # Any call would raise.
+    monkeypatch.setattr("torchperf_lint.runner.analyse_one", None)  # Any call would raise.
     assert lint_cached(cache, source, "train.py", SETTINGS).diagnostics
 
 

@@ -12,7 +12,7 @@ from cli_helpers import EXECUTABLE, torchperf_lint, write_files
 
 from torchperf_lint.engine import LintSettings, rules_for
 from torchperf_lint.rules import BY_CODE
-from torchperf_lint.runner import FileJob, lint_job, run_jobs
+from torchperf_lint.runner import FileJob, analyse_job, run_jobs
 
 NO_WORKERS = BY_CODE["TPL101"].message
 MOVED = BY_CODE["TPL105"].message
@@ -242,10 +242,10 @@ def test_run_jobs_records_internal_errors_and_goes_on(tmp_path):
     def crash_on_a(job):
         if job.display_name == "a.py":
             raise ValueError("boom")
-        return lint_job(job)
+        return analyse_job(job)
 
     run = run_jobs(crash_on_a, jobs, workers=1)
-    assert [result.filename for result in run.outcomes] == ["b.py"]
+    assert [analysis.result.filename for analysis in run.outcomes] == ["b.py"]
     assert [error.filename for error in run.internal_errors] == ["a.py"]
     assert run.internal_errors[0].message.startswith("ValueError: boom (at test_cli.py:")
 

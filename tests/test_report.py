@@ -34,6 +34,8 @@ RUFF_KEYS = [
     "fix",
     "noqa_row",
     "url",
+    # Ours: the other places that explain a finding (a per-step helper's call path).
+    "related",
 ]
 
 
@@ -65,6 +67,7 @@ def test_json_has_ruffs_keys_and_file_errors(tmp_path):
         },
         "noqa_row": 6,
         "url": BY_CODE["TPL101"].url(),
+        "related": [],
     }
     assert list(broken) == RUFF_KEYS
     assert (broken["code"], broken["name"], broken["fix"], broken["noqa_row"]) == (

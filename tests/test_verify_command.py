@@ -57,7 +57,9 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.torch
 def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> None:
-    result = CliRunner().invoke(verify, ["train.py", *FAST, "--json", "--", "--lr", "0.1"])
+    result = CliRunner().invoke(
+        verify, ["train.py", *FAST, "--json", "--html", "report.html", "--", "--lr", "0.1"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["schema"] == "torchperf-lint-verify/1"
@@ -78,6 +80,14 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert report["evidence"] == [
         {"row": 19, "call": "item", "count": 3, "steps": 3, "per_step": 1.0, "codes": []}
     ]
+    assert report["nproc_per_node"] is None
+    assert [len(run["step_times_s"]) for run in fixed["runs"]] == [3, 3]
+    assert [len(run["losses"] or []) for run in fixed["runs"]] == [4, 0]  # census, timing
+    # The visual report plots the same step times (tests/test_verify_html.py renders one).
+    page = (script.parent / "report.html").read_text(encoding="utf-8")
+    timing = fixed["runs"][1]["step_times_s"]
+    plotted = f'data-name="all fixes" data-values="{" ".join(repr(t) for t in timing)}"'
+    assert plotted in page
 
 
 @pytest.mark.torch

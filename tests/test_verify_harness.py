@@ -187,3 +187,47 @@ def test_a_script_that_never_steps_is_not_measured(tmp_path: Path) -> None:
     outcome = run(script, "census")
     assert outcome.status == "no-steps"
     assert outcome.problem == "ended after 0 steps, before a measured step"
+
+
+# Two ranks of DistributedDataParallel on gloo, accumulating 2 micro-batches per step; only
+# rank 0 logs (one `.item()` per step, row 17).
+DISTRIBUTED_SCRIPT = textwrap.dedent(
+    """\
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data, target = torch.randn(8, 4) + rank, torch.randn(8, 1)
+    for step in range(1000):
+        loss = torch.nn.functional.mse_loss(model(data), target)
+        loss.backward()
+        if step % 2 == 1:
+            optimizer.step()
+            optimizer.zero_grad()
+            logged = loss.item() if rank == 0 else None
+    """
+)
+
+
+@pytest.mark.slow
+def test_every_rank_is_counted_and_stopped_under_torchrun(tmp_path: Path) -> None:
+    script = write_script(tmp_path, DISTRIBUTED_SCRIPT)
+    job = Job(str(script), str(script), "census", WARMUP, STEPS, ranks=2)
+    outcome = run_job(job, 120, cwd=str(tmp_path), nproc_per_node=2)
+    assert outcome.status == "ok", outcome.stderr_tail
+    assert [result["rank"] for result in outcome.rank_results] == [0, 1]
+    for result in outcome.rank_results:
+        assert (result["steps"], result["measured_steps"]) == (WARMUP + STEPS, STEPS)
+        assert len(result["step_times_s"]) == STEPS
+        assert len(result["losses"]) == 2 * (WARMUP + STEPS)  # one per micro-batch
+    assert outcome.rank_results[0]["syncs"] == [{"row": 17, "call": "item", "count": STEPS}]
+    assert outcome.rank_results[1]["syncs"] == []
+    assert outcome.result is outcome.rank_results[0]
+    assert outcome.step_time_s == max(
+        result["measured_time_s"] / STEPS for result in outcome.rank_results
+    )

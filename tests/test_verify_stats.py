@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
-from torchperf_lint.diagnostics import Applicability, Diagnostic, Fix, Location
+from verify_helpers import PLAN, baseline_runs, finding, runs_of
+
 from torchperf_lint.verify import stats
 from torchperf_lint.verify.harness import Job
 from torchperf_lint.verify.report import render, summarize, to_json
-from torchperf_lint.verify.runner import Plan, RunOutcome, VariantRuns
+from torchperf_lint.verify.runner import RunOutcome, VariantRuns
 from torchperf_lint.verify.variants import ALL_FIXES, BASELINE, Variant
-
-PLAN = Plan("train.py", (), steps=10, warmup=2, repeats=3, timeout_s=60)
 
 
 def test_speedup_is_the_ratio_of_medians() -> None:
@@ -60,51 +59,6 @@ def test_nan_against_a_number_differs_and_nan_against_nan_does_not() -> None:
     assert stats.max_relative_difference([1.0, nan], [1.0, 2.0]) == math.inf
 
 
-# Synthetic runs for the report.
-
-
-def outcome(
-    mode: str, step_time: float = 0.1, losses: tuple[float, ...] = (1.0, 0.5), **extra
-) -> RunOutcome:
-    job = Job("train.py", "train.py", mode, PLAN.warmup, PLAN.steps)
-    result = {
-        "status": "ok",
-        "steps": 12,
-        "measured_steps": 10,
-        "measured_time_s": step_time * 10,
-        "data_wait_s": step_time * 5,
-        "peak_memory_bytes": 100 * 2**20,
-        "memory_kind": "rss",
-        "cuda_available": False,
-        "torch_version": "2.13.0+cpu",
-        "syncs": [{"row": 7, "call": "item", "count": 10}],
-        "syncs_elsewhere": 0,
-        "losses": list(losses),
-        **extra,
-    }
-    return RunOutcome(job, "ok", result)
-
-
-def finding(code: str, row: int) -> Diagnostic:
-    fix = Fix(Applicability.UNSAFE, "fix it", ())
-    return Diagnostic(code, "name", "message", "train.py", Location(row, 5), Location(row, 9), fix)
-
-
-def runs_of(
-    variant: Variant, times: list[float], losses: tuple[float, ...] = (1.0, 0.5)
-) -> VariantRuns:
-    runs = VariantRuns(variant, "train.py")
-    runs.timing = [outcome("timing", t) for t in times]
-    runs.census = [outcome("census", losses=losses)]
-    return runs
-
-
-def baseline_runs() -> VariantRuns:
-    runs = runs_of(Variant(BASELINE, "source"), [0.10, 0.11, 0.10])
-    runs.census.append(outcome("census"))
-    return runs
-
-
 def test_report_faster_variant_and_runtime_evidence() -> None:
     fixed = Variant(ALL_FIXES, "fixed", (finding("TPL101", 3),), ("TPL101",))
     report = summarize(
@@ -149,7 +103,7 @@ def test_report_a_failed_variant_keeps_the_others() -> None:
     crash = RunOutcome(
         Job("train.py", "x.py", "timing", 2, 10),
         "crashed",
-        {"error": "Trace\nOSError: boom"},
+        [{"error": "Trace\nOSError: boom"}],
         stderr_tail="Trace\nOSError: boom",
     )
     runs.timing = [crash]

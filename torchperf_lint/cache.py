@@ -7,6 +7,11 @@ anyway. Each entry is one small JSON file named by its key, written atomically, 
 workers never see half an entry and never need a lock. Anything unreadable in the cache
 (corrupt, foreign, from another format) is a miss, never an error.
 
+A file's entry also holds its summary for the program layer and the program answers its
+findings read: the findings are replayed only while the linked program gives the same answers
+(the runner checks; a file whose answers changed is linted again). Files the program reads but
+that are not linted have summary-only entries, keyed by their bytes alone.
+
 Only linting reads and writes the cache; `--fix`, `--diff` and `--add-noqa` always lint afresh.
 """
 
@@ -20,6 +25,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchperf_lint import __version__
 from torchperf_lint.diagnostics import (
@@ -30,8 +36,14 @@ from torchperf_lint.diagnostics import (
     FileResult,
     Fix,
     Location,
+    Related,
 )
-from torchperf_lint.engine import LintSettings
+from torchperf_lint.engine import Analysis, LintSettings
+from torchperf_lint.program.link import ProgramFacts
+from torchperf_lint.program.summary import SUMMARY_FORMAT, ModuleSummary
+
+if TYPE_CHECKING:
+    from torchperf_lint.runner import FileJob
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
@@ -69,17 +81,46 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.entries / key[:2] / f"{key}.json"
 
-    def get(self, key: str, filename: str) -> FileResult | None:
-        """The result stored under `key`, or None when there is none or it cannot be used."""
+    def summary_key(self, data: bytes) -> str:
+        digest = hashlib.blake2b(data, digest_size=20)
+        digest.update(f"\0summary-{SUMMARY_FORMAT}".encode())
+        return digest.hexdigest()
+
+    def get(self, key: str, filename: str) -> Analysis | None:
+        """The analysis stored under `key`, or None when there is none or it cannot be used."""
+        record = self.read(key)
+        if record is None:
+            return None
+        try:
+            summary = record["summary"]
+            return Analysis(
+                _result(record, filename),
+                None if summary is None else ModuleSummary.from_json(summary),
+                dict(record["asked"]),
+                replayed=True,
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put(self, key: str, analysis: Analysis) -> None:
+        """Store `analysis`; a cache that cannot be written is silently not used."""
+        record = _record(analysis.result)
+        record["summary"] = None if analysis.summary is None else analysis.summary.to_json()
+        record["asked"] = analysis.asked
+        self.write(key, record)
+
+    def read(self, key: str) -> dict | None:
+        """The JSON record stored under `key`, or None."""
         try:
             with open(self._path(key), "rb") as stream:
                 record = json.loads(stream.read())
-            return _result(record, filename)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError):
             return None
+        return record if isinstance(record, dict) else None
 
-    def put(self, key: str, result: FileResult) -> None:
-        """Store `result`; a cache that cannot be written is silently not used."""
+    def write(self, key: str, record: dict) -> None:
+        """Store a JSON record under `key`, atomically; a cache that cannot be written is
+        silently not used."""
         path = self._path(key)
         with suppress(OSError):
             self._create_directory()
@@ -87,7 +128,7 @@ class Cache:
             descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             try:
                 with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                    json.dump(_record(result), stream, separators=(",", ":"))
+                    json.dump(record, stream, separators=(",", ":"))
                 os.replace(temporary, path)
             except BaseException:
                 with suppress(OSError):
@@ -144,6 +185,10 @@ def _diagnostic_record(diagnostic: Diagnostic) -> list[object]:
         diagnostic.noqa_row,
         diagnostic.cell,
         diagnostic.url,
+        [
+            [item.filename, _location_record(item.location), item.message, item.call]
+            for item in diagnostic.related
+        ],
     ]
 
 
@@ -165,7 +210,7 @@ def _result(record: dict, filename: str) -> FileResult:
 
 
 def _diagnostic(item: list, filename: str) -> Diagnostic:
-    code, name, message, start, end, fix, noqa_row, cell, url = item
+    code, name, message, start, end, fix, noqa_row, cell, url, related = item
     if not all(isinstance(text, str) for text in (code, name, message)):
         raise TypeError("code, name and message are strings")
     return Diagnostic(
@@ -185,6 +230,9 @@ def _diagnostic(item: list, filename: str) -> Diagnostic:
         noqa_row=noqa_row,
         cell=cell,
         url=url,
+        related=tuple(
+            Related(str(file), _location(at), str(text), call) for file, at, text, call in related
+        ),
     )
 
 
@@ -197,21 +245,43 @@ def _location(pair: list[int] | None) -> Location | None:
     return Location(row, column)
 
 
-def lint_cached(
-    cache: Cache, path: Path, display_name: str, settings: LintSettings
-) -> FileResult:
-    """`runner.lint_one` through the cache: replayed when the key hits, linted and stored
-    otherwise. A file that cannot be read is reported, as without the cache, and not stored."""
-    from torchperf_lint.runner import lint_one
+def analyse_cached(cache: Cache, job: FileJob, program: ProgramFacts | None) -> Analysis:
+    """`runner.analyse_one` through the cache. Without a program (the first phase) an entry
+    is replayed whatever answers it read (the runner checks them); with one, only when they
+    are the program's. A new analysis is stored; an unreadable file is reported, not stored."""
+    from torchperf_lint.runner import analyse_one
+
+    try:
+        data = job.path.read_bytes()
+    except OSError as error:
+        name = job.display_name
+        return Analysis(FileResult(name, error=FileError.unreadable(name, error)))
+    key = cache.key(data, job.display_name, job.settings)
+    cached = cache.get(key, job.display_name)
+    if cached is not None and (
+        program is None
+        or all(program.answer(job.display_name, q) == a for q, a in cached.asked.items())
+    ):
+        return cached
+    analysis = analyse_one(job.path, job.display_name, job.settings, data, program)
+    cache.put(key, analysis)
+    return analysis
+
+
+def summary_cached(cache: Cache, path: Path) -> ModuleSummary | None:
+    """`runner.summarize_file` through the cache, keyed by the file's bytes alone."""
+    from torchperf_lint.runner import summarize_file
 
     try:
         data = path.read_bytes()
-    except OSError as error:
-        return FileResult(display_name, error=FileError.unreadable(display_name, error))
-    key = cache.key(data, display_name, settings)
-    cached = cache.get(key, display_name)
-    if cached is not None:
-        return cached
-    result = lint_one(path, display_name, settings, data=data)
-    cache.put(key, result)
-    return result
+    except OSError:
+        return None
+    key = cache.summary_key(data)
+    record = cache.read(key)
+    if record is not None:
+        with suppress(ValueError, KeyError, TypeError, AttributeError):
+            summary = record["summary"]
+            return None if summary is None else ModuleSummary.from_json(summary)
+    summary = summarize_file(path)
+    cache.write(key, {"summary": None if summary is None else summary.to_json()})
+    return summary

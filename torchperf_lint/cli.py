@@ -29,8 +29,9 @@ from torchperf_lint.config import (
     parse_torch_version,
 )
 from torchperf_lint.diagnostics import Diagnostic, FileError
-from torchperf_lint.discovery import discover
-from torchperf_lint.engine import SourceError, decode
+from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.engine import LintSettings, SourceError, decode
+from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.report import (
     FORMATS,
     TEXT_FORMATS,
@@ -45,11 +46,14 @@ from torchperf_lint.report import (
 from torchperf_lint.runner import (
     FileJob,
     InternalError,
+    Run,
     default_jobs,
     display_name,
-    lint_job,
-    lint_one,
+    link_files,
+    lint_program,
+    lint_source,
     run_jobs,
+    shared,
     sorted_findings,
 )
 
@@ -368,16 +372,31 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
         for path in files
     ]
-    if options.add_noqa:
-        return _add_noqa(jobs, options)
-    if options.fixing:
-        return _fix(jobs, configuration, options)
+    context = _program_context(paths, configuration)
+    if options.add_noqa or options.fixing:
+        linked = {job.display_name for job in jobs}
+        program = link_files(
+            [*jobs, *(job for job in context if job.display_name not in linked)], options.jobs
+        )
+        if options.add_noqa:
+            return _add_noqa(jobs, program, options)
+        return _fix(jobs, program, configuration, options)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
-    run = run_jobs(lint_job, jobs, options.jobs)
+        context = [replace(job, cache_dir=cache_dir) for job in context]
+    run = lint_program(jobs, context, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
+
+
+def _program_context(paths: Sequence[Path], configuration: Configuration) -> list[FileJob]:
+    """The files of the projects being linted, read for the program's facts only."""
+    no_rules = LintSettings(rules=())
+    return [
+        FileJob(path, display_name(path, configuration.cwd), no_rules)
+        for path in program_files(paths or [Path(".")], configuration)
+    ]
 
 
 def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
@@ -395,7 +414,8 @@ def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
     if options.fixing:
         return _fix_stdin(data, path, name, configuration, options)
     settings = configuration.settings_for(path)
-    result = lint_one(path, name, settings, data=data)
+    context = _program_context([path], configuration)
+    result = lint_source(FileJob(path, name, settings), data, context, options.jobs)
     diagnostics, errors = sorted_findings([result])
     sources = {name: _text_or_none(data)}
     return _report(diagnostics, errors, [], configuration, options, sources)
@@ -522,22 +542,67 @@ def _diff_exit(changed: bool) -> int:
 
 
 def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
-    """Fix one file (a `.py` file or a notebook, as in `lint_one`)."""
+    """Fix one file (a `.py` file or a notebook, as in `lint_one`) as part of the program
+    the run shares."""
     from torchperf_lint.fixes import fix_file
 
+    program = shared()
     if job.path.suffix == ".ipynb":
         from torchperf_lint.notebooks import fix_notebook
 
-        return fix_notebook(job.path, job.display_name, job.settings, unsafe_fixes, write)
-    return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write)
+        return fix_notebook(job.path, job.display_name, job.settings, unsafe_fixes, write, program)
+    return fix_file(job.path, job.display_name, job.settings, unsafe_fixes, write, program)
 
 
-def _fix(jobs: Sequence[FileJob], configuration: Configuration, options: CheckOptions) -> int:
+# A fix in one file can enable one in another (pinning the loader in `data.py` makes the
+# copies in `engine.py` non-blocking): after writing, the program is linked again and the files
+# whose findings read different answers are fixed again, at most this many times.
+MAX_PROGRAM_ROUNDS = 3
+
+
+def _fix_program(jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions) -> Run:
+    """Fix every job's file; when writing, then fix again the files that the fixes of other
+    files changed the program for."""
+    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
+    run = run_jobs(task, jobs, options.jobs, shared=program)
+    if options.diff:
+        return run
+    outcomes = {outcome.filename: outcome for outcome in run.outcomes}
+    changed = [outcome for outcome in run.outcomes if outcome.applied]
+    by_name = {job.display_name: job for job in jobs}
+    for _ in range(MAX_PROGRAM_ROUNDS - 1):
+        if not changed:
+            break
+        summaries = dict(program.summaries)
+        summaries.update({o.filename: o.summary for o in changed if o.summary is not None})
+        program = ProgramFacts(summaries)
+        stale = [
+            by_name[name]
+            for name, outcome in outcomes.items()
+            if any(program.answer(name, q) != a for q, a in outcome.asked.items())
+        ]
+        again = run_jobs(task, stale, options.jobs, shared=program)
+        run.internal_errors.extend(again.internal_errors)
+        changed = [outcome for outcome in again.outcomes if outcome.applied]
+        for outcome in again.outcomes:
+            first = outcomes[outcome.filename]
+            outcome.before = first.before
+            outcome.applied.update(first.applied)
+            outcomes[outcome.filename] = outcome
+    run.outcomes = [outcomes[job.display_name] for job in jobs if job.display_name in outcomes]
+    return run
+
+
+def _fix(
+    jobs: Sequence[FileJob],
+    program: ProgramFacts,
+    configuration: Configuration,
+    options: CheckOptions,
+) -> int:
     from torchperf_lint.fixes import unified_diff
 
     console = options.console
-    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
-    run = run_jobs(task, jobs, options.jobs)
+    run = _fix_program(jobs, program, options)
     for outcome in run.outcomes:
         if outcome.reverted:
             console.note(f"warning: {outcome.filename}: {outcome.reverted}")
@@ -601,14 +666,14 @@ def add_noqa_job(job: FileJob) -> int:
     if job.path.suffix == ".ipynb":
         from torchperf_lint.notebooks import add_noqa_notebook
 
-        return add_noqa_notebook(job.path, job.display_name, job.settings)
+        return add_noqa_notebook(job.path, job.display_name, job.settings, shared())
     from torchperf_lint.fixes import add_noqa_file
 
-    return add_noqa_file(job.path, job.display_name, job.settings)
+    return add_noqa_file(job.path, job.display_name, job.settings, shared())
 
 
-def _add_noqa(jobs: Sequence[FileJob], options: CheckOptions) -> int:
-    run = run_jobs(add_noqa_job, jobs, options.jobs)
+def _add_noqa(jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions) -> int:
+    run = run_jobs(add_noqa_job, jobs, options.jobs, shared=program)
     added = sum(run.outcomes)
     noun = "directive" if added == 1 else "directives"
     if not (options.console.quiet or options.console.silent):

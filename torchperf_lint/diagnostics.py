@@ -50,6 +50,18 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding: in a per-step helper, the call from the training
+    loop that runs it every step (SARIF `relatedLocations`, JSON `related`)."""
+
+    filename: str
+    location: Location | None
+    message: str
+    # Before it is located: the ordinal of the call among the file's calls (source order).
+    call: int | None = None
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """One finding of one rule in one file (or one notebook cell)."""
 
@@ -63,6 +75,7 @@ class Diagnostic:
     noqa_row: int | None = None
     cell: int | None = None
     url: str | None = None
+    related: tuple[Related, ...] = ()
 
     @property
     def sort_key(self) -> tuple:

@@ -156,6 +156,30 @@ def discover(
     return sorted(found)
 
 
+# What marks the top of a project: the program the linter sees is every file below it.
+PROJECT_MARKERS = ("pyproject.toml", "torchperf-lint.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(path: Path) -> Path:
+    """The nearest folder at or above `path` with a project marker (`pyproject.toml`,
+    `setup.py`, `.git`, ...); without one, `path`'s own folder."""
+    start = path if path.is_dir() else path.parent
+    for candidate in (start, *start.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return start
+
+
+def program_files(paths: Sequence[Path], configuration: Configuration) -> list[Path]:
+    """Every file of the projects `paths` belong to (their project roots, with the same
+    excludes): the program whose facts the linted files are judged by."""
+    roots = set()
+    for given in paths:
+        absolute = given if given.is_absolute() else configuration.cwd / given
+        roots.add(project_root(absolute))
+    return discover(sorted(roots), configuration)
+
+
 def _walk(
     directory: Path, configuration: Configuration, ignore_files: tuple[IgnoreFile, ...]
 ) -> Iterator[Path]:

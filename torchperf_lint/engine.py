@@ -23,6 +23,9 @@ from torchperf_lint.diagnostics import (
 )
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary, summarize
+from torchperf_lint.program.view import LinkedProgram
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
 
 
@@ -96,60 +99,103 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
     return SourceError(f"syntax error: {error.message}", location)
 
 
+# A file that mentions none of these cannot hold PyTorch code (a Lightning or accelerate
+# script may never name `torch` itself).
+_PYTORCH_MARKERS = ("torch", "lightning", "accelerate")
+
+
 def may_contain_pytorch(text: str) -> bool:
-    """Files without `torch` in their text cannot hold PyTorch code and are not parsed."""
-    return "torch" in text
+    """Files without `torch`, `lightning` or `accelerate` in their text cannot hold PyTorch
+    code and are not parsed."""
+    return any(marker in text for marker in _PYTORCH_MARKERS)
 
 
-def lint_text(
-    text: str, filename: str, settings: LintSettings, cell: int | None = None
-) -> list[Diagnostic]:
-    """Diagnostics for Python source `text`; raises `SourceError` when it does not parse."""
-    if not may_contain_pytorch(text) or not settings.rules:
-        return []
+@dataclass
+class TextAnalysis:
+    """The diagnostics of one source text, the file's summary for the program (None when the
+    text was not parsed: it cannot hold PyTorch code), and the program answers they read."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    """What linting one file gives the runner: its result, summary and the answers read."""
+
+    result: FileResult
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
+    # Replayed from the cache rather than linted in this run.
+    replayed: bool = False
+
+
+def analyse_text(
+    text: str, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> TextAnalysis:
+    """Lint Python source `text` as the file `filename` of `program` (None: the file alone);
+    raises `SourceError` when it does not parse."""
+    if not may_contain_pytorch(text):
+        return TextAnalysis()
     # Comments are tokenized early only when a file-level directive may be there; the
     # line directives are read only for files that have findings.
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
-    if noqa is not None and noqa.whole_file:
-        return []
     module = parse(text)
-    facts = FileFacts(module, PurePath(filename))
+    local = FileFacts(module, PurePath(filename))
+    summary = summarize(local)
+    if not settings.rules or (noqa is not None and noqa.whole_file):
+        return TextAnalysis(summary=summary)
+    if program is None:
+        program = ProgramFacts({filename: summary})
+    facts = local.with_program(LinkedProgram(program, filename))
     found: list[tuple[type[Rule], Finding]] = []
     for rule_class in settings.rules:
         if noqa is not None and noqa.file_ignores(rule_class.code):
             continue
         rule = rule_class(settings.options)
         found.extend((rule_class, finding) for finding in rule.check(facts))
+    asked = facts.program.asked
     if not found:
-        return []
+        return TextAnalysis(summary=summary, asked=asked)
     noqa = noqa or NoqaDirectives.from_source(text)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     diagnostics = []
     for rule_class, finding in found:
-        diagnostic = _diagnostic(rule_class, finding, positions, filename, cell)
+        diagnostic = _diagnostic(rule_class, finding, positions, filename)
         if not noqa.suppresses(diagnostic.location.row, rule_class.code, rule_class.name):
             diagnostics.append(diagnostic)
-    return sorted(diagnostics, key=lambda d: d.sort_key)
+    diagnostics.sort(key=lambda d: d.sort_key)
+    return TextAnalysis(diagnostics, summary, asked)
 
 
-def lint_bytes(data: bytes, filename: str, settings: LintSettings) -> FileResult:
+def lint_text(
+    text: str, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> list[Diagnostic]:
+    """Diagnostics for Python source `text`; raises `SourceError` when it does not parse."""
+    return analyse_text(text, filename, settings, program).diagnostics
+
+
+def analyse_bytes(
+    data: bytes, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> Analysis:
     """Decode and lint the bytes of one `.py` file (from disk or stdin); never raises on input."""
     result = FileResult(filename=filename)
     try:
         source = decode(data)
-        result.diagnostics = lint_text(source.text, filename, settings)
+        analysis = analyse_text(source.text, filename, settings, program)
     except SourceError as error:
         result.error = FileError(filename, error.reason, error.location)
-    return result
+        return Analysis(result)
+    result.diagnostics = analysis.diagnostics
+    return Analysis(result, analysis.summary, analysis.asked)
 
 
 def _location(position) -> Location:
     return Location(position.line, position.column + 1)
 
 
-def _diagnostic(
-    rule: type[Rule], finding: Finding, positions, filename: str, cell: int | None
-) -> Diagnostic:
+def _diagnostic(rule: type[Rule], finding: Finding, positions, filename: str) -> Diagnostic:
     span = positions[finding.node]
     start = _location(span.start)
     fix = None
@@ -168,8 +214,8 @@ def _diagnostic(
         end_location=_location(span.end),
         fix=fix,
         noqa_row=start.row,
-        cell=cell,
         url=rule.url(),
+        related=finding.related,
     )
 
 

@@ -27,11 +27,14 @@ from torchperf_lint.engine import (
     DecodedSource,
     LintSettings,
     SourceError,
+    analyse_text,
     decode,
     lint_text,
     parse,
 )
 from torchperf_lint.noqa import NoqaDirectives, add_codes
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary
 
 # Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
 # still end, so the loop stops here whatever is left.
@@ -54,6 +57,10 @@ class FileFixOutcome:
     error: FileError | None = None
     # Why fixing stopped early: a pass produced code that does not parse and was thrown away.
     reverted: str | None = None
+    # The fixed text's summary, and the program answers its remaining findings read: after
+    # the program is linked again, a file whose answers changed is fixed again.
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +71,8 @@ class TextFixResult:
     applied: Counter[str]
     remaining: list[Diagnostic]
     reverted: str | None = None
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, order=True)
@@ -140,6 +149,9 @@ def apply_fixes(
         spans = [lines.span(edit) for edit in fix.edits]
         if any(span is None for span in spans):
             continue
+        # An edit identical to one already accepted (two fixes adding the same import) is
+        # that edit, not a conflict.
+        spans = [span for span in spans if span not in accepted]
         if any(
             span.conflicts_with(other)
             for position, span in enumerate(spans)
@@ -180,7 +192,7 @@ def fix_text(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> tuple[str, Counter[str], list[Diagnostic]]:
     """Lint and fix `text` until no applicable fix is left (at most `MAX_PASSES` passes).
 
@@ -188,7 +200,7 @@ def fix_text(
     A pass whose result does not parse is thrown away and fixing stops. Raises `SourceError`
     when `text` itself does not parse.
     """
-    result = fix_text_result(text, filename, settings, unsafe_fixes, cell)
+    result = fix_text_result(text, filename, settings, unsafe_fixes, program)
     return result.text, result.applied, result.remaining
 
 
@@ -197,14 +209,15 @@ def fix_text_result(
     filename: str,
     settings: LintSettings,
     unsafe_fixes: bool,
-    cell: int | None = None,
+    program: ProgramFacts | None = None,
 ) -> TextFixResult:
     """`fix_text`, also saying why fixing stopped early when a pass was thrown away."""
-    diagnostics = lint_text(text, filename, settings, cell)
+    analysis = analyse_text(text, filename, settings, program)
     original = text
     applied_total: Counter[str] = Counter()
+    reverted = None
     for _ in range(MAX_PASSES):
-        candidate, applied = apply_fixes(text, diagnostics, unsafe_fixes)
+        candidate, applied = apply_fixes(text, analysis.diagnostics, unsafe_fixes)
         if not applied:
             break
         try:
@@ -214,16 +227,16 @@ def fix_text_result(
             # only held to parsing.
             if not _compiles(candidate) and _compiles(original):
                 raise SourceError("it no longer compiles")
-            candidate_diagnostics = lint_text(candidate, filename, settings, cell)
+            candidate_analysis = analyse_text(candidate, filename, settings, program)
         except SourceError as error:
             codes = ", ".join(sorted(applied))
-            return TextFixResult(
-                text, applied_total, diagnostics,
-                reverted=f"fixes for {codes} produced invalid code ({error.reason}); not applied",
-            )
-        text, diagnostics = candidate, candidate_diagnostics
+            reverted = f"fixes for {codes} produced invalid code ({error.reason}); not applied"
+            break
+        text, analysis = candidate, candidate_analysis
         applied_total.update(applied)
-    return TextFixResult(text, applied_total, diagnostics)
+    return TextFixResult(
+        text, applied_total, analysis.diagnostics, reverted, analysis.summary, analysis.asked
+    )
 
 
 def _compiles(text: str) -> bool:
@@ -238,7 +251,12 @@ def _compiles(text: str) -> bool:
 
 
 def fix_file(
-    path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool
+    path: Path,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    write: bool,
+    program: ProgramFacts | None = None,
 ) -> FileFixOutcome:
     """Fix one `.py` file; with `write`, save the result atomically if anything changed.
 
@@ -257,12 +275,13 @@ def fix_file(
         return outcome
     outcome.before = outcome.after = source.text
     try:
-        result = fix_text_result(source.text, filename, settings, unsafe_fixes)
+        result = fix_text_result(source.text, filename, settings, unsafe_fixes, program)
     except SourceError as error:
         outcome.error = FileError(filename, error.reason, error.location)
         return outcome
     outcome.remaining = result.remaining
     outcome.reverted = result.reverted
+    outcome.summary, outcome.asked = result.summary, result.asked
     if result.text == source.text:
         return outcome
     try:
@@ -357,7 +376,9 @@ def _lines_with_endings(text: str) -> list[str]:
     return rows
 
 
-def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
+def add_noqa_file(
+    path: Path, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> int:
     """Add `# noqa: CODE` comments for every finding in the file, written atomically.
 
     Returns how many comments were added or extended. A file that cannot be read, decoded or
@@ -366,7 +387,7 @@ def add_noqa_file(path: Path, filename: str, settings: LintSettings) -> int:
     try:
         data = path.read_bytes()
         source = decode(data)
-        diagnostics = lint_text(source.text, filename, settings)
+        diagnostics = lint_text(source.text, filename, settings, program)
     except (OSError, SourceError):
         return 0
     text, changed = add_noqa_text(source.text, diagnostics)

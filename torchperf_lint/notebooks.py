@@ -28,7 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
-from torchperf_lint.engine import LintSettings, SourceError, lint_text
+from torchperf_lint.engine import Analysis, LintSettings, SourceError, analyse_text
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import ModuleSummary
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -184,20 +186,30 @@ def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> Code
 
 
 def lint_notebook(data: bytes, filename: str, settings: LintSettings) -> FileResult:
-    """Lint a notebook's bytes; a broken notebook or cell becomes a `FileError`, never an
-    exception."""
+    """Lint a notebook's bytes on its own; see `analyse_notebook`."""
+    return analyse_notebook(data, filename, settings).result
+
+
+def analyse_notebook(
+    data: bytes, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> Analysis:
+    """Lint a notebook's bytes as the file `filename` of `program`; a broken notebook or cell
+    becomes a `FileError`, never an exception."""
     result = FileResult(filename)
     try:
         notebook = read_notebook(data)
-        if notebook.cells:
-            joined = notebook.joined()
-            diagnostics = lint_text(joined, filename, settings)
-            result.diagnostics = to_cells(diagnostics, notebook, joined)
+        if not notebook.cells:
+            return Analysis(result)
+        joined = notebook.joined()
+        analysis = analyse_text(joined, filename, settings, program)
     except NotebookError as error:
         result.error = FileError(filename, str(error))
+        return Analysis(result)
     except SourceError as error:
         result.error = _source_error(error, filename, notebook, joined)
-    return result
+        return Analysis(result)
+    result.diagnostics = to_cells(analysis.diagnostics, notebook, joined)
+    return Analysis(result, analysis.summary, analysis.asked)
 
 
 def to_cells(
@@ -225,6 +237,13 @@ def to_cells(
     return sorted(mapped, key=lambda d: d.sort_key)
 
 
+def cell_of_row(notebook: Notebook, joined: str, row: int) -> tuple[int, int]:
+    """The cell number and the cell-relative row of row `row` of the joined module."""
+    first_rows = notebook.first_rows(joined)
+    position = max(0, bisect_right(first_rows, row) - 1)
+    return notebook.cells[position].number, row - first_rows[position] + 1
+
+
 def _shift(location: Location, rows: int) -> Location:
     return Location(location.row - rows, location.column)
 
@@ -239,10 +258,8 @@ def _source_error(
     """A syntax error, located in its cell."""
     if error.location is None:
         return FileError(filename, error.reason)
-    first_rows = notebook.first_rows(joined)
-    position = max(0, bisect_right(first_rows, error.location.row) - 1)
-    cell = notebook.cells[position].number
-    location = _shift(error.location, first_rows[position] - 1)
+    cell, row = cell_of_row(notebook, joined, error.location.row)
+    location = Location(row, error.location.column)
     return FileError(filename, error.reason, location, cell)
 
 
@@ -362,10 +379,16 @@ class NotebookFix:
     remaining: list[Diagnostic] = field(default_factory=list)
     applied: dict[str, int] = field(default_factory=dict)
     reverted: str | None = None
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
 
 
 def fix_notebook_cells(
-    notebook: Notebook, filename: str, settings: LintSettings, unsafe_fixes: bool
+    notebook: Notebook,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    program: ProgramFacts | None = None,
 ) -> NotebookFix:
     """Fix the joined module to a fixed point and cut it back into cells. Raises
     `SourceError` when the notebook's code does not parse, and `NotebookError` when a fix
@@ -373,8 +396,13 @@ def fix_notebook_cells(
     from torchperf_lint.fixes import fix_text_result
 
     joined = notebook.joined()
-    result = fix_text_result(joined, filename, settings, unsafe_fixes)
-    outcome = NotebookFix(reverted=result.reverted, applied=dict(result.applied))
+    result = fix_text_result(joined, filename, settings, unsafe_fixes, program)
+    outcome = NotebookFix(
+        reverted=result.reverted,
+        applied=dict(result.applied),
+        summary=result.summary,
+        asked=result.asked,
+    )
     outcome.remaining = to_cells(result.remaining, notebook, result.text)
     if result.text == joined:
         return outcome
@@ -495,7 +523,14 @@ def _source_spans(text: str) -> dict[int, tuple[int, int]]:
     return spans
 
 
-def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes: bool, write: bool):
+def fix_notebook(
+    path: Path,
+    filename: str,
+    settings: LintSettings,
+    unsafe_fixes: bool,
+    write: bool,
+    program: ProgramFacts | None = None,
+):
     """`fixes.fix_file` for a notebook: the same outcome, with `before`/`after` the JSON text."""
     from torchperf_lint.fixes import FileFixOutcome, write_atomic
 
@@ -513,7 +548,7 @@ def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes
     if not notebook.cells:
         return outcome
     try:
-        fixed = fix_notebook_cells(notebook, filename, settings, unsafe_fixes)
+        fixed = fix_notebook_cells(notebook, filename, settings, unsafe_fixes, program)
     except SourceError as error:
         outcome.error = _source_error(error, filename, notebook, notebook.joined())
         return outcome
@@ -522,6 +557,7 @@ def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes
         return outcome
     outcome.remaining = fixed.remaining
     outcome.reverted = fixed.reverted
+    outcome.summary, outcome.asked = fixed.summary, fixed.asked
     if not fixed.sources:
         return outcome
     text = rewrite_sources(notebook, fixed.sources)
@@ -538,7 +574,9 @@ def fix_notebook(path: Path, filename: str, settings: LintSettings, unsafe_fixes
     return outcome
 
 
-def add_noqa_notebook(path: Path, filename: str, settings: LintSettings) -> int:
+def add_noqa_notebook(
+    path: Path, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> int:
     """`fixes.add_noqa_file` for a notebook: `# noqa: CODE` on each reported row of its cells,
     written back into the changed cells only (IPython lines untouched). Returns how many rows
     changed; a notebook that cannot be read or parsed counts 0 (linting reports it)."""
@@ -550,7 +588,8 @@ def add_noqa_notebook(path: Path, filename: str, settings: LintSettings) -> int:
         if not notebook.cells:
             return 0
         joined = notebook.joined()
-        commented, changed = add_noqa_text(joined, lint_text(joined, filename, settings))
+        diagnostics = analyse_text(joined, filename, settings, program).diagnostics
+        commented, changed = add_noqa_text(joined, diagnostics)
         pieces = notebook.split(commented)
         if not changed or pieces is None:
             return 0

@@ -18,9 +18,11 @@ from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import SyntaxIndex, build_index
-from torchperf_lint.facts.loops import Loops
+from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
 from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
+from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 
@@ -36,12 +38,33 @@ def is_test_file(path: PurePath) -> bool:
     )
 
 
+# The analyses that read nothing from the program (the others ask it about loops, guards, ...).
+_PROGRAM_INDEPENDENT = (
+    "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "is_test_file",
+)
+
+
 class FileFacts:
     """The shared analyses of one parsed file."""
 
-    def __init__(self, module: cst.Module, path: PurePath) -> None:
+    def __init__(self, module: cst.Module, path: PurePath, program: Program | None = None) -> None:
         self.module = module
         self.path = path
+        self._program = program or Program()
+
+    def with_program(self, program: Program) -> FileFacts:
+        """These facts as seen from `program`: what does not depend on other files (the
+        index, names, scopes, tensors, ...) is shared, not computed again."""
+        other = FileFacts(self.module, self.path, program)
+        for name in _PROGRAM_INDEPENDENT:
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
+
+    @cached_property
+    def program(self) -> ProgramAnswers:
+        """What the rest of the program says about this file (nothing, linted on its own)."""
+        return self._program.answers_for(self)
 
     @cached_property
     def index(self) -> SyntaxIndex:
@@ -61,11 +84,22 @@ class FileFacts:
 
     @cached_property
     def loops(self) -> Loops:
-        return Loops(self.index, self.scopes, self.names, self.dataloaders.iterates_a_loader)
+        return Loops(
+            self.index,
+            self.scopes,
+            self.names,
+            self.dataloaders.iterates_a_loader,
+            self.program.calls_step_helper,
+        )
 
     @cached_property
     def guards(self) -> Guards:
-        return Guards(self.scopes, self.names)
+        return Guards(self.scopes, self.names, self.program.disables_grad)
+
+    @cached_property
+    def steps(self) -> Steps:
+        """What runs on every training or evaluation step, here and through the program."""
+        return Steps(self.scopes, self.names, self.loops, self.guards, self.program)
 
     @cached_property
     def tensors(self) -> TensorExpressions:
@@ -88,6 +122,26 @@ class FileFacts:
     @cached_property
     def is_test_file(self) -> bool:
         return is_test_file(self.path)
+
+    def loader_of(self, loop: LoopNode) -> LoaderDescription | None:
+        """The DataLoader `loop` iterates, when known: built in this module, returned by a
+        project factory (`for x in build_loader(cfg)`, `loader = build_loader(cfg)`), or passed
+        as a parameter by every caller outside tests."""
+        construction = self.dataloaders.loader_of(loop)
+        if construction is not None:
+            return LoaderDescription(construction.pins_memory, construction.has_custom_collate)
+        iterated = iterated_expression(loop)
+        if iterated is None:
+            return None
+        values = [iterated] if isinstance(iterated, cst.Call) else self.scopes.bound_values(iterated)
+        if len(values) == 1 and isinstance(values[0], cst.Call):
+            return self.program.returned_loader(values[0])
+        function = self.scopes.enclosing_function(loop)
+        if not values and isinstance(iterated, cst.Name) and self.scopes.is_parameter(
+            iterated.value, function
+        ):
+            return self.program.loader_argument(function, iterated.value)
+        return None
 
     def code(self, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
         """The source text of `node` (or of a new node built from this module's nodes).

@@ -52,12 +52,70 @@ _CUDA_ONLY_CALLS = frozenset({
 })
 
 
+# Frameworks that place the model and the batches on the GPU themselves: a program built on
+# one of them trains on CUDA whenever a GPU is there, with no "cuda" in its own text.
+_GPU_FRAMEWORK_CALLS = frozenset({"accelerate.Accelerator"})
+# Trainers whose `accelerator=` (or legacy `gpus=`) argument asks for a GPU.
+_ACCELERATOR_ARGUMENT_CALLS = ("lightning", "pytorch_lightning")
+_GPU_ACCELERATORS = frozenset({"gpu", "cuda"})
+_DISTRIBUTED_DATA_PARALLEL = "torch.nn.parallel.DistributedDataParallel"
+
+
+def _framework_uses_cuda(call: cst.Call, qualified: str | None) -> bool:
+    """`Accelerator()`, `L.Trainer(accelerator="gpu")`, `Fabric(accelerator="cuda")`,
+    `Trainer(gpus=2)`, `DistributedDataParallel(model, device_ids=[rank])` and
+    `init_process_group(backend="nccl")` (NCCL only runs on CUDA devices)."""
+    if qualified is None:
+        return False
+    if qualified in _GPU_FRAMEWORK_CALLS:
+        return True
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if qualified.startswith(_ACCELERATOR_ARGUMENT_CALLS) and qualified.rsplit(".", 1)[-1] in (
+        "Trainer", "Fabric"
+    ):
+        accelerator = keywords.get("accelerator")
+        if isinstance(accelerator, cst.SimpleString):
+            return accelerator.evaluated_value in _GPU_ACCELERATORS
+        return "gpus" in keywords
+    if qualified == _DISTRIBUTED_DATA_PARALLEL:
+        return "device_ids" in keywords
+    if qualified == "torch.distributed.init_process_group":
+        backend = keywords.get("backend")
+        if backend is None and call.args and call.args[0].keyword is None:
+            backend = call.args[0].value
+        return isinstance(backend, cst.SimpleString) and backend.evaluated_value == "nccl"
+    return False
+
+
+def _cuda_default_option(call: cst.Call, qualified: str | None) -> bool:
+    """`parser.add_argument("--device", default="cuda")`: the script runs on CUDA unless told
+    otherwise."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        return False
+    flags = [
+        arg.value.evaluated_value
+        for arg in call.args
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString)
+    ]
+    if not any(isinstance(flag, str) and "device" in flag for flag in flags):
+        return False
+    return any(
+        arg.keyword is not None and arg.keyword.value == "default" and is_cuda_literal(arg.value)
+        for arg in call.args
+    )
+
+
 def module_uses_cuda(index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> bool:
-    """Any `.cuda()`, a CUDA device passed as a device, a `.to()` target or a device type, or
-    a call of a CUDA-only API (`torch.cuda.synchronize()`, `torch.cuda.amp.autocast()`)."""
+    """Any `.cuda()`, a CUDA device passed as a device, a `.to()` target or a device type, a
+    call of a CUDA-only API (`torch.cuda.synchronize()`, `torch.cuda.amp.autocast()`), a
+    framework that puts the model on the GPU (`Accelerator()`, `Trainer(accelerator="gpu")`,
+    DDP with `device_ids=`, the NCCL backend), or a `--device` option defaulting to CUDA."""
     for call in index.calls:
         func = call.func
-        if names.call_name(call) in _CUDA_ONLY_CALLS:
+        qualified = names.call_name(call)
+        if qualified in _CUDA_ONLY_CALLS:
+            return True
+        if _framework_uses_cuda(call, qualified) or _cuda_default_option(call, qualified):
             return True
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and not _is_namespace(
             func.value, names

@@ -35,9 +35,16 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 class Guards:
     """Answers "does this run every iteration?" and "is autograd recording here?"."""
 
-    def __init__(self, scopes: Scopes, names: NameResolver) -> None:
+    def __init__(
+        self,
+        scopes: Scopes,
+        names: NameResolver,
+        project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
+    ) -> None:
         self.scopes = scopes
         self.names = names
+        # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
+        self.project_disables_grad = project_disables_grad
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given)."""
@@ -116,7 +123,8 @@ class Guards:
         return False
 
     def is_grad_disabling(self, expression: cst.BaseExpression) -> bool:
-        """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
+        """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`, or
+        the project's own wrapper of one of them (`@smart_inference_mode()`)."""
         if isinstance(expression, cst.Call):
             name = self.names.call_name(expression)
             if name in _GRAD_DISABLING:
@@ -124,8 +132,9 @@ class Guards:
             if name == "torch.set_grad_enabled" and expression.args:
                 value = expression.args[0].value
                 return isinstance(value, cst.Name) and value.value == "False"
-            return False
-        return self.names.qualified_name(expression) in _GRAD_DISABLING
+        elif self.names.qualified_name(expression) in _GRAD_DISABLING:
+            return True
+        return self.project_disables_grad(expression)
 
     def may_disable_grad(self, expression: cst.BaseExpression) -> bool:
         """`is_grad_disabling`, or a grad mode only known at run time:

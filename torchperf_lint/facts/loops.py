@@ -37,12 +37,19 @@ class LoopFacts:
     own_calls: list[cst.Call] = field(default_factory=list)
     backward_calls: list[cst.Call] = field(default_factory=list)
     step_calls: list[cst.Call] = field(default_factory=list)
+    # Calls of project functions that call backward or step themselves (`train_step(batch)`).
+    step_helper_calls: list[cst.Call] = field(default_factory=list)
     iterates_dataloader: bool = False
 
     @property
-    def is_training(self) -> bool:
+    def trains_itself(self) -> bool:
         """Calls `.backward()` or an optimizer/scaler `.step()` in its own body."""
         return bool(self.backward_calls or self.step_calls)
+
+    @property
+    def is_training(self) -> bool:
+        """Trains itself, or calls a project step helper that does."""
+        return self.trains_itself or bool(self.step_helper_calls)
 
     @property
     def is_hot(self) -> bool:
@@ -65,6 +72,7 @@ class Loops:
         scopes: Scopes,
         names: NameResolver,
         iterates_a_loader: Callable[[LoopNode], bool],
+        calls_step_helper: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.scopes = scopes
         self.names = names
@@ -88,6 +96,9 @@ class Loops:
                 loop.backward_calls.append(call)
             elif self.is_training_step(call, method):
                 loop.step_calls.append(call)
+        for loop in self.by_node.values():
+            if not loop.trains_itself:
+                loop.step_helper_calls = [c for c in loop.own_calls if calls_step_helper(c)]
 
     def nearest_loop(self, node: cst.CSTNode) -> LoopFacts | None:
         """The loop whose every iteration runs `node`, or None outside loops."""
@@ -161,12 +172,20 @@ class Loops:
 
 
 def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:
-    """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like."""
+    """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like,
+    and through a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`)."""
     if not isinstance(loop, cst.For):
         return None
     expression: cst.BaseExpression = loop.iter
     while isinstance(expression, cst.Call) and expression.args:
-        if last_identifier(expression.func) not in _ITERATION_WRAPPERS:
+        if last_identifier(expression.func) in _ITERATION_WRAPPERS:
+            expression = expression.args[0].value
+            continue
+        loaders = [
+            arg.value for arg in expression.args
+            if "loader" in (last_identifier(arg.value) or "").lower()
+        ]
+        if len(loaders) != 1:
             break
-        expression = expression.args[0].value
+        expression = loaders[0]
     return expression

@@ -9,6 +9,9 @@ train.py:3:10: TPL101 [*] message
   |
   = help: fix message
 ```
+
+A finding in a helper run on every step has a note per call on its path, from the loop:
+`= note: engine.py:12:9: calls `log_metrics` on every training step`.
 """
 
 from __future__ import annotations
@@ -59,4 +62,8 @@ def _snippet(diagnostic: Diagnostic, source: list[str] | None, color: bool) -> l
     ]
     if diagnostic.fix is not None:
         snippet.append(f"{gutter} = {paint('help', color, bold=True)}: {diagnostic.fix.message}")
+    for item in diagnostic.related:
+        if item.location is not None:
+            where = f"{item.filename}:{item.location.row}:{item.location.column}"
+            snippet.append(f"{gutter} = {paint('note', color, bold=True)}: {where}: {item.message}")
     return snippet

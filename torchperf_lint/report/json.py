@@ -14,7 +14,9 @@ def render(report: Report) -> str:
 
 def record(diagnostic: Diagnostic) -> dict[str, object]:
     """One diagnostic as a JSON object: code, name, message, filename, cell, location,
-    end_location, fix, noqa_row, url."""
+    end_location, fix, noqa_row, url, and `related`: the other places that explain it (for a
+    sync in a per-step helper, the calls from the training loop), each with filename,
+    location and message."""
     fix = diagnostic.fix
     return {
         "code": diagnostic.code,
@@ -40,6 +42,15 @@ def record(diagnostic: Diagnostic) -> dict[str, object]:
         },
         "noqa_row": diagnostic.noqa_row,
         "url": diagnostic.url,
+        "related": [
+            {
+                "filename": item.filename,
+                "location": _location(item.location),
+                "message": item.message,
+            }
+            for item in diagnostic.related
+            if item.location is not None
+        ],
     }
 
 

@@ -125,6 +125,19 @@ def _result(
             "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
         }
     )
+    related = [item for item in diagnostic.related if item.location is not None]
+    if related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(item.filename, report.cwd)},
+                    "region": {"startLine": item.location.row, "startColumn": item.location.column},
+                },
+                "message": {"text": item.message},
+            }
+            for number, item in enumerate(related)
+        ]
     if diagnostic.cell is not None:
         result["properties"] = {"cell": diagnostic.cell}
     return result

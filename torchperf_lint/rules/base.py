@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 
 import libcst as cst
 
-from torchperf_lint.diagnostics import Applicability
+from torchperf_lint.diagnostics import Applicability, Related
 from torchperf_lint.facts import FileFacts
 
 DOC_SECTIONS = (
@@ -57,6 +57,8 @@ class Finding:
     node: cst.CSTNode
     message: str | None = None
     fix: ProposedFix | None = None
+    # Other places that explain it: the per-step call path of a helper.
+    related: tuple[Related, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,10 @@ class Rule:
         raise NotImplementedError
 
     def runs_on_cuda(self, facts: FileFacts) -> bool:
-        """`target-device` says so, or (when it is "auto") the module itself uses CUDA."""
+        """`target-device` says so, or (when it is "auto") the module itself uses CUDA or
+        belongs to a program that does."""
         if self.options.target_device == "auto":
-            return facts.uses_cuda
+            return facts.uses_cuda or facts.program.runs_on_cuda()
         return self.options.target_device == "cuda"
 
     def trains_on_cuda(self, facts: FileFacts) -> bool:
@@ -98,9 +101,15 @@ class Rule:
 
     # Helpers every rule uses to build its findings.
 
-    def finding(self, node: cst.CSTNode, fix: ProposedFix | None = None, **details: object) -> Finding:
+    def finding(
+        self,
+        node: cst.CSTNode,
+        fix: ProposedFix | None = None,
+        related: tuple[Related, ...] = (),
+        **details: object,
+    ) -> Finding:
         message = self.message.format(**details) if details else None
-        return Finding(node=node, message=message, fix=fix)
+        return Finding(node=node, message=message, fix=fix, related=related)
 
     @staticmethod
     def code_of(facts: FileFacts, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:

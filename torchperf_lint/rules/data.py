@@ -282,7 +282,10 @@ class BlockingHostToDeviceCopy(Rule):
 
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
-    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`.
+    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`. The loader may be built
+    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
+    or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
+    tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
@@ -324,7 +327,7 @@ class BlockingHostToDeviceCopy(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
-            loader = facts.dataloaders.loader_of(loop.node)
+            loader = facts.loader_of(loop.node)
             if loader is None or not loader.pins_memory:
                 continue
             for call in loop.own_calls:

@@ -1,8 +1,12 @@
-"""Node rewrites several rules' fixes share: adding or setting a keyword argument."""
+"""Node rewrites several rules' fixes share: adding or setting a keyword argument, replacing a
+statement."""
 
 from __future__ import annotations
 
 import libcst as cst
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.rules.base import NodeEdit
 
 _NO_SPACE = cst.SimpleWhitespace("")
 _ONE_SPACE = cst.SimpleWhitespace(" ")
@@ -65,3 +69,15 @@ def remove_keyword(call: cst.Call, name: str) -> cst.Call:
         if removed_last:
             args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
     return call.with_changes(args=args)
+
+
+def replace_statement(
+    facts: FileFacts, statement: cst.BaseStatement, replacement: cst.BaseStatement
+) -> NodeEdit:
+    """An edit that replaces a compound statement (a loop, an `if`) with `replacement`, its
+    nested lines rendered at the statement's indentation and its leading lines kept."""
+    text = facts.code(replacement.with_changes(leading_lines=()), at=statement)
+    # The edit starts where the statement does, after its indentation, and ends with its last
+    # line's text, before the line break.
+    text = text.removeprefix("".join(facts.indents(statement)))
+    return NodeEdit(statement, text.removesuffix(facts.module.default_newline))

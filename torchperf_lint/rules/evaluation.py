@@ -132,6 +132,15 @@ def _runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
     )
 
 
+def _program_runs_without_grad_or_in_training(facts: FileFacts, function: cst.FunctionDef) -> bool:
+    """Every caller elsewhere in the program runs `function` with autograd off, or a training
+    loop elsewhere runs it on every step (a teacher model's forward feeding the loss)."""
+    if facts.program.always_called_without_grad(function):
+        return True
+    witness = facts.steps.witness(function)
+    return witness is not None and witness.kind == "train"
+
+
 def _is_frozen(facts: FileFacts, receiver: str) -> bool:
     """`receiver.requires_grad_(False)`, or `p.requires_grad = False` in a loop over
     `receiver.parameters()`."""
@@ -269,6 +278,7 @@ class EvalWithoutNoGrad(Rule):
                 _runs_in_training(facts, function)
                 or calls.always_called_without_grad(function)
                 or calls.called_while_training(function)
+                or _program_runs_without_grad_or_in_training(facts, function)
             ):
                 continue
             yield self.finding(call, self._fix(facts, call, function, recording))

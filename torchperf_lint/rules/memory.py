@@ -323,10 +323,11 @@ class LossGraphRetained(Rule):
 
 
 def _called_with_grad_disabled(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
-    """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`."""
+    """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`,
+    or that every caller elsewhere in the program runs with autograd off."""
     if function is None:
         return False
-    return any(
+    return facts.program.always_called_without_grad(function) or any(
         last_identifier(call.func) == function.name.value and facts.guards.grad_disabled(call)
         for call in facts.index.calls
     )

@@ -15,9 +15,11 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
     literal_value,
 )
-from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.names import dotted_name, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
-from torchperf_lint.rules.edits import add_keyword, remove_keyword
+from torchperf_lint.rules.edits import add_keyword, remove_keyword, replace_statement
 
 OPTIM_DOCS = "https://pytorch.org/docs/stable/optim.html"
 
@@ -312,7 +314,10 @@ class OptimizerNotFused(Rule):
     gains_only_on_cuda = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if not self.trains_on_cuda(facts):
+        # An optimizer factory (`build_optimizer(cfg, model)` in `optim.py`) belongs to the
+        # CUDA training program that imports it.
+        in_cuda_program = self.options.target_device != "cpu" and facts.program.trains_on_cuda()
+        if not (self.trains_on_cuda(facts) or in_cuda_program):
             return
         for call, name in optimizer_constructions(facts, frozenset(FUSED_SINCE)):
             if self.options.torch_version < FUSED_SINCE[name]:
@@ -393,18 +398,32 @@ class DdpAccumulationWithoutNoSync(Rule):
 
     ddp_model = DDP(model.cuda(), device_ids=[local_rank])
     for i, (x, y) in enumerate(loader):
-        sync = (i + 1) % accumulation_steps == 0
-        with contextlib.nullcontext() if sync else ddp_model.no_sync():
+        with (
+            ddp_model.no_sync()
+            if not ((i + 1) % accumulation_steps == 0)
+            else contextlib.nullcontext()
+        ):
             loss = criterion(ddp_model(x), y) / accumulation_steps
             loss.backward()
-        if sync:
+        if (i + 1) % accumulation_steps == 0:
             optimizer.step()
             optimizer.zero_grad()
     ```
 
     ## Fix safety
-    No fix: the forward pass must move under `no_sync()` too, and which steps synchronise is
-    the user's choice.
+    Unsafe. Where the pattern is mechanical, the fix wraps the loop's statements up to the
+    `backward` in `with (ddp_model.no_sync() if not <step condition> else
+    contextlib.nullcontext()):` (importing `contextlib` when the module does not), so that
+    only the micro-step that steps the optimizer all-reduces. The accumulated gradients are the
+    same sums taken in another order: losses agree to rounding, which `torchperf-lint verify
+    --nproc-per-node 2` checks. Mechanical means: the optimizer steps under one
+    `if <condition>:` in the loop's own body, without `else`; every `backward` that runs on each
+    iteration is a plain statement of that body before it; the model called there is bound to a
+    `DistributedDataParallel(...)` in the same function; and the condition reads only names,
+    attributes, constants, operators and `len()`, none of which the wrapped statements assign
+    (the condition is evaluated before them). Anything else gets no fix. A DDP model must run
+    the forward pass of every rank the same number of times between syncs: code that steps on
+    a condition that differs between ranks was already wrong and stays so.
 
     ## References
     - PyTorch docs, [`DistributedDataParallel.no_sync`](https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#torch.nn.parallel.DistributedDataParallel.no_sync)
@@ -414,6 +433,7 @@ class DdpAccumulationWithoutNoSync(Rule):
     name = "ddp-accumulation-without-no-sync"
     message = "DDP all-reduces gradients on every accumulation micro-step; wrap them in `model.no_sync()`"
     default = False
+    fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         if not any(
@@ -434,7 +454,199 @@ class DdpAccumulationWithoutNoSync(Rule):
                 if facts.guards.periodic_guard(call, within=loop.node) is None
             ]
             if every_iteration:
-                yield self.finding(every_iteration[0])
+                yield self.finding(every_iteration[0], self._fix(facts, loop, every_iteration))
+
+    def _fix(
+        self, facts: FileFacts, loop: LoopFacts, every_iteration: list[cst.Call]
+    ) -> ProposedFix | None:
+        guards = {facts.guards.periodic_guard(step, within=loop.node) for step in loop.step_calls}
+        body = loop.node.body
+        if len(guards) != 1 or not isinstance(body, cst.IndentedBlock):
+            return None
+        guard = guards.pop()
+        statements = list(body.body)
+        if guard not in statements or guard.orelse is not None or not _is_plain_test(guard.test):
+            return None
+        backward_rows = [_top_statement(facts, call, statements) for call in every_iteration]
+        if any(
+            row is None or not _is_plain_backward(statements[row], call)
+            for row, call in zip(backward_rows, every_iteration)
+        ):
+            return None
+        wrapped = statements[: max(backward_rows) + 1]
+        if statements.index(guard) < len(wrapped) or _assigned_names(wrapped) & _read_names(
+            guard.test
+        ):
+            return None
+        model = _ddp_model_called(facts, wrapped)
+        nullcontext, import_edit = _nullcontext_spelling(facts)
+        if model is None or nullcontext is None:
+            return None
+        condition = self.code_of(facts, guard.test)
+        if not isinstance(guard.test, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+            condition = f"({condition})"
+        header = cst.parse_statement(
+            f"with (\n    {model}.no_sync()\n    if not {condition}\n"
+            f"    else {nullcontext}()\n):\n    pass\n"
+        )
+        with_statement = header.with_changes(
+            body=cst.IndentedBlock(body=[wrapped[0].with_changes(leading_lines=()), *wrapped[1:]]),
+            leading_lines=wrapped[0].leading_lines,
+        )
+        new_loop = loop.node.with_changes(
+            body=body.with_changes(body=[with_statement, *statements[len(wrapped) :]])
+        )
+        edits = (replace_statement(facts, loop.node, new_loop),)
+        return ProposedFix(
+            self.fix_applicability,
+            f"Run the micro-steps that do not step the optimizer under `{model}.no_sync()`",
+            (*import_edit, *edits),
+        )
+
+
+# What a mechanical TPL604 fix may find in the step condition: it is evaluated once more, before
+# the statements it is moved above, so it must not call anything but `len`.
+_PLAIN_TEST_NODES = (
+    cst.Name,
+    cst.Attribute,
+    cst.Integer,
+    cst.Float,
+    cst.SimpleString,
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.Comparison,
+    cst.BooleanOperation,
+    cst.Arg,
+    cst.ComparisonTarget,
+    cst.BaseBinaryOp,
+    cst.BaseUnaryOp,
+    cst.BaseCompOp,
+    cst.BaseBooleanOp,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.BaseParenthesizableWhitespace,
+    cst.Comma,
+)
+
+
+def _is_plain_test(test: cst.BaseExpression) -> bool:
+    for node in (test, *descendants(test)):
+        if isinstance(node, cst.Call):
+            if not (isinstance(node.func, cst.Name) and node.func.value == "len"):
+                return False
+        elif not isinstance(node, _PLAIN_TEST_NODES):
+            return False
+    return True
+
+
+def _read_names(test: cst.BaseExpression) -> set[str]:
+    return {node.value for node in (test, *descendants(test)) if isinstance(node, cst.Name)}
+
+
+def _assigned_names(statements: list[cst.BaseStatement]) -> set[str]:
+    """The root names the statements assign (`x`, `self` for `self.step += 1`)."""
+    targets: list[cst.BaseExpression] = []
+    for statement in statements:
+        for node in (statement, *descendants(statement)):
+            if isinstance(
+                node,
+                (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor),
+            ):
+                targets.append(node.target)
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                targets.append(node.asname.name)
+            elif isinstance(node, cst.Del):
+                targets.append(node.target)
+    names: set[str] = set()
+    for target in targets:
+        names |= target_names(target) | ({root_name(target)} - {None})
+        for element in descendants(target):
+            if isinstance(element, cst.Name):
+                names.add(element.value)
+    return names
+
+
+def _top_statement(
+    facts: FileFacts, node: cst.CSTNode, statements: list[cst.BaseStatement]
+) -> int | None:
+    """The position in `statements` of the one holding `node`."""
+    for ancestor in facts.scopes.ancestors(node):
+        if ancestor in statements:
+            return statements.index(ancestor)
+    return None
+
+
+def _is_plain_backward(statement: cst.BaseStatement, call: cst.Call) -> bool:
+    """`loss.backward()` alone on its line."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and statement.body[0].value is call
+    )
+
+
+def _ddp_model_called(facts: FileFacts, statements: list[cst.BaseStatement]) -> str | None:
+    """The one name, bound to `DistributedDataParallel(...)` in its function, that the
+    statements call (the forward pass)."""
+    models = set()
+    for statement in statements:
+        for node in descendants(statement):
+            if not isinstance(node, cst.Call):
+                continue
+            name = dotted_name(node.func)
+            values = facts.scopes.bound_values(node.func) if name else []
+            if values and all(
+                isinstance(value, cst.Call)
+                and facts.names.call_name(value) == "torch.nn.parallel.DistributedDataParallel"
+                and facts.scopes.enclosing_function(value) == facts.scopes.enclosing_function(node)
+                for value in values
+            ):
+                models.add(name)
+    return models.pop() if len(models) == 1 else None
+
+
+def _nullcontext_spelling(facts: FileFacts) -> tuple[str | None, tuple[NodeEdit, ...]]:
+    """How the module spells `contextlib.nullcontext`, and the edit importing `contextlib`
+    when it does not import it yet (None when the name `contextlib` means something else)."""
+    spelt = facts.names.module_level_name("contextlib.nullcontext")
+    if spelt is not None:
+        return spelt, ()
+    module = facts.names.module_level_name("contextlib")
+    if module is not None:
+        return f"{module}.nullcontext", ()
+    if "contextlib" in facts.names.aliases or "contextlib" in facts.names.local_definitions:
+        return None, ()
+    first = next(
+        (
+            statement
+            for position, statement in enumerate(facts.module.body)
+            if not _is_docstring(statement, position) and not _is_future_import(statement)
+        ),
+        None,
+    )
+    if first is None:
+        return None, ()
+    return "contextlib.nullcontext", (
+        NodeEdit(first, f"import contextlib{facts.module.default_newline}", "insert_before"),
+    )
+
+
+def _is_docstring(statement: cst.BaseStatement, position: int) -> bool:
+    return (
+        position == 0
+        and isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_future_import(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.ImportFrom)
+        and dotted_name(statement.body[0].module or cst.Name("_")) == "__future__"
+    )
 
 
 RULES = (AdamWithWeightDecay, ZeroGradSetToNoneFalse, OptimizerNotFused, DdpAccumulationWithoutNoSync)

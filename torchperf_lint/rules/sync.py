@@ -13,8 +13,12 @@ from torchperf_lint.rules.base import Finding, Rule
 
 
 class _PerIterationRule(Rule):
-    """Reports the sites that run on every iteration of the loops a subclass selects, in a
-    module whose tensors live on a CUDA device (elsewhere nothing is queued to wait for)."""
+    """Reports the sites that run on every step of the kind a subclass selects (in its loops,
+    or in the functions the program runs from them), in a module whose tensors live on a CUDA
+    device (elsewhere nothing is queued to wait for)."""
+
+    # The kind of step (`Step.kind`) whose per-step functions the rule reports.
+    step_kind: str
 
     def sites(self, facts: FileFacts) -> list[HostSync]:
         raise NotImplementedError
@@ -27,11 +31,14 @@ class _PerIterationRule(Rule):
         if facts.is_test_file or not self.runs_on_cuda(facts):
             return
         for site in self.sites(facts):
-            loop = facts.loops.nearest_loop(site.node)
-            if loop is None or not self.selects(facts, loop):
+            step = facts.steps.step_of(site.node)
+            if step is None:
                 continue
-            if facts.guards.sparse_guard(site.node, loop.node) is None:
-                yield self.finding(site.node, what=site.description)
+            if step.loop is not None and not self.selects(facts, step.loop):
+                continue
+            if step.loop is None and step.kind != self.step_kind:
+                continue
+            yield self.finding(site.node, related=step.path, what=site.description)
 
 
 class SyncInTrainingLoop(_PerIterationRule):
@@ -127,6 +134,7 @@ class SyncInTrainingLoop(_PerIterationRule):
         "device with `.detach()` and read it every N steps"
     )
     default = True
+    step_kind = "train"
 
     def sites(self, facts: FileFacts) -> list[HostSync]:
         return facts.host_syncs.device_reads
@@ -184,6 +192,7 @@ class SyncInEvalLoop(_PerIterationRule):
         "device and read it once after the loop"
     )
     default = False
+    step_kind = "eval"
 
     def sites(self, facts: FileFacts) -> list[HostSync]:
         return facts.host_syncs.device_reads
@@ -252,6 +261,7 @@ class DataDependentShapeInLoop(_PerIterationRule):
         "keep shapes fixed (`torch.where`, `masked_fill`, `ignore_index`)"
     )
     default = False
+    step_kind = "train"
 
     def sites(self, facts: FileFacts) -> list[HostSync]:
         return facts.host_syncs.data_dependent_shapes

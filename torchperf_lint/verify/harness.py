@@ -1,7 +1,11 @@
 """The child side of `verify`: instrument PyTorch, run the user's script as `__main__`, report.
 
 The runner starts `python -c "from torchperf_lint.verify.harness import main; main()"` with
-the job as JSON in `$TORCHPERF_VERIFY_JOB` and a result path in `$TORCHPERF_VERIFY_RESULT`.
+the job as JSON in `$TORCHPERF_VERIFY_JOB` and a results folder in `$TORCHPERF_VERIFY_RESULT`,
+where each rank writes `rank-<RANK>.json`. Under `torch.distributed.run` every rank runs the
+harness (`RANK` comes from the launcher); each counts its own steps, and after the last one
+waits until every rank has written its results, so all ranks stop together and none leaves a
+collective another still waits in.
 The script's (possibly rewritten) source runs with the original `__file__`, `sys.argv[0]`
 and `sys.path[0]`, so sibling imports resolve as they do under `python script.py`.
 
@@ -30,6 +34,8 @@ import types
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from torchperf_lint.verify.processes import die_with_parent
 
 JOB_ENV = "TORCHPERF_VERIFY_JOB"
 RESULT_ENV = "TORCHPERF_VERIFY_RESULT"
@@ -62,6 +68,7 @@ class Job:
     warmup: int
     steps: int
     args: tuple[str, ...] = ()
+    ranks: int = 1  # processes started by `torch.distributed.run`; 1 without it
 
     def to_json(self) -> str:
         return json.dumps({**self.__dict__, "args": list(self.args)})
@@ -75,9 +82,10 @@ class Job:
 class Recorder:
     """What the instrumentation learns during one run, and the way out of the process."""
 
-    def __init__(self, job: Job, result_path: str) -> None:
+    def __init__(self, job: Job, results_folder: str) -> None:
         self.job = job
-        self.result_path = result_path
+        self.results_folder = Path(results_folder)
+        self.rank = int(os.environ.get("RANK", "0")) if job.ranks > 1 else 0
         self.optimizer_steps = 0
         self.scaler_updates = 0
         self.step_ends = [time.perf_counter()]  # step_ends[k]: when step k ended (0: start)
@@ -125,16 +133,18 @@ class Recorder:
     def finish(self, status: str, error: str | None = None) -> None:
         """Write the results and end the process now, whatever the script is doing."""
         self.counting = False
-        window = self.step_ends[self.job.warmup + 1 :]
-        measured_time = window[-1] - self.step_ends[self.job.warmup] if window else 0.0
+        bounds = self.step_ends[self.job.warmup :]  # the window's start, then each step's end
+        step_times = [end - begin for begin, end in zip(bounds, bounds[1:])]
         result = {
+            "rank": self.rank,
             "status": status,
             "error": error,
             "steps": self.steps,
             "optimizer_steps": self.optimizer_steps,
-            "measured_steps": len(window),
-            "measured_time_s": measured_time,
-            "data_wait_s": self.data_wait - self.data_wait_before_window if window else 0.0,
+            "measured_steps": len(step_times),
+            "measured_time_s": bounds[-1] - bounds[0] if step_times else 0.0,
+            "step_times_s": step_times,
+            "data_wait_s": self.data_wait - self.data_wait_before_window if step_times else 0.0,
             "used_scaler": self.scaler_updates > 0,
             **_device_facts(),
         }
@@ -145,9 +155,12 @@ class Recorder:
             ]
             result["syncs_elsewhere"] = self.syncs_elsewhere - self.syncs_elsewhere_before_window
             result["losses"] = _read_losses(self.losses)
-        temporary = Path(self.result_path + ".partial")
+        written = self.results_folder / f"rank-{self.rank}.json"
+        temporary = written.with_suffix(".partial")
         temporary.write_text(json.dumps(result), encoding="utf-8")
-        temporary.replace(self.result_path)
+        temporary.replace(written)
+        while len(list(self.results_folder.glob("rank-*.json"))) < self.job.ranks:
+            time.sleep(0.001)  # the other ranks' last steps (the time limit ends a hung one)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -291,6 +304,8 @@ def run_script(job: Job, recorder: Recorder) -> None:
 
 def main() -> None:
     """Entry point of the child process."""
+    # Under `torch.distributed.run` the launcher is the parent: if it dies, so do the ranks.
+    die_with_parent()
     job = Job.from_json(os.environ[JOB_ENV])
     recorder = Recorder(job, os.environ[RESULT_ENV])
     install(recorder)

@@ -7,6 +7,7 @@ bytes, shares in [0, 1]; a value that could not be measured is `null`):
       "schema": "torchperf-lint-verify/1",
       "script": "train.py", "args": ["--epochs", "1"],
       "steps": 50, "warmup": 5, "repeats": 3,
+      "nproc_per_node": null | 2,             # processes per run under torch.distributed.run
       "torch_version": "2.4.0", "cuda_available": false,
       "findings": [{"code": "TPL101", "row": 12, "column": 10, "message": "...",
                     "fix": "unsafe" | "safe" | "display-only" | null}],
@@ -17,15 +18,22 @@ bytes, shares in [0, 1]; a value that could not be measured is `null`):
                    | "not-measurable-here" | "changes-results" | "failed",
         "note": "..." | null,                 # why, in one sentence
         "step_time_s": 0.0123,                # median over timing runs of (window time / steps)
+                                              # of the slowest rank
+        "rank_step_time_s": [0.0121, 0.0123], # the same, for each rank
         "steps_per_s": 81.3,
         "speedup": 2.9, "speedup_ci": [2.7, 3.1],   # baseline time / variant time, 95 % CI
-        "syncs_per_step": 1.0,                # census run, measured steps only
+        "syncs_per_step": 1.0,                # census run, measured steps only; most of any rank
+        "syncs_per_step_per_rank": [1.0, 0.0],
         "data_wait_share": 0.62,              # time in DataLoader.__next__ / window time
-        "peak_memory_bytes": 412000000, "memory_kind": "rss" | "cuda",
+                                              # (slowest rank)
+        "peak_memory_bytes": 412000000, "memory_kind": "rss" | "cuda",   # largest of any rank
         "losses_agree": true | false | null,  # null: no losses, or baseline not reproducible
         "loss_difference": 0.0, "loss_tolerance": 1e-05,  # max relative difference
+        "loss_first_difference": 17 | null,   # index of the first loss beyond the tolerance
         "runs": [{"mode": "timing" | "census", "status": "ok" | "ended" | "crashed"
                   | "timed-out" | "no-steps", "step_time_s": ..., "wall_s": ...,
+                  "step_times_s": [...],      # every measured step (slowest rank)
+                  "losses": [...] | null,     # census runs: every backward's loss (rank 0)
                   "problem": "..." | null, "stderr_tail": "..." | null}]
       }],
       "evidence": [{"row": 41, "call": "item", "count": 50, "steps": 50,
@@ -69,9 +77,10 @@ class VariantSummary:
     verdict: str | None
     note: str | None
     step_time_s: float | None
+    rank_step_time_s: tuple[float, ...] | None
     speedup: float | None
     speedup_ci: tuple[float, float] | None
-    syncs_per_step: float | None
+    syncs_per_step_per_rank: tuple[float, ...] | None
     data_wait_share: float | None
     peak_memory_bytes: int | None
     memory_kind: str | None
@@ -80,6 +89,11 @@ class VariantSummary:
     @property
     def steps_per_s(self) -> float | None:
         return None if self.step_time_s is None else 1 / self.step_time_s
+
+    @property
+    def syncs_per_step(self) -> float | None:
+        """The most syncs per step of any rank."""
+        return max(self.syncs_per_step_per_rank) if self.syncs_per_step_per_rank else None
 
 
 @dataclass(frozen=True)
@@ -163,22 +177,36 @@ def _summarize_variant(
         verdict=verdict,
         note=note,
         step_time_s=stats.median(times) if times else None,
+        rank_step_time_s=_rank_step_times(timing),
         speedup=point,
         speedup_ci=interval,
-        syncs_per_step=_syncs_per_step(census.result) if census else None,
-        data_wait_share=(
-            stats.median(
-                [run.result["data_wait_s"] / run.result["measured_time_s"] for run in timing]
-            )
-            if timing
-            else None
+        syncs_per_step_per_rank=(
+            tuple(_syncs_per_step(result) for result in census.rank_results) if census else None
         ),
-        peak_memory_bytes=max(run.result["peak_memory_bytes"] for run in timing)
-        if timing
-        else None,
+        data_wait_share=(
+            stats.median([_data_wait_share(run.slowest_rank) for run in timing]) if timing else None
+        ),
+        peak_memory_bytes=max(
+            (result["peak_memory_bytes"] for run in timing for result in run.rank_results),
+            default=None,
+        ),
         memory_kind=timing[0].result["memory_kind"] if timing else None,
         losses=losses,
     )
+
+
+def _rank_step_times(timing: list[RunOutcome]) -> tuple[float, ...] | None:
+    """Each rank's median step time over the timing runs."""
+    if not timing:
+        return None
+    ranks = zip(*(run.rank_results for run in timing))
+    return tuple(
+        stats.median([r["measured_time_s"] / r["measured_steps"] for r in rank]) for rank in ranks
+    )
+
+
+def _data_wait_share(result: dict) -> float:
+    return result["data_wait_s"] / result["measured_time_s"]
 
 
 def _verdict(
@@ -253,6 +281,7 @@ def to_json(report: VerifyReport) -> dict:
         "steps": plan.steps,
         "warmup": plan.warmup,
         "repeats": plan.repeats,
+        "nproc_per_node": plan.nproc_per_node,
         "torch_version": report.torch_version,
         "cuda_available": report.cuda_available,
         "findings": [
@@ -288,22 +317,29 @@ def _variant_json(summary: VariantSummary) -> dict:
         "verdict": summary.verdict,
         "note": summary.note,
         "step_time_s": summary.step_time_s,
+        "rank_step_time_s": _optional_list(summary.rank_step_time_s),
         "steps_per_s": summary.steps_per_s,
         "speedup": summary.speedup,
-        "speedup_ci": list(summary.speedup_ci) if summary.speedup_ci else None,
+        "speedup_ci": _optional_list(summary.speedup_ci),
         "syncs_per_step": summary.syncs_per_step,
+        "syncs_per_step_per_rank": _optional_list(summary.syncs_per_step_per_rank),
         "data_wait_share": summary.data_wait_share,
         "peak_memory_bytes": summary.peak_memory_bytes,
         "memory_kind": summary.memory_kind,
         "losses_agree": summary.losses.agree,
         "loss_difference": summary.losses.difference,
         "loss_tolerance": summary.losses.tolerance,
+        "loss_first_difference": summary.losses.first_difference,
         "runs": [
             {
                 "mode": run.job.mode,
                 "status": run.status,
                 "step_time_s": run.step_time_s if run.measured else None,
                 "wall_s": run.wall_s,
+                "step_times_s": run.slowest_rank["step_times_s"] if run.measured else None,
+                "losses": run.result["losses"]
+                if run.measured and run.job.mode == "census"
+                else None,
                 "problem": None if run.measured else run.problem,
                 "stderr_tail": None if run.measured else run.stderr_tail,
             }
@@ -312,16 +348,22 @@ def _variant_json(summary: VariantSummary) -> dict:
     }
 
 
+def _optional_list(values: tuple[float, ...] | None) -> list[float] | None:
+    return None if values is None else list(values)
+
+
 def render(report: VerifyReport) -> str:
     """The human-readable report: header, table, failures, runtime evidence."""
     plan = report.plan
-    device = {True: "CUDA available", False: "CPU only", None: "device unknown"}[
-        report.cuda_available
-    ]
+    device = device_text(report.cuda_available)
+    processes = (
+        f", {plan.nproc_per_node} processes (torch.distributed.run)" if plan.nproc_per_node else ""
+    )
     lines = [
         (
             f"torchperf-lint verify {plan.script}: {plan.steps} steps after {plan.warmup} "
-            f"warm-up, {plan.repeats} repeats, torch {report.torch_version or '?'}, {device}"
+            f"warm-up, {plan.repeats} repeats{processes}, torch {report.torch_version or '?'}, "
+            f"{device}"
         ),
         "",
     ]
@@ -342,6 +384,9 @@ def render(report: VerifyReport) -> str:
     lines.extend(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows
     )
+    if plan.nproc_per_node:
+        lines.extend(["", "Per rank (the slowest rank's step time is the step time):"])
+        lines.extend(_per_rank(summary) for summary in report.variants if summary.rank_step_time_s)
     notes = [(s.runs.variant.name, s.note) for s in report.variants if s.note]
     if notes:
         lines.append("")
@@ -370,7 +415,7 @@ def _row(summary: VariantSummary) -> tuple[str, ...]:
         ", ".join(variant.codes) or "-",
         _optional(summary.step_time_s, lambda t: f"{t * 1000:.2f} ms"),
         _optional(summary.steps_per_s, lambda r: f"{r:.1f}"),
-        _speedup(summary),
+        speedup_text(summary),
         _optional(summary.syncs_per_step, lambda s: f"{s:g}"),
         _optional(summary.data_wait_share, lambda s: f"{s:.0%}"),
         _optional(summary.peak_memory_bytes, lambda b: f"{b / 2**20:,.0f} MiB"),
@@ -379,11 +424,22 @@ def _row(summary: VariantSummary) -> tuple[str, ...]:
     )
 
 
-def _speedup(summary: VariantSummary) -> str:
+def _per_rank(summary: VariantSummary) -> str:
+    times = ", ".join(f"{t * 1000:.2f} ms" for t in summary.rank_step_time_s or ())
+    syncs = ", ".join(f"{s:g}" for s in summary.syncs_per_step_per_rank or ()) or "-"
+    return f"  {summary.runs.variant.name}: step time {times}; syncs/step {syncs}"
+
+
+def speedup_text(summary: VariantSummary) -> str:
+    """`2.90x (2.70-3.10)`, or `-` when there is no speedup."""
     if summary.speedup is None or summary.speedup_ci is None:
         return "-"
     low, high = summary.speedup_ci
     return f"{summary.speedup:.2f}x ({low:.2f}-{high:.2f})"
+
+
+def device_text(cuda_available: bool | None) -> str:
+    return {True: "CUDA available", False: "CPU only", None: "device unknown"}[cuda_available]
 
 
 def _optional(value: float | None, formatted: Callable[[float], str]) -> str:

@@ -1,34 +1,38 @@
-"""Run the variants: each job in a child process (own process group, time limit), timing runs
-alternating A B A B ..., then census runs."""
+"""Run the variants: each job in a supervised child process (time limit, no process left
+behind), timing runs alternating A B A B ..., then census runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchperf_lint.verify.harness import JOB_ENV, RESULT_ENV, Job
+from torchperf_lint.verify.processes import make_scratch_folder, supervised
 from torchperf_lint.verify.variants import Variant
 
 CHILD_PROGRAM = "from torchperf_lint.verify.harness import main; main()"
 STDERR_TAIL_LINES = 20
+# The supervisor needs well under a second to kill a run; past this it is killed itself.
+SUPERVISOR_PATIENCE_S = 30.0
 
 
 @dataclass
 class RunOutcome:
-    """One child run. `status`: `ok` (reached warmup + steps), `ended` (the script finished
-    earlier), `crashed`, `timed-out`, or `no-steps` (it ended before a measured step)."""
+    """One child run. `status`: `ok` (every rank reached warmup + steps), `ended` (the script
+    finished earlier), `crashed`, `timed-out`, or `no-steps` (it ended before a measured step).
+    `rank_results` holds what each rank reported, by rank."""
 
     job: Job
     status: str
-    result: dict = field(default_factory=dict)
+    rank_results: list[dict] = field(default_factory=list)
     stderr_tail: str = ""
     wall_s: float = 0.0
     returncode: int | None = None
@@ -38,9 +42,20 @@ class RunOutcome:
         return self.status in ("ok", "ended")
 
     @property
+    def result(self) -> dict:
+        """Rank 0's results (losses and the sync census come from it); {} when none came."""
+        return self.rank_results[0] if self.rank_results else {}
+
+    @property
+    def slowest_rank(self) -> dict:
+        """The result of the rank with the longest mean step: its time is the run's."""
+        return max(self.rank_results, key=_mean_step_time)
+
+    @property
     def step_time_s(self) -> float:
-        """Mean time per measured step: the run's throughput, data stalls included."""
-        return self.result["measured_time_s"] / self.result["measured_steps"]
+        """Mean time per measured step of the slowest rank: the run's throughput, data stalls
+        included (in data-parallel training every rank waits for the slowest)."""
+        return _mean_step_time(self.slowest_rank)
 
     @property
     def problem(self) -> str:
@@ -49,22 +64,31 @@ class RunOutcome:
             return "killed at the time limit before reaching its steps"
         if self.status == "no-steps":
             return f"ended after {self.result.get('steps', 0)} steps, before a measured step"
-        error = self.result.get("error") or ""
+        error = next((r["error"] for r in self.rank_results if r.get("error")), "")
         last_line = error.strip().splitlines()[-1] if error.strip() else ""
         return f"crashed: {last_line}" if last_line else f"crashed (exit status {self.returncode})"
 
 
-def run_job(job: Job, timeout_s: float, cwd: str | None = None) -> RunOutcome:
-    """Run `job` under the harness in a new session (DataLoader workers are grandchildren:
-    the whole group is killed at the time limit and after the run)."""
-    with tempfile.TemporaryDirectory(prefix="torchperf-verify-run-") as folder:
-        result_path = Path(folder, "result.json")
-        stderr_path = Path(folder, "stderr.txt")
-        env = {**os.environ, JOB_ENV: job.to_json(), RESULT_ENV: str(result_path)}
+def _mean_step_time(result: dict) -> float:
+    return result["measured_time_s"] / result["measured_steps"]
+
+
+def run_job(
+    job: Job, timeout_s: float, cwd: str | None = None, nproc_per_node: int | None = None
+) -> RunOutcome:
+    """Run `job` under the harness, through `torch.distributed.run` with `nproc_per_node`
+    processes when given, under a supervisor (see `processes`) that kills every process the
+    run started once it ends, at the time limit, or when this process dies."""
+    folder = make_scratch_folder()
+    try:
+        stderr_path = folder / "stderr.txt"
+        results = folder / "results"
+        results.mkdir()
+        env = {**os.environ, JOB_ENV: job.to_json(), RESULT_ENV: str(results)}
         started = time.perf_counter()
         with stderr_path.open("wb") as stderr:
-            child = subprocess.Popen(
-                [sys.executable, "-c", CHILD_PROGRAM],
+            supervisor = subprocess.Popen(
+                supervised(_command(nproc_per_node, folder)),
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -74,34 +98,63 @@ def run_job(job: Job, timeout_s: float, cwd: str | None = None) -> RunOutcome:
             )
             timed_out = False
             try:
-                child.wait(timeout=timeout_s)
+                supervisor.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                _kill_group(child.pid)
-                child.wait()
+                _stop(supervisor)
         outcome = RunOutcome(
             job=job,
             status="crashed",
             wall_s=time.perf_counter() - started,
-            returncode=None if timed_out else child.returncode,
+            returncode=None if timed_out else supervisor.returncode,
         )
         outcome.stderr_tail = _tail(stderr_path)
-        if result_path.exists():
-            outcome.result = json.loads(result_path.read_text(encoding="utf-8"))
+        outcome.rank_results = sorted(
+            (json.loads(path.read_text(encoding="utf-8")) for path in results.glob("rank-*.json")),
+            key=lambda result: result["rank"],
+        )
         if timed_out:
             outcome.status = "timed-out"
-        elif outcome.result.get("status") in ("ok", "ended"):
-            measured = outcome.result["measured_steps"] > 0
-            outcome.status = outcome.result["status"] if measured else "no-steps"
+        elif len(outcome.rank_results) == job.ranks and all(
+            result["status"] in ("ok", "ended") for result in outcome.rank_results
+        ):
+            statuses = {result["status"] for result in outcome.rank_results}
+            measured = all(result["measured_steps"] > 0 for result in outcome.rank_results)
+            outcome.status = ("ended" if "ended" in statuses else "ok") if measured else "no-steps"
         return outcome
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _kill_group(group: int) -> None:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
+def _command(nproc_per_node: int | None, folder: Path) -> list[str]:
+    """The harness, or PyTorch's own launcher starting one harness per rank (its logs go to
+    `folder`, not to a `torchelastic_*` folder of their own)."""
+    harness = [sys.executable, "-c", CHILD_PROGRAM]
+    if nproc_per_node is None:
+        return harness
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc_per_node}",
+        f"--log-dir={folder / 'torchrun'}",
+        "--no-python",
+        *harness,
+    ]
+
+
+def _stop(supervisor: subprocess.Popen) -> None:
+    """Stop the supervisor (it kills the run's processes first); SIGKILL if it does not end."""
+    if supervisor.poll() is None:
+        supervisor.send_signal(signal.SIGTERM)
+        try:
+            supervisor.wait(timeout=SUPERVISOR_PATIENCE_S)
+        except subprocess.TimeoutExpired:
+            supervisor.kill()
+    supervisor.wait()
 
 
 def _tail(path: Path) -> str:
@@ -119,6 +172,8 @@ class Plan:
     warmup: int
     repeats: int
     timeout_s: float
+    # Processes per run under `torch.distributed.run`; None: one process, no launcher.
+    nproc_per_node: int | None = None
 
 
 @dataclass
@@ -182,7 +237,8 @@ def _run(
         warmup=plan.warmup,
         steps=plan.steps,
         args=plan.args,
+        ranks=plan.nproc_per_node or 1,
     )
-    outcome = run_job(job, plan.timeout_s)
+    outcome = run_job(job, plan.timeout_s, nproc_per_node=plan.nproc_per_node)
     getattr(variant_runs, mode).append(outcome)
     return outcome.measured

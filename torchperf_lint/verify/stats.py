@@ -93,14 +93,27 @@ def max_relative_difference(reference: Sequence[float], other: Sequence[float]) 
     return largest
 
 
+def first_difference(
+    reference: Sequence[float], other: Sequence[float], tolerance: float
+) -> int | None:
+    """The index of the first loss whose relative difference exceeds `tolerance`; None when
+    the curves agree over their common prefix."""
+    for index, (a, b) in enumerate(zip(reference, other)):
+        if max_relative_difference([a], [b]) > tolerance:
+            return index
+    return None
+
+
 @dataclass(frozen=True)
 class LossCheck:
     """Whether a variant's losses follow the baseline's. `agree` is None when it cannot be
-    told: no losses were recorded, or the baseline does not reproduce itself."""
+    told: no losses were recorded, or the baseline does not reproduce itself. `first_difference`
+    is the index of the first loss beyond the tolerance."""
 
     agree: bool | None
     difference: float | None
     tolerance: float | None
+    first_difference: int | None = None
 
 
 def compare_losses(
@@ -115,4 +128,9 @@ def compare_losses(
         return LossCheck(None, None, None)
     tolerance = max(LOSS_RTOL, 10 * noise)
     difference = max_relative_difference(baseline, variant)
-    return LossCheck(difference <= tolerance, difference, tolerance)
+    return LossCheck(
+        difference <= tolerance,
+        difference,
+        tolerance,
+        first_difference(baseline, variant, tolerance),
+    )

@@ -1,0 +1,169 @@
+"""The training program across functions and modules: fixture projects with exact findings.
+
+Each folder under `tests/fixtures/projects/` is a small project (its `pyproject.toml` marks
+its root): lines that must be reported end with `# error: TPLnnn:COL`, as in the rule fixtures,
+and every other line must stay silent when the whole project is linted.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_helpers import torchperf_lint
+from test_rule_fixtures import expected_findings
+
+from torchperf_lint.config import Configuration, Overrides
+from torchperf_lint.diagnostics import Diagnostic, Location, Related
+from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.engine import LintSettings, lint_text, rules_for
+from torchperf_lint.runner import FileJob, Run, lint_program
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+# The opt-in rules a project exercises, on top of the default ones.
+EXTEND_SELECT = ("TPL603",)
+
+
+def lint_project(root: Path, cache: Path | None = None, paths: list[Path] | None = None) -> Run:
+    """Lint `paths` (default: the whole project) as the CLI does from `root`."""
+    configuration = Configuration(Overrides(extend_select=EXTEND_SELECT), cwd=root)
+    no_rules = LintSettings(rules=())
+
+    def job(path: Path, settings: LintSettings) -> FileJob:
+        return FileJob(path, path.relative_to(root).as_posix(), settings, cache_dir=cache)
+
+    files = discover(paths or [root], configuration)
+    jobs = [job(path, configuration.settings_for(path)) for path in files]
+    context = [job(path, no_rules) for path in program_files(paths or [root], configuration)]
+    return lint_program(jobs, context, workers=1)
+
+
+def findings(run: Run) -> list[tuple[str, str, int, int]]:
+    return sorted(
+        (d.filename, d.code, d.location.row, d.location.column)
+        for result in run.outcomes
+        for d in result.diagnostics
+    )
+
+
+def annotated(root: Path) -> list[tuple[str, str, int, int]]:
+    return sorted(
+        (path.relative_to(root).as_posix(), code, row, column)
+        for path in root.rglob("*.py")
+        for code, row, column in expected_findings(path.read_text(encoding="utf-8"))
+    )
+
+
+def diagnostic(run: Run, filename: str, code: str, row: int) -> Diagnostic:
+    [found] = [
+        d
+        for result in run.outcomes
+        for d in result.diagnostics
+        if (d.filename, d.code, d.location.row) == (filename, code, row)
+    ]
+    return found
+
+
+@pytest.mark.parametrize("project", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
+def test_project_findings_match_annotations(project: str) -> None:
+    root = PROJECTS / project
+    assert findings(lint_project(root)) == annotated(root)
+
+
+def test_a_sync_in_a_helper_is_reported_once_with_the_call_path_from_the_loop() -> None:
+    run = lint_project(PROJECTS / "per_step_helper")
+    logged = diagnostic(run, "utils.py", "TPL201", 5)
+    assert logged.related == (
+        Related("engine.py", Location(15, 9), "calls `log_metrics` on every training step"),
+    )
+    checked = diagnostic(run, "utils.py", "TPL201", 15)
+    assert checked.related == (
+        Related("engine.py", Location(12, 9), "calls `check_finite` on every training step"),
+    )
+
+
+def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
+    run = lint_project(PROJECTS / "step_helper")
+    in_helper = diagnostic(run, "steps.py", "TPL201", 9)
+    assert in_helper.related == (
+        Related("train.py", Location(10, 26), "calls `train_step` on every training step"),
+    )
+    assert diagnostic(run, "train.py", "TPL201", 11).related == ()
+
+
+def test_one_file_is_judged_by_the_program_of_its_project() -> None:
+    """`torchperf-lint utils.py` sees the same program as `torchperf-lint .`."""
+    root = PROJECTS / "per_step_helper"
+    alone = lint_project(root, paths=[root / "utils.py"])
+    assert findings(alone) == [f for f in annotated(root) if f[0] == "utils.py"]
+
+
+def test_a_file_linted_without_its_program_knows_nothing_of_its_callers() -> None:
+    source = (PROJECTS / "per_step_helper" / "utils.py").read_text(encoding="utf-8")
+    settings = LintSettings(rules=rules_for(["TPL201"]))
+    assert lint_text(source, "utils.py", settings) == []
+
+
+def test_the_cli_prints_the_path_and_json_carries_it(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECTS / "per_step_helper", root)
+    full = torchperf_lint("utils.py", "--no-cache", "--select", "TPL201", cwd=root)
+    assert full.returncode == 1
+    assert "  = note: engine.py:15:9: calls `log_metrics` on every training step\n" in full.stdout
+    assert "   = note: engine.py:12:9: calls `check_finite` on every training step\n" in full.stdout
+    sarif = torchperf_lint(".", "--no-cache", "--select", "TPL201", "--output-format", "sarif",
+                           cwd=root)
+    import json
+
+    [first, _] = json.loads(sarif.stdout)["runs"][0]["results"]
+    assert first["relatedLocations"] == [
+        {
+            "id": 0,
+            "physicalLocation": {
+                "artifactLocation": {"uri": "engine.py"},
+                "region": {"startLine": 15, "startColumn": 9},
+            },
+            "message": {"text": "calls `log_metrics` on every training step"},
+        }
+    ]
+
+
+def test_editing_a_helper_lints_it_again_and_replays_its_callers(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECTS / "per_step_helper", root)
+    cache = tmp_path / "cache"
+    first = lint_project(root, cache)
+    assert sorted(first.linted) == ["data.py", "engine.py", "train.py", "utils.py"]
+    assert lint_project(root, cache).linted == []
+
+    utils = root / "utils.py"
+    utils.write_text(utils.read_text().replace("loss.item()", "loss.detach()", 1))
+    edited = lint_project(root, cache)
+    assert edited.linted == ["utils.py"]
+    assert [f for f in findings(edited) if f[0] == "utils.py"] == [("utils.py", "TPL201", 15, 16)]
+
+    # A caller that stops calling the helper every step changes what the helper's findings
+    # read: the helper is linted again too, and its sync is no longer reported.
+    engine = root / "engine.py"
+    engine.write_text(engine.read_text().replace("        check_finite(model)\n", ""))
+    again = lint_project(root, cache)
+    assert sorted(again.linted) == ["engine.py", "utils.py"]
+    assert [f for f in findings(again) if f[0] == "utils.py"] == []
+
+
+def test_fix_relinks_the_program_so_one_files_fix_enables_anothers(tmp_path: Path) -> None:
+    """Pinning the loader in `data.py` (TPL102) makes the copies in `engine.py` worth making
+    non-blocking (TPL104): one `--fix` run does both."""
+    root = tmp_path / "project"
+    shutil.copytree(PROJECTS / "per_step_helper", root)
+    data = root / "data.py"
+    data.write_text(data.read_text().replace(", pin_memory=True", ""))
+    fixed = torchperf_lint(
+        ".", "--fix", "--unsafe-fixes", "--no-cache", "--select", "TPL102,TPL104", cwd=root
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "DataLoader(Squares(), batch_size=32, num_workers=4, pin_memory=True)" in data.read_text()
+    assert '        x = x.to("cuda", non_blocking=True)  # error: TPL104:13\n' in (
+        (root / "engine.py").read_text()
+    )

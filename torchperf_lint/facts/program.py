@@ -1,0 +1,100 @@
+"""The questions a file's facts ask of the rest of the program, and their answers alone.
+
+A rule sees one file, but the training program spans many: the loop is in `engine.py`, the
+sync in `utils.py`, the device in `train.py`. The program layer (`torchperf_lint.program`)
+links every file's summary and answers these questions; a file linted without it (a single
+buffer, a test) gets `NO_PROGRAM`, whose answers are what the file alone can tell: nothing is
+known beyond it. Questions are asked about this file's own nodes; answers are plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Related
+
+if TYPE_CHECKING:
+    from torchperf_lint.facts import FileFacts
+
+
+@dataclass(frozen=True)
+class StepWitness:
+    """Why a function runs on every step: the kind of step, and the call path from the loop
+    (or framework hook) that runs it, outermost call first."""
+
+    kind: str  # "train" or "eval"
+    path: tuple[Related, ...]
+
+    @property
+    def origin(self) -> Related | None:
+        """The call in the loop (or hook) where the per-step path starts."""
+        return self.path[0] if self.path else None
+
+
+@dataclass(frozen=True)
+class LoaderDescription:
+    """What is known of a DataLoader built elsewhere in the program."""
+
+    pins_memory: bool
+    has_custom_collate: bool
+
+
+class ProgramAnswers:
+    """The answers of a file linted on its own: the program adds nothing to its facts.
+
+    `torchperf_lint.program.view.LinkedAnswers` overrides every method with what the linked
+    program knows.
+    """
+
+    def calls_step_helper(self, call: cst.Call) -> bool:
+        """Whether `call` runs a project function that calls backward or an optimizer step
+        outside any loop of its own (a `train_step(batch)` helper), so the loop around it is
+        a training loop."""
+        return False
+
+    def per_step(self, function: cst.FunctionDef) -> StepWitness | None:
+        """Whether `function` is run on every training or evaluation step by the program (called
+        from such a loop, directly or through other functions, or a framework's per-step hook)."""
+        return None
+
+    def runs_on_cuda(self) -> bool:
+        """Whether the program this file belongs to runs on CUDA (beyond the file's own use)."""
+        return False
+
+    def trains_on_cuda(self) -> bool:
+        """Whether the file belongs to a training program that runs on CUDA (a module that
+        trains, and the project modules it imports)."""
+        return False
+
+    def disables_grad(self, expression: cst.BaseExpression) -> bool:
+        """Whether `expression` (a decorator or a `with` item) is the project's own wrapper of
+        `torch.no_grad` / `torch.inference_mode` (`@smart_inference_mode()`)."""
+        return False
+
+    def always_called_without_grad(self, function: cst.FunctionDef) -> bool:
+        """Whether every caller of `function` outside tests runs it with autograd off."""
+        return False
+
+    def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
+        """The DataLoader every caller outside tests passes as `parameter` of `function`."""
+        return None
+
+    def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
+        """The DataLoader that the project function `call` runs returns (a loader factory)."""
+        return None
+
+
+NO_PROGRAM = ProgramAnswers()
+
+
+class Program:
+    """What the runner hands to `FileFacts`: a way to get one file's answers."""
+
+    def answers_for(self, facts: FileFacts) -> ProgramAnswers:
+        return NO_PROGRAM
+
+
+__all__ = ["NO_PROGRAM", "LoaderDescription", "Program", "ProgramAnswers", "StepWitness"]

@@ -1,0 +1,204 @@
+"""What runs on every step: the code whose cost is paid once per batch, not once per run.
+
+Code runs on every step when it is
+
+- in the body of a hot loop (a training loop, or a loop over a DataLoader) and not under a
+  branch that runs on few of its iterations (`if step % 100 == 0:`, `if i == 0:`), or
+- in a function that runs on every step, outside such a branch: `forward` of a module; a
+  framework's per-step hook (`training_step` of a `LightningModule`, `compute_loss` of a
+  `transformers.Trainer`); a function the program calls from a hot loop, directly or through
+  other functions (`FileFacts.program`).
+
+Code on an error path (a branch that ends in `raise` or `sys.exit()`, an `except` handler) is
+never per step: it runs when something went wrong, not on every batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Related
+from torchperf_lint.facts.guards import Guards
+from torchperf_lint.facts.loops import LoopFacts, Loops
+from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.program import ProgramAnswers, StepWitness
+from torchperf_lint.facts.scopes import Scopes
+
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+# Methods a framework calls on every batch, by the base class that declares them.
+_LIGHTNING_MODULE_HOOKS = {
+    "training_step": "train",
+    "on_train_batch_start": "train",
+    "on_train_batch_end": "train",
+    "on_before_backward": "train",
+    "on_after_backward": "train",
+    "on_before_optimizer_step": "train",
+    "optimizer_step": "train",
+    "on_before_zero_grad": "train",
+    "backward": "train",
+    "validation_step": "eval",
+    "test_step": "eval",
+    "predict_step": "eval",
+    "on_validation_batch_start": "eval",
+    "on_validation_batch_end": "eval",
+    "on_test_batch_start": "eval",
+    "on_test_batch_end": "eval",
+}
+_LIGHTNING_CALLBACK_HOOKS = {
+    name: kind
+    for name, kind in _LIGHTNING_MODULE_HOOKS.items()
+    if name.startswith("on_")
+}
+_TRAINER_HOOKS = {"training_step": "train", "compute_loss": "train", "prediction_step": "eval"}
+_EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+
+
+def framework_hook_kind(base: str, method: str) -> str | None:
+    """The kind of step ("train" or "eval") on which a framework runs `method` of a class
+    derived from `base` (a qualified name), or None when it does not run it on every step."""
+    last = base.rsplit(".", 1)[-1]
+    if base.startswith(_LIGHTNING_ROOTS):
+        if last == "LightningModule":
+            return _LIGHTNING_MODULE_HOOKS.get(method)
+        if last == "Callback":
+            return _LIGHTNING_CALLBACK_HOOKS.get(method)
+        return None
+    if base.startswith("transformers.") and last.endswith("Trainer"):
+        return _TRAINER_HOOKS.get(method)
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """Why a node runs on every step: the hot loop whose body holds it (in its own function),
+    or, outside hot loops, the per-step function it is in."""
+
+    loop: LoopFacts | None
+    witness: StepWitness | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """"train" or "eval"; None for a loop over a DataLoader that neither trains nor runs a
+        model."""
+        if self.loop is not None:
+            return "train" if self.loop.is_training else None
+        return self.witness.kind if self.witness is not None else None
+
+    @property
+    def path(self) -> tuple[Related, ...]:
+        """The calls from the loop (or hook) that run the function on every step."""
+        return self.witness.path if self.witness is not None else ()
+
+
+class Steps:
+    """Answers "does this node run on every step?" for one module."""
+
+    def __init__(
+        self,
+        scopes: Scopes,
+        names: NameResolver,
+        loops: Loops,
+        guards: Guards,
+        program: ProgramAnswers,
+    ) -> None:
+        self.scopes = scopes
+        self.names = names
+        self.loops = loops
+        self.guards = guards
+        self.program = program
+        self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
+
+    def runs_per_step(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs on every training or evaluation step, or every forward pass
+        (see the module's docs)."""
+        if self.step_of(node) is not None:
+            return True
+        function = self.scopes.enclosing_function(node)
+        return (
+            function is not None
+            and self.is_forward(function)
+            and self.guards.periodic_guard(node) is None
+            and not self.on_error_path(node)
+        )
+
+    def step_of(self, node: cst.CSTNode) -> Step | None:
+        """Why `node` runs on every step of a training or evaluation run, or None.
+
+        The innermost hot loop of its function decides (a loop nested in a training loop runs
+        on every step too); outside hot loops, the function it is in, when the program runs that
+        function on every step. Periodic and counter guards (`if step % 100 == 0:`) and error
+        paths end it.
+        """
+        if self.on_error_path(node):
+            return None
+        for loop in self.loops.enclosing_loops(node):
+            if loop.is_hot:
+                sparse = self.guards.sparse_guard(node, loop.node) is not None
+                return None if sparse else Step(loop)
+        function = self.scopes.enclosing_function(node)
+        if function is None or self.guards.periodic_guard(node) is not None:
+            return None
+        witness = self.witness(function)
+        return None if witness is None else Step(None, witness)
+
+    def witness(self, function: cst.FunctionDef) -> StepWitness | None:
+        """Why `function` runs on every step, when it does: a framework hook, or the program's
+        call path from a hot loop. `forward` is not included: a module's forward runs on every
+        step only where the program calls that module."""
+        if function not in self._witnesses:
+            kind = self.hook_kind(function)
+            local = StepWitness(kind, ()) if kind is not None else None
+            self._witnesses[function] = self.program.per_step(function) or local
+        return self._witnesses[function]
+
+    def hook_kind(self, function: cst.FunctionDef) -> str | None:
+        """"train" or "eval" when `function` is a per-step hook of a framework class it
+        derives from directly (`class Model(LightningModule)`)."""
+        owner = self.scopes.parents.get(self.scopes.parents.get(function))
+        if not isinstance(owner, cst.ClassDef):
+            return None
+        for base in owner.bases:
+            qualified = self.names.qualified_name(base.value)
+            kind = framework_hook_kind(qualified, function.name.value) if qualified else None
+            if kind is not None:
+                return kind
+        return None
+
+    def is_forward(self, function: cst.FunctionDef) -> bool:
+        """`forward` of a class (a module's forward pass runs on every step that calls it)."""
+        owner = self.scopes.parents.get(self.scopes.parents.get(function))
+        return function.name.value == "forward" and isinstance(owner, cst.ClassDef)
+
+    def on_error_path(self, node: cst.CSTNode) -> bool:
+        """Inside an `except` handler, or a branch whose last statement raises or exits."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(parent, cst.ExceptHandler):
+                return True
+            if (
+                isinstance(parent, (cst.If, cst.Else))
+                and child is parent.body
+                and self._ends_in_exit(parent.body)
+            ):
+                return True
+        return False
+
+    def _ends_in_exit(self, block: cst.BaseSuite) -> bool:
+        statements = getattr(block, "body", ())
+        if not statements:
+            return False
+        last = statements[-1]
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+        if not small:
+            return False
+        final = small[-1]
+        if isinstance(final, cst.Raise):
+            return True
+        return (
+            isinstance(final, cst.Expr)
+            and isinstance(final.value, cst.Call)
+            and self.names.call_name(final.value) in _EXITS
+        )

@@ -1,0 +1,586 @@
+"""The linked program: every file's summary joined into facts that span functions and modules.
+
+Linking resolves each summary's references (imports, `__init__` re-exports, `*` imports,
+`self.method()`, base classes) to the functions and classes they name, builds the call graph
+and computes, once per run, in the parent process:
+
+- **step helpers**: functions that call backward or an optimizer step outside any loop of their
+  own, directly or through another step helper (`train_step(batch)`); a loop that calls one is a
+  training loop;
+- **per-step functions**: every function called (not under a periodic guard, not on an error
+  path) from the body of a training or evaluation loop, directly or through other per-step
+  functions, and the per-step hooks of framework classes (`LightningModule.training_step`,
+  `Trainer.compute_loss`); each keeps one call path (its witness), the shortest found first;
+- **CUDA modules**: modules with CUDA evidence of their own (including a device from a project
+  helper: `dist_util.dev()`, an imported `DEVICE`), the modules they import, and every module
+  of a training program (a module that trains, with its imports) in which one of them is;
+- **no-grad wrappers**: project functions that build `torch.no_grad` / `inference_mode`
+  (`smart_inference_mode`), and functions every real caller runs with autograd off;
+- **DataLoader factories and arguments**: the loader a function returns, and the loader every
+  caller passes as a given parameter.
+
+Test files are linked (their functions can be called) but never start a per-step path, never
+count as CUDA evidence and never decide what a helper's callers do.
+Answers are plain JSON values, so a file's cached findings can record the answers they read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import PurePosixPath
+
+from torchperf_lint.facts import is_test_file
+from torchperf_lint.facts.steps import framework_hook_kind
+from torchperf_lint.program.modules import ModuleMap
+from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref
+
+# Name chains (imports of imports, base classes) are followed at most this deep: cycles end.
+MAX_DEPTH = 32
+STEP_KINDS = ("train", "eval")
+
+Answer = object  # JSON: None, bool, list or dict.
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """A function or class of the program (`kind` "function" or "class"), or a module-level
+    name bound to a CUDA device (`kind` "cuda")."""
+
+    file: str
+    qualname: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One call on a per-step path: in `file`, the call with this ordinal runs `callee`."""
+
+    file: str
+    call: int
+    callee: str
+
+
+class ProgramFacts:
+    """The facts of one linked program: `summaries` maps each file, by the name it is reported
+    under (a relative posix path), to its summary."""
+
+    def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
+        self.summaries = summaries
+        self.tests = frozenset(file for file in summaries if is_test_file(PurePosixPath(file)))
+        self.modules = ModuleMap(summaries)
+        self._resolved: dict[tuple[str, Ref], Target | None] = {}
+        self._external_bases: dict[Target, list[str]] = {}
+        self._methods: dict[tuple[Target, str], Target | None] = {}
+
+    # Resolution ------------------------------------------------------------------------------
+
+    def resolve(self, file: str, ref: Ref) -> Target | None:
+        """What `ref`, written in `file`, names, or None when it is not the project's own."""
+        key = (file, ref)
+        if key not in self._resolved:
+            self._resolved[key] = None  # A cycle through this reference resolves to nothing.
+            self._resolved[key] = self._resolve(file, ref, 0)
+        return self._resolved[key]
+
+    def _resolve(self, file: str, ref: Ref, depth: int) -> Target | None:
+        if depth > MAX_DEPTH or file not in self.summaries:
+            return None
+        kind, _, rest = ref.partition(":")
+        if kind == "def":
+            return self._in_module(file, tuple(rest.split(".")), depth)
+        if kind == "import":
+            return self._imported(file, rest, depth)
+        if kind in ("method", "super"):
+            owner, _, method = rest.partition(":")
+            cls = Target(file, owner, "class")
+            if kind == "method":
+                return self.method(cls, method)
+            for base in self.bases(cls):
+                found = self.method(base, method)
+                if found is not None:
+                    return found
+            return None
+        if kind == "forward":
+            cls = self._resolve(file, rest, depth + 1)
+            return self.method(cls, "forward") if cls is not None and cls.kind == "class" else None
+        return None
+
+    def _imported(self, file: str, target: str, depth: int) -> Target | None:
+        found = self.modules.resolve(file, target)
+        if found is None:
+            return None
+        module, attributes = found
+        if not attributes:
+            return None
+        return self._in_module(module, attributes, depth + 1)
+
+    def _in_module(self, file: str, parts: tuple[str, ...], depth: int) -> Target | None:
+        """`parts` (a name and attributes) looked up in `file`'s definitions and imports."""
+        if depth > MAX_DEPTH:
+            return None
+        summary = self.summaries.get(file)
+        if summary is None or not parts:
+            return None
+        head = parts[0]
+        if head in summary.classes or head in summary.functions:
+            qualname = head
+            for position, part in enumerate(parts[1:], start=1):
+                nested = f"{qualname}.{part}"
+                if nested in summary.functions or nested in summary.classes:
+                    qualname = nested
+                    continue
+                if qualname in summary.classes and position == len(parts) - 1:
+                    return self.method(Target(file, qualname, "class"), part)
+                return None
+            kind = "class" if qualname in summary.classes else "function"
+            return Target(file, qualname, kind)
+        if head in summary.imports:
+            target = summary.imports[head]
+            rest = ".".join(parts[1:])
+            return self._imported(file, f"{target}.{rest}" if rest else target, depth + 1)
+        if len(parts) == 1 and head in summary.cuda_names:
+            return Target(file, head, "cuda")
+        for star in summary.stars:
+            found = self.modules.resolve(file, star)
+            if found is not None and not found[1]:
+                target = self._in_module(found[0], parts, depth + 1)
+                if target is not None:
+                    return target
+        return None
+
+    def method(self, cls: Target, name: str) -> Target | None:
+        """`name` defined in class `cls` or inherited from one of its project base classes."""
+        key = (cls, name)
+        if key not in self._methods:
+            self._methods[key] = None  # A cycle of bases defines nothing.
+            summary = self.summaries.get(cls.file)
+            found = None
+            if summary is not None and f"{cls.qualname}.{name}" in summary.functions:
+                found = Target(cls.file, f"{cls.qualname}.{name}", "function")
+            else:
+                for base in self.bases(cls):
+                    found = self.method(base, name)
+                    if found is not None:
+                        break
+            self._methods[key] = found
+        return self._methods[key]
+
+    def bases(self, cls: Target) -> list[Target]:
+        """The project classes `cls` derives from directly."""
+        summary = self.summaries.get(cls.file)
+        record = summary.classes.get(cls.qualname) if summary else None
+        if record is None:
+            return []
+        found = [self.resolve(cls.file, base) for base in record.bases]
+        return [base for base in found if base is not None and base.kind == "class"]
+
+    def external_bases(self, cls: Target) -> list[str]:
+        """The qualified names of the classes outside the project that `cls` derives from
+        (`lightning.pytorch.LightningModule`), through its project base classes."""
+        if cls not in self._external_bases:
+            self._external_bases[cls] = []  # A cycle of bases adds nothing.
+            summary = self.summaries.get(cls.file)
+            record = summary.classes.get(cls.qualname) if summary else None
+            names = []
+            for ref in record.bases if record else ():
+                base = self.resolve(cls.file, ref)
+                if base is not None and base.kind == "class":
+                    names.extend(self.external_bases(base))
+                elif ref.startswith("import:") and not ref.startswith("import:."):
+                    names.append(ref[len("import:"):])
+            self._external_bases[cls] = names
+        return self._external_bases[cls]
+
+    def function(self, target: Target) -> FunctionSummary | None:
+        summary = self.summaries.get(target.file)
+        return summary.functions.get(target.qualname) if summary else None
+
+    def callee(self, file: str, site: CallSite) -> Target | None:
+        """The project function a call runs (a class's `__init__` for a construction)."""
+        target = self.resolve(file, site.callee)
+        if target is None:
+            return None
+        if target.kind == "class":
+            return self.method(target, "__init__")
+        return target if target.kind == "function" else None
+
+    # The call graph ------------------------------------------------------------------------
+
+    @cached_property
+    def _functions(self) -> list[tuple[str, FunctionSummary]]:
+        return [
+            (file, function)
+            for file in sorted(self.summaries)
+            for function in self.summaries[file].functions.values()
+        ]
+
+    @cached_property
+    def _edges(self) -> dict[tuple[str, str], list[tuple[CallSite, Target]]]:
+        """Per function (file, qualname): its calls that run project functions."""
+        edges: dict[tuple[str, str], list[tuple[CallSite, Target]]] = {}
+        for file, function in self._functions:
+            resolved = []
+            for site in function.calls:
+                target = self.callee(file, site)
+                if target is not None:
+                    resolved.append((site, target))
+            edges[(file, function.qualname)] = resolved
+        return edges
+
+    @cached_property
+    def _callers(self) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
+        """Per function: the calls of it outside test files."""
+        callers: dict[Target, list[tuple[str, FunctionSummary, CallSite]]] = defaultdict(list)
+        for file, function in self._functions:
+            if file in self.tests:
+                continue
+            for site, target in self._edges[(file, function.qualname)]:
+                callers[target].append((file, function, site))
+        return callers
+
+    # Step helpers and training loops --------------------------------------------------------
+
+    @cached_property
+    def step_helpers(self) -> frozenset[Target]:
+        """Functions that backpropagate or step outside their own loops, directly or through
+        another step helper."""
+        helpers = {
+            Target(file, function.qualname, "function")
+            for file, function in self._functions
+            if function.steps and function.qualname
+        }
+        changed = True
+        while changed:
+            changed = False
+            for file, function in self._functions:
+                own = Target(file, function.qualname, "function")
+                if own in helpers or not function.qualname:
+                    continue
+                if any(
+                    site.loop == -1 and target in helpers
+                    for site, target in self._edges[(file, function.qualname)]
+                ):
+                    helpers.add(own)
+                    changed = True
+        return frozenset(helpers)
+
+    def _loop_kind(self, file: str, function: FunctionSummary, ordinal: int) -> str | None:
+        """"train" for a training loop (by itself or through a step helper), "eval" for an
+        evaluation loop, None for any other loop."""
+        for loop in function.loops:
+            if loop.ordinal != ordinal:
+                continue
+            if loop.trains or any(
+                site.loop == ordinal and target in self.step_helpers
+                for site, target in self._edges[(file, function.qualname)]
+            ):
+                return "train"
+            return "eval" if loop.evaluates else None
+        return None
+
+    # Per-step functions ---------------------------------------------------------------------
+
+    @cached_property
+    def _per_step(self) -> dict[str, dict[Target, tuple[Hop, ...]]]:
+        """Per kind of step, the per-step functions with their call paths (breadth first)."""
+        result: dict[str, dict[Target, tuple[Hop, ...]]] = {}
+        for kind in STEP_KINDS:
+            paths: dict[Target, tuple[Hop, ...]] = {}
+            queue: deque[Target] = deque()
+            for hook in self._hooks(kind):
+                paths.setdefault(hook, ())
+                queue.append(hook)
+            for file, function in self._functions:
+                if file in self.tests:
+                    continue
+                for site, target in self._edges[(file, function.qualname)]:
+                    if site.loop == -1 or site.sparse or target in paths:
+                        continue
+                    if self._loop_kind(file, function, site.loop) == kind:
+                        paths[target] = (Hop(file, site.ordinal, target.qualname),)
+                        queue.append(target)
+            while queue:
+                current = queue.popleft()
+                for site, target in self._edges.get((current.file, current.qualname), ()):
+                    if site.sparse or target in paths:
+                        continue
+                    paths[target] = (*paths[current], Hop(current.file, site.ordinal, target.qualname))
+                    queue.append(target)
+            result[kind] = paths
+        return result
+
+    def _hooks(self, kind: str) -> list[Target]:
+        """Methods a framework runs on every step of this kind (outside test files)."""
+        found = []
+        for file in sorted(self.summaries):
+            if file in self.tests:
+                continue
+            methods: dict[str, list[str]] = defaultdict(list)
+            for function in self.summaries[file].functions.values():
+                if function.owner is not None:
+                    methods[function.owner].append(function.qualname)
+            for owner in sorted(methods):
+                bases = self.external_bases(Target(file, owner, "class"))
+                for qualname in methods[owner]:
+                    method = qualname.rsplit(".", 1)[-1]
+                    if any(framework_hook_kind(base, method) == kind for base in bases):
+                        found.append(Target(file, qualname, "function"))
+        return found
+
+    def per_step(self, target: Target) -> tuple[str, tuple[Hop, ...]] | None:
+        """The kind of step ("train" first) and the call path of a per-step function."""
+        for kind in STEP_KINDS:
+            path = self._per_step[kind].get(target)
+            if path is not None:
+                return kind, path
+        return None
+
+    # Devices ----------------------------------------------------------------------------------
+
+    @cached_property
+    def _imports(self) -> dict[str, set[str]]:
+        """Per file, the project files it imports."""
+        graph: dict[str, set[str]] = {}
+        for file, summary in self.summaries.items():
+            imported = set()
+            for target in summary.imported_modules:
+                found = self.modules.resolve(file, target)
+                if found is not None:
+                    imported.add(found[0])
+            imported.discard(file)
+            graph[file] = imported
+        return graph
+
+    def _import_closure(self, start: Iterable[str]) -> set[str]:
+        seen = set()
+        pending = [file for file in start if file not in self.tests]
+        while pending:
+            file = pending.pop()
+            if file in seen:
+                continue
+            seen.add(file)
+            pending.extend(f for f in self._imports.get(file, ()) if f not in self.tests)
+        return seen
+
+    @cached_property
+    def _cuda_evidence(self) -> set[str]:
+        return {
+            file
+            for file, summary in self.summaries.items()
+            if file not in self.tests and (summary.uses_cuda or self._uses_cuda_helper(file))
+        }
+
+    @cached_property
+    def cuda_training_files(self) -> frozenset[str]:
+        """The files of training programs that run on CUDA: a file that trains, with every
+        project file it imports, where one of them uses CUDA."""
+        found: set[str] = set()
+        for root in sorted(self._training_files):
+            program = self._import_closure([root])
+            if program & self._cuda_evidence:
+                found |= program
+        return frozenset(found)
+
+    @cached_property
+    def cuda_files(self) -> frozenset[str]:
+        """Files that run on CUDA: evidence, what it imports, and CUDA training programs."""
+        return frozenset(self._import_closure(self._cuda_evidence) | self.cuda_training_files)
+
+    def _uses_cuda_helper(self, file: str) -> bool:
+        for ref in self.summaries[file].device_refs:
+            target = self.resolve(file, ref)
+            if target is None:
+                continue
+            if target.kind == "cuda":
+                return True
+            function = self.function(target) if target.kind == "function" else None
+            if function is not None and function.returns_cuda_device:
+                return True
+        return False
+
+    @cached_property
+    def _training_files(self) -> set[str]:
+        """Files (outside tests) that hold a training loop or a framework's training hook."""
+        files = {hook.file for hook in self._hooks("train")}
+        for file, function in self._functions:
+            if file in self.tests:
+                continue
+            if any(self._loop_kind(file, function, loop.ordinal) == "train" for loop in function.loops):
+                files.add(file)
+        return files
+
+    # Autograd ---------------------------------------------------------------------------------
+
+    def is_no_grad_wrapper(self, target: Target | None) -> bool:
+        function = self.function(target) if target and target.kind == "function" else None
+        return function is not None and function.wraps_no_grad
+
+    def _decorated_without_grad(self, file: str, function: FunctionSummary) -> bool:
+        return function.grad_off or any(
+            self.is_no_grad_wrapper(self.resolve(file, ref)) for ref in function.decorators
+        )
+
+    def always_without_grad(self, target: Target) -> bool:
+        """Every call of `target` outside tests runs with autograd off (and there is one)."""
+        return self._without_grad.get(target, False)
+
+    @cached_property
+    def _without_grad(self) -> dict[Target, bool]:
+        def compute(target: Target, value) -> bool:
+            callers = self._callers.get(target, [])
+            return bool(callers) and all(
+                site.no_grad
+                or self._decorated_without_grad(file, function)
+                or value(Target(file, function.qualname, "function"))
+                for file, function, site in callers
+            )
+
+        return _solve(sorted(self._callers), compute, unknown=False)
+
+    # DataLoaders --------------------------------------------------------------------------
+
+    def returned_loader(self, target: Target | None) -> list | None:
+        """[pins_memory, has_custom_collate] of the loader a function returns, if known."""
+        return self._returned_loaders.get(target) if target is not None else None
+
+    @cached_property
+    def _returned_loaders(self) -> dict[Target, list | None]:
+        def compute(target: Target, value) -> list | None:
+            function = self.function(target)
+            return _agreed([self._loader(target.file, item, value) for item in function.returns])
+
+        factories = sorted(
+            Target(file, function.qualname, "function")
+            for file, function in self._functions
+            if function.returns and function.qualname
+        )
+        return _solve(factories, compute, unknown=None)
+
+    def loader_argument(self, target: Target, parameter: str) -> list | None:
+        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`."""
+        return self._loader_arguments.get((target, parameter))
+
+    @cached_property
+    def _loader_arguments(self) -> dict[tuple[Target, str], list | None]:
+        def compute(key: tuple[Target, str], value) -> list | None:
+            target, parameter = key
+            known = []
+            for file, caller, argument in self._arguments_for(target, parameter):
+                if argument[0] == "param":
+                    known.append(value((Target(file, caller.qualname, "function"), argument[1])))
+                else:
+                    known.append(self._loader(file, argument, self._returned_loader_of))
+            return _agreed(known)
+
+        keys = sorted(
+            (target, parameter)
+            for target in self._callers
+            for parameter in (self.function(target) or FunctionSummary("")).parameters
+        )
+        return _solve(keys, compute, unknown=None)
+
+    def _returned_loader_of(self, target: Target) -> list | None:
+        return self._returned_loaders.get(target)
+
+    def _arguments_for(
+        self, target: Target, parameter: str
+    ) -> Iterator[tuple[str, FunctionSummary, list]]:
+        """What each caller outside tests passes as `parameter` of `target`, when the summary
+        kept it (a loader, a call, a parameter passed through)."""
+        function = self.function(target)
+        if function is None or parameter not in function.parameters:
+            return
+        position = function.parameters.index(parameter)
+        for file, caller, site in self._callers.get(target, []):
+            skip_self = function.owner is not None and not site.callee.startswith("def:")
+            argument = site.arguments.get(parameter)
+            if argument is None:
+                argument = site.arguments.get(str(position - 1 if skip_self else position))
+            if argument is not None:
+                yield file, caller, argument
+
+    def _loader(self, file: str, value: list, returned) -> list | None:
+        """The loader a summarized value is, with `returned` giving a function's loader."""
+        if value[0] == "loader":
+            return [value[1], value[2]]
+        if value[0] == "call":
+            target = self.resolve(file, value[1])
+            return returned(target) if target is not None and target.kind == "function" else None
+        return None
+
+    # Answers --------------------------------------------------------------------------------
+
+    def answer(self, file: str, question: str) -> Answer:
+        """The answer to one of the questions a file's facts ask (see `view.LinkedAnswers`),
+        as plain JSON. `question` is a JSON list: the question's name, then its arguments."""
+        name, *arguments = json.loads(question)
+        return getattr(self, f"_answer_{name}")(file, *arguments)
+
+    def _answer_step_helper(self, file: str, ref: Ref) -> bool:
+        return self.resolve(file, ref) in self.step_helpers
+
+    def _answer_per_step(self, file: str, qualname: str) -> Answer:
+        found = self.per_step(Target(file, qualname, "function"))
+        if found is None:
+            return None
+        kind, path = found
+        return {"kind": kind, "path": [[hop.file, hop.call, hop.callee] for hop in path]}
+
+    def _answer_cuda(self, file: str) -> bool:
+        return file in self.cuda_files
+
+    def _answer_cuda_training(self, file: str) -> bool:
+        return file in self.cuda_training_files
+
+    def _answer_no_grad(self, file: str, ref: Ref) -> bool:
+        return self.is_no_grad_wrapper(self.resolve(file, ref))
+
+    def _answer_callers_no_grad(self, file: str, qualname: str) -> bool:
+        return self.always_without_grad(Target(file, qualname, "function"))
+
+    def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
+        return self.loader_argument(Target(file, qualname, "function"), parameter)
+
+    def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
+        return self.returned_loader(self.resolve(file, ref))
+
+
+def _solve(keys: list, compute, unknown: object) -> dict:
+    """The values of a recursive definition (`compute(key, value)`, where `value` gives the
+    value of another key), computed depth first in the order of `keys`, which callers sort so
+    that every process builds the same table. A value needed while it is being computed (a
+    cycle), or deeper than `MAX_DEPTH`, is `unknown`."""
+    table: dict = {}
+    depth = 0
+
+    def value(key):
+        nonlocal depth
+        if key in table:
+            return table[key]
+        if depth > MAX_DEPTH:
+            return unknown
+        table[key] = unknown
+        depth += 1
+        try:
+            table[key] = compute(key, value)
+        finally:
+            depth -= 1
+        return table[key]
+
+    for key in keys:
+        value(key)
+    return table
+
+
+def _agreed(known: list[list | None]) -> list | None:
+    """One answer for several values: all known, all pinned or all not; collate if any has one."""
+    if not known or any(value is None for value in known):
+        return None
+    if len({value[0] for value in known}) != 1:
+        return None
+    return [known[0][0], any(value[1] for value in known)]
+

@@ -1,0 +1,479 @@
+"""One file's summary: what the rest of the program needs to know of it, from its own syntax.
+
+A summary depends only on the file's text (never on other files or on the program), so it is
+computed once per content and cached with the file's findings. It names functions and classes
+by qualified name (`Trainer.step`, `main.closure`) and calls by their ordinal among the
+module's calls (rows are found later, only for the calls a finding's path goes through).
+
+A reference (`Ref`) is how the file names what a call runs, before the linker resolves it:
+    `def:train_step`           a function or class defined in this file (a dotted chain may
+                               follow: `def:Trainer.step`)
+    `import:utils.log`         an imported name and attributes (`import:.engine.train`: relative)
+    `method:Trainer:step`      `self.step(...)` inside class `Trainer`
+    `super:Trainer:step`       `super().step(...)` inside class `Trainer`
+    `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()`
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.dataloaders import MISSING
+from torchperf_lint.facts.devices import mentions_cuda_device
+from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.names import dotted_name
+
+# Bump when the layout changes: cached summaries of another format are not read.
+SUMMARY_FORMAT = 1
+
+Ref = str
+# A value passed or returned, as far as the program needs it: a DataLoader built here
+# (["loader", pins_memory, has_custom_collate]), the result of calling a reference
+# (["call", ref]), or a parameter passed through (["param", name]).
+Value = list
+
+_GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
+# Calls into these never reach project code: they are left out of summaries.
+_EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "torch", "torchvision", "torchaudio", "numpy", "math", "os", "sys", "time", "logging",
+    "json", "random", "collections", "functools", "itertools", "typing", "re", "copy",
+}
+
+
+@dataclass
+class CallSite:
+    """One call of something the file does not define as PyTorch's: a candidate project call."""
+
+    callee: Ref
+    ordinal: int  # Position among the module's calls (`SyntaxIndex.calls`), in source order.
+    loop: int  # Ordinal of the nearest loop in the same function (`SyntaxIndex.loops`), or -1.
+    # Not on every iteration of `loop` (or of the function, outside loops): under a periodic
+    # or counter guard, or on an error path.
+    sparse: bool = False
+    no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
+    # Arguments the program may follow (loaders, factory results, pass-through parameters):
+    # by position ("0", "1", ...) or keyword.
+    arguments: dict[str, Value] = field(default_factory=dict)
+
+
+@dataclass
+class LoopSummary:
+    ordinal: int
+    trains: bool  # Calls backward or an optimizer step in its own body.
+    evaluates: bool  # An evaluation loop (no backward or step; runs a model).
+
+
+@dataclass
+class FunctionSummary:
+    qualname: str  # "" for module-level code.
+    owner: str | None = None  # The class whose method this is.
+    parameters: list[str] = field(default_factory=list)
+    decorators: list[Ref] = field(default_factory=list)
+    grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
+    steps: bool = False  # Calls backward or an optimizer step outside any loop of its own.
+    wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
+    returns_cuda_device: bool = False
+    returns: list[Value] = field(default_factory=list)
+    loops: list[LoopSummary] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+
+
+@dataclass
+class ClassSummary:
+    qualname: str
+    bases: list[Ref] = field(default_factory=list)
+
+
+@dataclass
+class ModuleSummary:
+    """Everything the linker reads of one file."""
+
+    imports: dict[str, str] = field(default_factory=dict)  # Bound name -> import target.
+    stars: list[str] = field(default_factory=list)  # `from X import *` targets.
+    imported_modules: list[str] = field(default_factory=list)
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    uses_cuda: bool = False
+    cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
+    device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ModuleSummary:
+        functions = {}
+        for qualname, function in record["functions"].items():
+            function = dict(function)
+            function["loops"] = [LoopSummary(**loop) for loop in function["loops"]]
+            function["calls"] = [CallSite(**site) for site in function["calls"]]
+            functions[qualname] = FunctionSummary(**function)
+        classes = {name: ClassSummary(**value) for name, value in record["classes"].items()}
+        fields = {key: value for key, value in record.items() if key not in ("functions", "classes")}
+        return cls(functions=functions, classes=classes, **fields)
+
+    def fingerprint(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+class References:
+    """How one module names functions and classes: its definitions, imports and `self`."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes = facts.scopes
+        self.imports: dict[str, str] = {}
+        self.stars: list[str] = []
+        self.imported_modules: list[str] = []
+        for statement in facts.index.imports:
+            self._add_import(statement)
+        self.qualnames: dict[cst.CSTNode, str] = {}
+        # (enclosing def or class, or None for the module; name) -> qualified name.
+        self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
+        for definition in (*facts.index.functions, *facts.index.classes):
+            scope = self._scope_of(definition)
+            prefix = self.qualnames.get(scope, "") if scope is not None else ""
+            qualname = f"{prefix}.{definition.name.value}" if prefix else definition.name.value
+            self.qualnames[definition] = qualname
+            self._definitions[(scope, definition.name.value)] = qualname
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        for parent in self.scopes.ancestors(node):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+                return parent
+        return None
+
+    def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                target = dotted_name(alias.name)
+                if target is None:
+                    continue
+                self.imported_modules.append(target)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.imports.setdefault(alias.asname.name.value, target)
+                else:
+                    top = target.split(".")[0]
+                    self.imports.setdefault(top, top)
+            return
+        module = dotted_name(statement.module) if statement.module is not None else ""
+        if module is None:
+            return
+        base = "." * len(statement.relative) + module
+        if isinstance(statement.names, cst.ImportStar):
+            self.stars.append(base)
+            self.imported_modules.append(base)
+            return
+        self.imported_modules.append(base)
+        for alias in statement.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            target = f"{base}.{name}" if not base.endswith(".") else f"{base}{name}"
+            self.imports.setdefault(bound, target)
+            # `from pkg import engine` may name a submodule.
+            self.imported_modules.append(target)
+
+    def qualname(self, definition: cst.FunctionDef | cst.ClassDef | None) -> str:
+        """The dotted name of a function or class in this module; "" for module level."""
+        return "" if definition is None else self.qualnames[definition]
+
+    def of_name(self, dotted: str, at: cst.CSTNode) -> Ref | None:
+        """What a dotted name (`log_metrics`, `utils.log`, `Trainer.step`) means at `at`."""
+        head, _, rest = dotted.partition(".")
+        suffix = f".{rest}" if rest else ""
+        scope = self._scope_of(at)
+        while True:
+            qualname = self._definitions.get((scope, head))
+            if qualname is not None:
+                return f"def:{qualname}{suffix}"
+            if scope is None:
+                break
+            scope = self._scope_of(scope)
+        target = self.imports.get(head)
+        if target is not None:
+            return f"import:{target}{suffix}"
+        return None
+
+    def of_expression(self, expression: cst.BaseExpression, at: cst.CSTNode) -> Ref | None:
+        dotted = dotted_name(expression)
+        return None if dotted is None else self.of_name(dotted, at)
+
+    def callee(self, call: cst.Call) -> Ref | None:
+        """What `call` runs, when it may be the project's own code."""
+        func = call.func
+        owner = self.owner_class(call)
+        if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
+            return f"method:{owner}:forward"
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self" and owner is not None:
+                constructed = self._constructed_class(func)
+                if constructed is not None:
+                    return f"forward:{constructed}"
+                return f"method:{owner}:{func.attr.value}"
+            if (
+                isinstance(receiver, cst.Call)
+                and isinstance(receiver.func, cst.Name)
+                and receiver.func.value == "super"
+                and owner is not None
+            ):
+                return f"super:{owner}:{func.attr.value}"
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        ref = self.of_name(dotted, call)
+        if ref is not None:
+            return ref
+        constructed = self._constructed_class(func)
+        return None if constructed is None else f"forward:{constructed}"
+
+    def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
+        """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""
+        for value in self.scopes.bound_values(expression):
+            if isinstance(value, cst.Call):
+                dotted = dotted_name(value.func)
+                last = dotted.rsplit(".", 1)[-1] if dotted else ""
+                if last[:1].isupper():
+                    ref = self.of_name(dotted, value)
+                    if ref is not None:
+                        return ref
+        return None
+
+    def owner_class(self, node: cst.CSTNode) -> str | None:
+        """The class of the method `node` is in (`self` refers to its instance)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return None
+        parent = self.scopes.parents.get(self.scopes.parents.get(function))
+        return self.qualnames.get(parent) if isinstance(parent, cst.ClassDef) else None
+
+
+def summarize(facts: FileFacts) -> ModuleSummary:
+    """The summary of one file, from facts built without a program (they must not depend on
+    other files)."""
+    return _Summarizer(facts).summary
+
+
+class _Summarizer:
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.refs = References(facts)
+        self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
+        for node in facts.index.parents:
+            if isinstance(node, cst.Return):
+                function = facts.scopes.enclosing_function(node)
+                if function is not None:
+                    self.returns.setdefault(function, []).append(node)
+        self.loop_ordinals = {loop: ordinal for ordinal, loop in enumerate(facts.index.loops)}
+        summary = ModuleSummary(
+            imports=self.refs.imports,
+            stars=self.refs.stars,
+            imported_modules=sorted(set(self.refs.imported_modules)),
+            uses_cuda=facts.uses_cuda,
+        )
+        summary.functions[""] = FunctionSummary("")
+        for function in facts.index.functions:
+            summary.functions[self.refs.qualname(function)] = self._function(function)
+        for cls in facts.index.classes:
+            qualname = self.refs.qualname(cls)
+            bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
+            summary.classes[qualname] = ClassSummary(qualname, [b for b in bases if b])
+        for loop in facts.loops.all:
+            owner = summary.functions[self.refs.qualname(loop.function)]
+            owner.loops.append(self._loop(loop))
+        for ordinal, call in enumerate(facts.index.calls):
+            self._add_call(summary, ordinal, call)
+        self._add_devices(summary)
+        self.summary = summary
+
+    def _function(self, function: cst.FunctionDef) -> FunctionSummary:
+        facts = self.facts
+        params = function.params
+        parameters = [
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ]
+        decorators = []
+        grad_off = False
+        for decorator in function.decorators:
+            expression = decorator.decorator
+            if facts.guards.is_grad_disabling(expression):
+                grad_off = True
+                continue
+            callee = expression.func if isinstance(expression, cst.Call) else expression
+            ref = self.refs.of_expression(callee, function)
+            if ref is not None:
+                decorators.append(ref)
+        owner = self.refs.owner_class(function.body)
+        return FunctionSummary(
+            qualname=self.refs.qualname(function),
+            owner=owner,
+            parameters=parameters,
+            decorators=decorators,
+            grad_off=grad_off,
+            wraps_no_grad=self._wraps_no_grad(function),
+            returns_cuda_device=self._returns_cuda_device(function),
+            returns=self._returns(function),
+        )
+
+    def _loop(self, loop: LoopFacts) -> LoopSummary:
+        facts = self.facts
+        evaluates = (
+            not loop.trains_itself
+            and (loop.iterates_dataloader or facts.loops.calls_eval(loop.function))
+            and any(facts.tensors.is_module_call(call) for call in loop.own_calls)
+        )
+        return LoopSummary(self.loop_ordinals[loop.node], loop.trains_itself, evaluates)
+
+    def _add_call(self, summary: ModuleSummary, ordinal: int, call: cst.Call) -> None:
+        facts = self.facts
+        function = facts.scopes.enclosing_function(call)
+        owner = summary.functions[self.refs.qualname(function)]
+        loop = facts.loops.loop_of_call(call)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
+            owner.steps = True
+        callee = self.refs.callee(call)
+        if callee is None or is_external(callee):
+            return
+        if loop is not None:
+            sparse = facts.guards.sparse_guard(call, loop.node) is not None
+        else:
+            sparse = facts.guards.periodic_guard(call) is not None
+        owner.calls.append(
+            CallSite(
+                callee=callee,
+                ordinal=ordinal,
+                loop=-1 if loop is None else self.loop_ordinals[loop.node],
+                sparse=sparse or facts.steps.on_error_path(call),
+                no_grad=facts.guards.grad_disabled(call),
+                arguments=self._arguments(call),
+            )
+        )
+
+    def _arguments(self, call: cst.Call) -> dict[str, Value]:
+        found = {}
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            value = self._value(arg.value)
+            if value is not None:
+                key = arg.keyword.value if arg.keyword is not None else str(position)
+                found[key] = value
+        return found
+
+    def _value(self, expression: cst.BaseExpression, depth: int = 0) -> Value | None:
+        facts = self.facts
+        loader = facts.dataloaders.construction(expression)
+        if loader is not None:
+            collate = loader.value("collate_fn")
+            return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
+        if isinstance(expression, cst.Call):
+            callee = self.refs.callee(expression)
+            return None if callee is None else ["call", callee]
+        if isinstance(expression, cst.Name):
+            function = facts.scopes.enclosing_function(expression)
+            values = facts.scopes.bound_values(expression)
+            if not values and facts.scopes.is_parameter(expression.value, function):
+                return ["param", expression.value]
+            if len(values) == 1 and depth == 0:
+                return self._value(values[0], depth + 1)
+        return None
+
+    def _returns(self, function: cst.FunctionDef) -> list[Value]:
+        found = []
+        for statement in self._own_returns(function):
+            if statement.value is not None:
+                value = self._value(statement.value)
+                if value is not None:
+                    found.append(value)
+        return found
+
+    def _own_returns(self, function: cst.FunctionDef) -> list[cst.Return]:
+        return self.returns.get(function, [])
+
+    def _returns_cuda_device(self, function: cst.FunctionDef) -> bool:
+        return any(
+            statement.value is not None
+            and mentions_cuda_device(statement.value, self.facts.scopes)
+            for statement in self._own_returns(function)
+        )
+
+    def _wraps_no_grad(self, function: cst.FunctionDef) -> bool:
+        """Refers to `torch.no_grad` or `torch.inference_mode` (in its body or nested defs)
+        and calls no backward: a decorator or context factory that turns autograd off."""
+        facts = self.facts
+        refers = False
+        for node in descendants(function.body):
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                refers = refers or facts.names.qualified_name(node) in _GRAD_WRAPPED
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "backward"
+            ):
+                return False
+        return refers
+
+    def _add_devices(self, summary: ModuleSummary) -> None:
+        """Module-level names bound to a CUDA device, and project values used as devices
+        (`.to(dist_util.dev())`, `device=DEVICE` imported from a config module)."""
+        facts = self.facts
+        for assignment in facts.index.assigns:
+            if facts.scopes.enclosing_function(assignment) is not None:
+                continue
+            if not isinstance(assignment, cst.Assign) or assignment.value is None:
+                continue
+            if mentions_cuda_device(assignment.value, facts.scopes):
+                for target in assignment.targets:
+                    if isinstance(target.target, cst.Name):
+                        summary.cuda_names.append(target.target.value)
+        refs = set()
+        for call in facts.index.calls:
+            func = call.func
+            for position, arg in enumerate(call.args):
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                is_to_target = (
+                    position == 0 and keyword is None
+                    and isinstance(func, cst.Attribute) and func.attr.value == "to"
+                )
+                if keyword != "device" and not is_to_target:
+                    continue
+                value = arg.value
+                if isinstance(value, cst.Call):
+                    ref = self.refs.callee(value)
+                else:
+                    ref = self.refs.of_expression(value, call)
+                if ref is not None and ref.startswith(("import:", "def:")):
+                    refs.add(ref)
+        summary.device_refs = sorted(refs)
+
+
+def is_external(ref: Ref) -> bool:
+    """An import of the standard library or of PyTorch itself."""
+    if not ref.startswith("import:"):
+        return False
+    target = ref[len("import:"):]
+    return not target.startswith(".") and target.split(".")[0] in _EXTERNAL_ROOTS
+
+
+__all__ = [
+    "SUMMARY_FORMAT",
+    "CallSite",
+    "ClassSummary",
+    "FunctionSummary",
+    "LoopSummary",
+    "ModuleSummary",
+    "References",
+    "summarize",
+]

@@ -1,0 +1,102 @@
+"""One file's door to the linked program: its facts' questions, asked of `ProgramFacts`.
+
+Questions are about the file's own nodes; `References` turns them into the names the summaries
+use (a function's qualified name, a call's reference), so the linker can answer them. Every
+answer read is recorded in `asked`: a file's findings are valid for as long as the program
+gives the same answers, which is how a cached result (or one computed before linking, from the
+file alone) is checked against the program of this run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import libcst as cst
+
+from torchperf_lint.diagnostics import Related
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers, StepWitness
+from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.summary import References, is_external
+
+_STEP_NAMES = {"train": "training", "eval": "evaluation"}
+
+
+def question(name: str, *arguments: object) -> str:
+    """A question as the text `ProgramFacts.answer` reads (and caches record)."""
+    return json.dumps([name, *arguments], separators=(",", ":"))
+
+
+class LinkedAnswers(ProgramAnswers):
+    """The answers of the linked program for one file, recorded as they are read."""
+
+    def __init__(self, program: ProgramFacts, file: str, facts: FileFacts) -> None:
+        self.program = program
+        self.file = file
+        self.refs = References(facts)
+        self.asked: dict[str, Answer] = {}
+
+    def _ask(self, name: str, *arguments: object) -> Answer:
+        key = question(name, *arguments)
+        if key not in self.asked:
+            self.asked[key] = self.program.answer(self.file, key)
+        return self.asked[key]
+
+    def _project_ref(self, expression: cst.BaseExpression) -> str | None:
+        if isinstance(expression, cst.Call):
+            ref = self.refs.callee(expression)
+        else:
+            ref = self.refs.of_expression(expression, expression)
+        return None if ref is None or is_external(ref) else ref
+
+    def calls_step_helper(self, call: cst.Call) -> bool:
+        ref = self._project_ref(call)
+        return ref is not None and bool(self._ask("step_helper", ref))
+
+    def per_step(self, function: cst.FunctionDef) -> StepWitness | None:
+        answer = self._ask("per_step", self.refs.qualname(function))
+        if not isinstance(answer, dict):
+            return None
+        step = _STEP_NAMES[answer["kind"]]
+        path = tuple(
+            Related(file, None, f"calls `{callee.rsplit('.', 1)[-1]}` on every {step} step", call)
+            for file, call, callee in answer["path"]
+        )
+        return StepWitness(answer["kind"], path)
+
+    def runs_on_cuda(self) -> bool:
+        return bool(self._ask("cuda"))
+
+    def trains_on_cuda(self) -> bool:
+        return bool(self._ask("cuda_training"))
+
+    def disables_grad(self, expression: cst.BaseExpression) -> bool:
+        ref = self._project_ref(expression)
+        return ref is not None and bool(self._ask("no_grad", ref))
+
+    def always_called_without_grad(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("callers_no_grad", self.refs.qualname(function)))
+
+    def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
+        return _loader(self._ask("loader_argument", self.refs.qualname(function), parameter))
+
+    def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
+        ref = self._project_ref(call)
+        return None if ref is None else _loader(self._ask("returned_loader", ref))
+
+
+def _loader(answer: Answer) -> LoaderDescription | None:
+    if not isinstance(answer, list):
+        return None
+    return LoaderDescription(pins_memory=bool(answer[0]), has_custom_collate=bool(answer[1]))
+
+
+class LinkedProgram(Program):
+    """The linked program, as seen from the file reported as `file`."""
+
+    def __init__(self, program: ProgramFacts, file: str) -> None:
+        self.program = program
+        self.file = file
+
+    def answers_for(self, facts: FileFacts) -> LinkedAnswers:
+        return LinkedAnswers(self.program, self.file, facts)
