@@ -101,7 +101,8 @@ def test_corrupt_or_foreign_entries_are_misses_and_get_replaced(tmp_path):
                     json.dumps({"diagnostics": [], "error": {"reason": "x", "location": "a"}}).encode()):
         entry.write_bytes(garbage)
         assert lint_cached(cache, source, "train.py", SETTINGS) == fresh
-    assert json.loads(entry.read_text())["diagnostics"]
+    # An entry is its authentication tag (32 bytes) and the JSON record.
+    assert json.loads(entry.read_bytes()[32:])["diagnostics"]
 
 
 def test_an_unwritable_cache_is_not_an_error(tmp_path):

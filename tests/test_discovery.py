@@ -17,7 +17,7 @@ def found(root: Path, *paths: str, force_exclude: bool = False) -> list[str]:
     given = [Path(p) for p in paths] or [Path(".")]
     return [
         p.relative_to(root.resolve()).as_posix()
-        for p in discover(given, configuration, force_exclude)
+        for p in discover(given, configuration, force_exclude).files
     ]
 
 

@@ -128,6 +128,10 @@ def test_training_loops_and_the_nearest_loop_of_each_call() -> None:
         # timm's and MAE's NativeScaler runs backward and the optimizer step in __call__.
         ("loss_scaler(loss, optimizer, parameters=model.parameters())", True),
         ("loss_scaler(loss)", False),
+        # Short names of optimizers (GAN code: `d_opt`, `opt_g`), not other words with "opt".
+        ("d_opt.step()", True),
+        ("opt_g.step()", True),
+        ("options.step()", False),
     ],
 )
 def test_what_makes_a_training_loop(body: str, is_training: bool) -> None:
@@ -135,6 +139,21 @@ def test_what_makes_a_training_loop(body: str, is_training: bool) -> None:
         f"import torch\nopt = torch.optim.SGD(params)\nfor batch in batches:\n    {body}\n"
     )
     assert facts.loops.all[0].is_training is is_training
+
+
+def test_a_parameter_annotated_as_an_optimizer_steps() -> None:
+    facts = facts_of(
+        """
+        import torch
+
+        def optimize(o: torch.optim.Optimizer, unknown):
+            for group in groups:
+                o.step()
+            for group in groups:
+                unknown.step()
+        """
+    )
+    assert [loop.is_training for loop in facts.loops.all] == [True, False]
 
 
 def test_a_for_loops_iterable_runs_once_and_a_while_test_every_iteration() -> None:
@@ -246,6 +265,17 @@ def test_main_guard() -> None:
         ("x.to('cpu')\ntorch.cuda.is_available()", False),
         ("print('cuda')", False),
         ("model.to(device)", False),
+        # Frameworks that put the model on the GPU themselves.
+        ("from accelerate import Accelerator\nAccelerator()", True),
+        ("import lightning as L\nL.Trainer(max_epochs=3)", True),
+        ("import lightning as L\nL.Fabric(accelerator='auto')", True),
+        ("import lightning as L\nL.Trainer(accelerator='cpu')", False),
+        ("torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])", True),
+        ("torch.nn.parallel.DistributedDataParallel(model)", False),
+        ("torch.distributed.init_process_group('nccl')", True),
+        ("torch.distributed.init_process_group(backend='gloo')", False),
+        ("parser.add_argument('--device', default='cuda')", True),
+        ("parser.add_argument('--device', default='cpu')", False),
     ],
 )
 def test_module_uses_cuda(source: str, uses_cuda: bool) -> None:

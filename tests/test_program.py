@@ -33,7 +33,7 @@ def lint_project(root: Path, cache: Path | None = None, paths: list[Path] | None
     def job(path: Path, settings: LintSettings) -> FileJob:
         return FileJob(path, path.relative_to(root).as_posix(), settings, cache_dir=cache)
 
-    files = discover(paths or [root], configuration)
+    files = discover(paths or [root], configuration).files
     jobs = [job(path, configuration.settings_for(path)) for path in files]
     context = [job(path, no_rules) for path in program_files(paths or [root], configuration)]
     return lint_program(jobs, context, workers=1)

@@ -5,7 +5,8 @@ it is reported under, the tool's version and the settings (the selected rule cod
 rule options). A hit therefore needs no validation, only the file's bytes, which are read
 anyway. Each entry is one small JSON file named by its key, written atomically, so parallel
 workers never see half an entry and never need a lock. Anything unreadable in the cache
-(corrupt, foreign, from another format) is a miss, never an error.
+(corrupt, foreign, from another format, not signed with the user's key) is a miss, never an
+error.
 
 A file's entry also holds its summary for the program layer and the program answers its
 findings read: the findings are replayed only while the linked program gives the same answers
@@ -17,11 +18,15 @@ Only linting reads and writes the cache; `--fix`, `--diff` and `--add-noqa` alwa
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import json
 import os
-import tempfile
-from contextlib import suppress
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +43,7 @@ from torchperf_lint.diagnostics import (
     Location,
     Related,
 )
-from torchperf_lint.engine import Analysis, LintSettings
+from torchperf_lint.engine import Analysis, LintSettings, SourceError, SourceLimits, read_source
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.summary import SUMMARY_FORMAT, ModuleSummary
 
@@ -59,18 +64,29 @@ _CACHEDIR_TAG = (
 def settings_fingerprint(settings: LintSettings) -> str:
     """The settings as text: rule codes and options, so that any change misses."""
     codes = ",".join(rule.code for rule in settings.rules)
-    return f"{codes}|{settings.options!r}"
+    return f"{codes}|{settings.options!r}|{settings.limits!r}"
 
 
 @dataclass(frozen=True)
 class Cache:
-    """Entries under `directory` (one subdirectory per tool version and entry format)."""
+    """Entries under `directory` (one subdirectory per tool version and entry format).
+
+    Each entry is authenticated with a secret key of the user's, kept outside every checkout
+    (`key_path()`): a cache directory committed to a repository, or planted in it, cannot
+    forge a result, only miss. Nothing in the cache is reached through a symbolic link: the
+    directory, its subdirectories and entries are opened with `O_NOFOLLOW` relative to their
+    parent, so a planted link cannot make the linter read or write elsewhere.
+    """
 
     directory: Path
 
     @property
     def entries(self) -> Path:
-        return self.directory / f"{__version__}-{FORMAT}"
+        return self.directory / self._entries_name
+
+    @property
+    def _entries_name(self) -> str:
+        return f"{__version__}-{FORMAT}"
 
     def key(self, data: bytes, filename: str, settings: LintSettings) -> str:
         digest = hashlib.blake2b(data, digest_size=20)
@@ -78,10 +94,8 @@ class Cache:
         digest.update(b"\0" + settings_fingerprint(settings).encode("utf-8"))
         return digest.hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.entries / key[:2] / f"{key}.json"
-
     def summary_key(self, data: bytes) -> str:
+        """The key of a summary-only entry: the file's bytes alone."""
         digest = hashlib.blake2b(data, digest_size=20)
         digest.update(f"\0summary-{SUMMARY_FORMAT}".encode())
         return digest.hexdigest()
@@ -99,7 +113,7 @@ class Cache:
                 dict(record["asked"]),
                 replayed=True,
             )
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except Exception:  # noqa: BLE001 - anything malformed is a miss
             return None
 
     def put(self, key: str, analysis: Analysis) -> None:
@@ -111,39 +125,174 @@ class Cache:
 
     def read(self, key: str) -> dict | None:
         """The JSON record stored under `key`, or None."""
+        stored = self._read(key)
+        if stored is None:
+            return None
         try:
-            with open(self._path(key), "rb") as stream:
-                record = json.loads(stream.read())
-        except (OSError, ValueError):
+            record = json.loads(stored)
+        except ValueError:
             return None
         return record if isinstance(record, dict) else None
 
     def write(self, key: str, record: dict) -> None:
-        """Store a JSON record under `key`, atomically; a cache that cannot be written is
-        silently not used."""
-        path = self._path(key)
+        """Store a JSON record under `key`; a cache that cannot be written is silently not
+        used."""
+        payload = json.dumps(record, separators=(",", ":")).encode("utf-8")
         with suppress(OSError):
-            self._create_directory()
-            path.parent.mkdir(exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            try:
-                with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                    json.dump(record, stream, separators=(",", ":"))
-                os.replace(temporary, path)
-            except BaseException:
-                with suppress(OSError):
-                    os.unlink(temporary)
-                raise
+            self._write(key, payload)
 
-    def _create_directory(self) -> None:
-        if self.entries.is_dir():
+    # Storage: authenticated bytes, never through a symbolic link.
+
+    def _read(self, key: str) -> bytes | None:
+        secret = _secret_key()
+        if secret is None:
+            return None
+        try:
+            with _directory(self.directory, create=False) as top, _directory(
+                self._entries_name, top, create=False
+            ) as entries, _directory(key[:2], entries, create=False) as shard:
+                stored = _read_file(f"{key}.json", shard)
+        except OSError:
+            return None
+        tag, payload = stored[:_TAG_SIZE], stored[_TAG_SIZE:]
+        if not hmac.compare_digest(tag, _tag(secret, key, payload)):
+            return None
+        return payload
+
+    def _write(self, key: str, payload: bytes) -> None:
+        secret = _secret_key()
+        if secret is None:
             return
-        self.entries.mkdir(parents=True, exist_ok=True)
-        # As Ruff's cache: invisible to git and to backup tools.
-        for name, content in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", _GITIGNORE)):
-            marker = self.directory / name
-            if not marker.exists():
-                marker.write_text(content, encoding="utf-8")
+        with _directory(self.directory, create=True) as top:
+            _ensure_markers(top)
+            with _directory(self._entries_name, top, create=True) as entries, _directory(
+                key[:2], entries, create=True
+            ) as shard:
+                _replace_file(f"{key}.json", shard, _tag(secret, key, payload) + payload)
+
+
+_TAG_SIZE = hashlib.sha256().digest_size
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def _tag(secret: bytes, key: str, payload: bytes) -> bytes:
+    # The key is part of the message: an entry cannot be moved to another file's name.
+    return hmac.new(secret, key.encode("ascii") + b"\0" + payload, hashlib.sha256).digest()
+
+
+@contextmanager
+def _directory(name: str | Path, parent: int | None = None, *, create: bool) -> Iterator[int]:
+    """A descriptor of the directory `name` (in `parent`), which must not be a symbolic link."""
+    if os.open not in os.supports_dir_fd or not _NOFOLLOW:
+        raise OSError(errno.ENOTSUP, "no safe way to open the cache here")
+    if create:
+        with suppress(FileExistsError):
+            os.mkdir(name, 0o777, dir_fd=parent)
+    descriptor = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=parent)
+    try:
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _read_file(name: str, directory: int) -> bytes:
+    descriptor = os.open(name, os.O_RDONLY | _NOFOLLOW | _BINARY, dir_fd=directory)
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return stream.read(_MAX_ENTRY_SIZE + 1)
+
+
+# An entry larger than this is not ours (ours hold one file's findings).
+_MAX_ENTRY_SIZE = 64 * 1024 * 1024
+
+
+def _replace_file(name: str, directory: int, content: bytes) -> None:
+    """Write `content` to `name` in `directory` atomically: a reader sees all or nothing, and a
+    write that fails (a full disk) leaves no partial file."""
+    temporary = f".{name}.{secrets.token_hex(8)}.tmp"
+    descriptor = os.open(
+        temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666,
+        dir_fd=directory,
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(content)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+
+
+_MARKERS = (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", _GITIGNORE))
+
+
+def _ensure_markers(directory: int) -> None:
+    """As Ruff's cache: invisible to git and to backup tools. Checked on every write, so a
+    marker a full disk left empty is repaired by the next run that can write."""
+    for name, content in _MARKERS:
+        expected = content.encode("utf-8")
+        try:
+            if _read_file(name, directory) == expected:
+                continue
+        except OSError:
+            pass
+        _replace_file(name, directory, expected)
+
+
+def key_path() -> Path:
+    """Where the user's cache key lives: `$XDG_CACHE_HOME/torchperf-lint/key`
+    (`~/.cache/torchperf-lint/key` by default; `%LOCALAPPDATA%` on Windows)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.environ.get("LOCALAPPDATA")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "torchperf-lint" / "key"
+
+
+_KEY_SIZE = 32
+
+
+@lru_cache(maxsize=1)
+def _secret_key() -> bytes | None:
+    """The user's secret cache key, created (readable by the user only) on first use; None
+    when it can neither be read nor created: the cache is then not used."""
+    path = key_path()
+    try:
+        return _read_key(path)
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_name(f".key.{secrets.token_hex(8)}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(secrets.token_bytes(_KEY_SIZE))
+            # A link, not a rename: two first runs at once agree on the key that won.
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            with suppress(OSError):
+                os.unlink(temporary)
+        return _read_key(path)
+    except OSError:
+        return None
+
+
+def _read_key(path: Path) -> bytes:
+    descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW | _BINARY)
+    with os.fdopen(descriptor, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        key = stream.read(_KEY_SIZE + 1)
+    private = os.name != "posix" or (
+        status.st_uid == os.geteuid() and not status.st_mode & 0o077
+    )
+    if len(key) != _KEY_SIZE or not private or not stat.S_ISREG(status.st_mode):
+        raise OSError(errno.EPERM, f"{path} is not a private key of this user")
+    return key
 
 
 # Entries are JSON, not pickle: a cache directory is a file anyone may drop into a checkout,
@@ -251,11 +400,13 @@ def analyse_cached(cache: Cache, job: FileJob, program: ProgramFacts | None) -> 
     are the program's. A new analysis is stored; an unreadable file is reported, not stored."""
     from torchperf_lint.runner import analyse_one
 
+    name = job.display_name
     try:
-        data = job.path.read_bytes()
+        data = read_source(job.path, job.settings.limits)
     except OSError as error:
-        name = job.display_name
         return Analysis(FileResult(name, error=FileError.unreadable(name, error)))
+    except SourceError as error:
+        return Analysis(FileResult(name, error=FileError(name, error.reason)))
     key = cache.key(data, job.display_name, job.settings)
     cached = cache.get(key, job.display_name)
     if cached is not None and (
@@ -273,13 +424,13 @@ def summary_cached(cache: Cache, path: Path) -> ModuleSummary | None:
     from torchperf_lint.runner import summarize_file
 
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_source(path, SourceLimits())
+    except (OSError, SourceError):
         return None
     key = cache.summary_key(data)
     record = cache.read(key)
     if record is not None:
-        with suppress(ValueError, KeyError, TypeError, AttributeError):
+        with suppress(Exception):
             summary = record["summary"]
             return None if summary is None else ModuleSummary.from_json(summary)
     summary = summarize_file(path)

@@ -7,6 +7,7 @@ parsed, or `--diff` would change something), 2 bad usage, bad settings or an int
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import os
 import sys
@@ -58,6 +59,8 @@ from torchperf_lint.runner import (
 )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# As a shell reports a command ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 STDIN = "-"
 VERIFY_MODULE = "torchperf_lint.verify.command"
 
@@ -85,6 +88,57 @@ class CheckByDefault(click.Group):
         if name == "verify":
             return _verify_command()
         return super().get_command(ctx, name)
+
+    def main(self, *args, **kwargs):
+        _replace_unencodable_output()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):
+        """Every command's way out: Ctrl-C exits 130 (not click's "Aborted!" and 1), and a
+        reader that closed the pipe (`| head -1`) ends the run quietly with 0, as Ruff does."""
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                # A closed pipe shows here rather than in the interpreter's last flush.
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _discard_output()
+            ctx.exit(EXIT_CLEAN)
+
+
+def _replace_unencodable_output() -> None:
+    """File names that are not valid UTF-8 (kept by Python as lone surrogates) are printed with
+    U+FFFD in their place, so every output format stays valid UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        if not hasattr(stream, "reconfigure"):
+            continue
+        utf8 = codecs.lookup(stream.encoding or "ascii").name == "utf-8"
+        stream.reconfigure(errors=_REPLACEMENT if utf8 else "replace")
+
+
+def _replace_with_fffd(error: UnicodeError) -> tuple[bytes, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    # Bytes: the UTF-8 encoder takes only ASCII text from an error handler.
+    return "\ufffd".encode("utf-8") * (error.end - error.start), error.end
+
+
+_REPLACEMENT = "torchperf-lint-replace"
+codecs.register_error(_REPLACEMENT, _replace_with_fffd)
+
+
+def _discard_output() -> None:
+    """Point stdout and stderr at the null device, so what is still buffered goes nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(null, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(null)
 
 
 def _verify_command() -> click.Command | None:
@@ -329,7 +383,7 @@ def check(
         except ConfigError as error:
             click.echo(f"error: {error}", err=True)
             code = EXIT_ERROR
-        except click.ClickException:
+        except (click.ClickException, BrokenPipeError):
             raise
         except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
             click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
@@ -361,32 +415,35 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         return _show_settings(paths, configuration, options)
     if list(paths) == [Path(STDIN)] or (not paths and options.stdin_filename):
         return _check_stdin(configuration, options)
-    files = discover(paths or [Path(".")], configuration, options.force_exclude)
+    discovery = discover(paths or [Path(".")], configuration, options.force_exclude)
     if options.show_files:
-        for path in files:
+        for path in discovery.files:
             click.echo(str(path), file=options.console.stream)
         return EXIT_CLEAN
-    if not files:
+    if not discovery.files and not discovery.errors:
         options.console.note("warning: No Python files found under the given path(s)")
     jobs = [
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
-        for path in files
+        for path in discovery.files
     ]
     context = _program_context(paths, configuration)
+    # Files reached through symbolic links are only written when they are inside these.
+    roots = tuple(writable_root(configuration.cwd / path) for path in paths or [Path(".")])
     if options.add_noqa or options.fixing:
         linked = {job.display_name for job in jobs}
         program = link_files(
             [*jobs, *(job for job in context if job.display_name not in linked)], options.jobs
         )
         if options.add_noqa:
-            return _add_noqa(jobs, program, options)
-        return _fix(jobs, program, configuration, options)
+            return _add_noqa(jobs, program, options, roots, discovery.errors)
+        return _fix(jobs, program, configuration, options, roots, discovery.errors)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
         context = [replace(job, cache_dir=cache_dir) for job in context]
     run = lint_program(jobs, context, options.jobs)
     diagnostics, errors = sorted_findings(run.outcomes)
+    errors = [*errors, *run.crashed, *discovery.errors]
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
 
 
@@ -541,11 +598,31 @@ def _diff_exit(changed: bool) -> int:
 # --fix, --diff, --add-noqa
 
 
-def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
-    """Fix one file (a `.py` file or a notebook, as in `lint_one`) as part of the program
-    the run shares."""
-    from torchperf_lint.fixes import fix_file
+def writable_root(given: Path) -> Path:
+    """What a path named on the command line lets `--fix` write in: the directory itself, or
+    the directory of a named file (symbolic links resolved)."""
+    real = Path(os.path.realpath(given))
+    return real if real.is_dir() else Path(os.path.realpath(given.parent))
 
+
+def outside_roots(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why `path` must not be written: a symbolic link (of the file or of a directory on the
+    way) to a file outside every root; None when it may be."""
+    real = Path(os.path.realpath(path))
+    if any(real == root or root in real.parents for root in roots):
+        return None
+    return f"not fixed: a symbolic link to {real}, outside the paths given"
+
+
+def fix_job(job: FileJob, unsafe_fixes: bool, write: bool, roots: Sequence[Path] = ()):
+    """Fix one file (a `.py` file or a notebook, as in `lint_one`) as part of the program the
+    run shares; with `roots`, a file that resolves outside them is refused."""
+    from torchperf_lint.fixes import FileFixOutcome, fix_file
+
+    refusal = outside_roots(job.path, roots) if write and roots else None
+    if refusal is not None:
+        error = FileError(job.display_name, refusal)
+        return FileFixOutcome(job.display_name, before="", after="", error=error)
     program = shared()
     if job.path.suffix == ".ipynb":
         from torchperf_lint.notebooks import fix_notebook
@@ -560,10 +637,14 @@ def fix_job(job: FileJob, unsafe_fixes: bool, write: bool):
 MAX_PROGRAM_ROUNDS = 3
 
 
-def _fix_program(jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions) -> Run:
+def _fix_program(
+    jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions, roots: Sequence[Path]
+) -> Run:
     """Fix every job's file; when writing, then fix again the files that the fixes of other
     files changed the program for."""
-    task = partial(fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff)
+    task = partial(
+        fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff, roots=roots
+    )
     run = run_jobs(task, jobs, options.jobs, shared=program)
     if options.diff:
         return run
@@ -583,6 +664,7 @@ def _fix_program(jobs: Sequence[FileJob], program: ProgramFacts, options: CheckO
         ]
         again = run_jobs(task, stale, options.jobs, shared=program)
         run.internal_errors.extend(again.internal_errors)
+        run.crashed.extend(again.crashed)
         changed = [outcome for outcome in again.outcomes if outcome.applied]
         for outcome in again.outcomes:
             first = outcomes[outcome.filename]
@@ -598,17 +680,24 @@ def _fix(
     program: ProgramFacts,
     configuration: Configuration,
     options: CheckOptions,
+    roots: Sequence[Path] = (),
+    discovery_errors: Sequence[FileError] = (),
 ) -> int:
     from torchperf_lint.fixes import unified_diff
 
     console = options.console
-    run = _fix_program(jobs, program, options)
+    run = _fix_program(jobs, program, options, roots)
     for outcome in run.outcomes:
         if outcome.reverted:
             console.note(f"warning: {outcome.filename}: {outcome.reverted}")
     remaining = [d for outcome in run.outcomes for d in outcome.remaining]
     errors = sorted(
-        (outcome.error for outcome in run.outcomes if outcome.error), key=lambda e: e.sort_key
+        [
+            *(outcome.error for outcome in run.outcomes if outcome.error),
+            *run.crashed,
+            *discovery_errors,
+        ],
+        key=lambda e: e.sort_key,
     )
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
     if options.diff:
@@ -661,25 +750,43 @@ def _print_fixes(outcomes: Sequence, console: Console) -> None:
     console.report("\n".join(lines) + "\n\n")
 
 
-def add_noqa_job(job: FileJob) -> int:
-    """Add `# noqa` comments to one file (a `.py` file or a notebook's cells)."""
-    if job.path.suffix == ".ipynb":
-        from torchperf_lint.notebooks import add_noqa_notebook
+def add_noqa_job(job: FileJob, roots: Sequence[Path] = ()) -> int | FileError:
+    """How many `# noqa` comments were added to the file (a `.py` file or a notebook's cells),
+    or why it could not be written."""
+    refusal = outside_roots(job.path, roots) if roots else None
+    if refusal is not None:
+        return FileError(job.display_name, refusal)
+    try:
+        if job.path.suffix == ".ipynb":
+            from torchperf_lint.notebooks import add_noqa_notebook
 
-        return add_noqa_notebook(job.path, job.display_name, job.settings, shared())
-    from torchperf_lint.fixes import add_noqa_file
+            return add_noqa_notebook(job.path, job.display_name, job.settings, shared())
+        from torchperf_lint.fixes import add_noqa_file
 
-    return add_noqa_file(job.path, job.display_name, job.settings, shared())
+        return add_noqa_file(job.path, job.display_name, job.settings, shared())
+    except OSError as error:
+        return FileError(job.display_name, f"cannot write: {error.strerror or error}")
 
 
-def _add_noqa(jobs: Sequence[FileJob], program: ProgramFacts, options: CheckOptions) -> int:
-    run = run_jobs(add_noqa_job, jobs, options.jobs, shared=program)
-    added = sum(run.outcomes)
+def _add_noqa(
+    jobs: Sequence[FileJob],
+    program: ProgramFacts,
+    options: CheckOptions,
+    roots: Sequence[Path] = (),
+    discovery_errors: Sequence[FileError] = (),
+) -> int:
+    run = run_jobs(partial(add_noqa_job, roots=roots), jobs, options.jobs, shared=program)
+    added = sum(outcome for outcome in run.outcomes if isinstance(outcome, int))
     noun = "directive" if added == 1 else "directives"
+    refused = [outcome for outcome in run.outcomes if isinstance(outcome, FileError)]
+    errors = sorted([*refused, *run.crashed, *discovery_errors], key=lambda e: e.sort_key)
+    _print_file_errors(errors, options.console)
     if not (options.console.quiet or options.console.silent):
         click.echo(f"Added {added} noqa {noun}.", err=True)
     _print_internal_errors(run.internal_errors)
-    return EXIT_ERROR if run.internal_errors else EXIT_CLEAN
+    if run.internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if errors else EXIT_CLEAN
 
 
 def _show_settings(
@@ -689,7 +796,7 @@ def _show_settings(
     if options.stdin_filename and (not paths or list(paths) == [Path(STDIN)]):
         path = configuration.cwd / options.stdin_filename
     else:
-        files = discover(paths or [Path(".")], configuration, options.force_exclude)
+        files = discover(paths or [Path(".")], configuration, options.force_exclude).files
         if not files:
             raise click.UsageError("no file to show the settings of")
         path = files[0]

@@ -10,7 +10,9 @@ kebab-case, as in Ruff:
 - `exclude` (replaces the default list of skipped names), `extend-exclude` (adds to it);
 - `per-file-ignores`: `{glob = [codes...]}`;
 - `target-device`: `"auto"`, `"cuda"` or `"cpu"`; `torch-version`: `"2.3"`, the oldest PyTorch
-  the code must run on.
+  the code must run on;
+- `max-file-size` (bytes) and `max-line-length` (characters): above them a file is reported
+  as too large instead of linted.
 
 Globs are Ruff's: a pattern without `/` matches a file or directory name anywhere; one with `/`
 matches the path relative to the configuration's directory, where `*` may cross `/`.
@@ -18,6 +20,7 @@ matches the path relative to the configuration's directory, where `*` may cross 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from torchperf_lint.engine import LintSettings
+from torchperf_lint.engine import LintSettings, SourceLimits
 from torchperf_lint.rules.base import Rule, RuleOptions
 
 if sys.version_info >= (3, 11):
@@ -56,7 +59,10 @@ DEFAULT_EXCLUDE = (
 )
 TARGET_DEVICES = ("auto", "cuda", "cpu")
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset((*LIST_KEYS, "per-file-ignores", "target-device", "torch-version"))
+LIMIT_KEYS = ("max-file-size", "max-line-length")
+KNOWN_KEYS = frozenset(
+    (*LIST_KEYS, *LIMIT_KEYS, "per-file-ignores", "target-device", "torch-version")
+)
 
 
 class ConfigError(Exception):
@@ -119,9 +125,39 @@ def _specificity(selector: str) -> int:
 # Globs
 
 
+class GlobError(ValueError):
+    """A glob that cannot be used: the message says why."""
+
+
+# The character classes a bracket expression may name (`[[:alpha:]]`), as git's wildmatch and
+# POSIX define them, for ASCII.
+_POSIX_CLASSES = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": " \\t\\n\\r\\f\\v",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+# A regular expression that matches nothing.
+_NOTHING = "(?!)"
+
+
 @lru_cache(maxsize=1024)
-def glob_regex(pattern: str, star_crosses_slash: bool) -> re.Pattern[str]:
-    """A compiled regex for a glob: `*`, `?`, `[...]`, and `**` (any number of directories)."""
+def glob_regex(pattern: str, star_crosses_slash: bool, git: bool = False) -> re.Pattern[str]:
+    """A compiled regex for a glob: `*`, `?`, `[...]`, and `**` (any number of directories).
+
+    Bracket expressions take ranges, `!`/`^` negation and POSIX classes (`[[:alpha:]]`). A
+    range written backwards (`[z-a]`) or an unknown class is a `GlobError` in our own
+    settings; with `git`, as git reads a `.gitignore`, it matches nothing instead (an
+    unclosed `[` too), and a negated class never matches `/`.
+    """
     single = ".*" if star_crosses_slash else "[^/]*"
     parts: list[str] = []
     index = 0
@@ -139,13 +175,10 @@ def glob_regex(pattern: str, star_crosses_slash: bool) -> re.Pattern[str]:
             parts.append(single)
         elif char == "?":
             parts.append("[^/]")
-        elif char == "[" and "]" in pattern[index + 2 :]:
-            end = pattern.index("]", index + 2)
-            body = pattern[index + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            parts.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
-            index = end
+        elif char == "[" and (git or "]" in pattern[index + 2 :]):
+            regex, index = _bracket_expression(pattern, index, git)
+            parts.append(regex)
+            continue
         elif char == "\\" and index + 1 < len(pattern):
             index += 1
             parts.append(re.escape(pattern[index]))
@@ -153,6 +186,65 @@ def glob_regex(pattern: str, star_crosses_slash: bool) -> re.Pattern[str]:
             parts.append(re.escape(char))
         index += 1
     return re.compile("".join(parts) + r"\Z")
+
+
+def _bracket_expression(pattern: str, start: int, git: bool) -> tuple[str, int]:
+    """The regex for the bracket expression at `pattern[start]` (a `[`), and the index after
+    its closing `]`. Read as git's wildmatch reads it: a `]` right after the `[` (or `[!`) is
+    a member, and a backslash escapes the next character."""
+    index = start + 1
+    negated = index < len(pattern) and pattern[index] in "!^"
+    if negated:
+        index += 1
+    members: list[str] = []
+    matches_nothing = False
+    first = True
+    while True:
+        if index >= len(pattern):
+            if git:
+                return _NOTHING, index
+            raise GlobError(f"unclosed character class in {pattern!r}")
+        char = pattern[index]
+        if char == "]" and not first:
+            break
+        first = False
+        if char == "[" and pattern.startswith(":", index + 1):
+            end = pattern.find(":]", index + 2)
+            name = pattern[index + 2 : end] if end != -1 else ""
+            if name not in _POSIX_CLASSES:
+                if not git:
+                    raise GlobError(f"unknown character class [:{name}:] in {pattern!r}")
+                matches_nothing = True
+                index = len(pattern) if end == -1 else end + 2
+                continue
+            members.append(_POSIX_CLASSES[name])
+            index = end + 2
+            continue
+        if char == "\\" and index + 1 < len(pattern):
+            index += 1
+            char = pattern[index]
+        if pattern.startswith("-", index + 1) and index + 2 < len(pattern) and pattern[index + 2] != "]":
+            last_index = index + 2
+            last = pattern[last_index]
+            if last == "\\" and last_index + 1 < len(pattern):
+                last_index += 1
+                last = pattern[last_index]
+            if char <= last:
+                members.append(f"{re.escape(char)}-{re.escape(last)}")
+            elif not git:
+                raise GlobError(f"invalid range {char}-{last} in {pattern!r}")
+            # git: a range written backwards holds nothing.
+            index = last_index + 1
+            continue
+        members.append(re.escape(char))
+        index += 1
+    end = index + 1
+    if matches_nothing:
+        return _NOTHING, end
+    if negated:
+        excluded = "/" if git else ""
+        return f"[^{excluded}{''.join(members)}]" if members or excluded else ".", end
+    return (f"[{''.join(members)}]" if members else _NOTHING), end
 
 
 @dataclass(frozen=True)
@@ -191,6 +283,8 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     target_device: str | None = None
     torch_version: tuple[int, int] | None = None
+    max_file_size: int | None = None
+    max_line_length: int | None = None
 
     @property
     def exclude_patterns(self) -> tuple[PathPattern, ...]:
@@ -204,16 +298,21 @@ def read_config_file(path: Path) -> Config | None:
             document = tomllib.load(stream)
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
-    except tomllib.TOMLDecodeError as error:
+    except ValueError as error:  # TOMLDecodeError, or bytes that are not UTF-8
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
     if path.name == PYPROJECT:
-        table = document.get("tool", {}).get(TOOL_TABLE)
+        tool = document.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: `tool` must be a table, got {tool!r}")
+        table = tool.get(TOOL_TABLE)
         if table is None:
             return None
         source = f"{path} [tool.{TOOL_TABLE}]"
     else:
         table = document
         source = str(path)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: must be a table, got {table!r}")
     return parse_config(table, path.parent.resolve(), source)
 
 
@@ -229,6 +328,12 @@ def parse_config(table: Mapping[str, object], root: Path, source: str) -> Config
     for key in ("select", "ignore", "extend_select"):
         if key in values:
             values[key] = _validated(values[key], source, key.replace("_", "-"))
+    for key in ("exclude", "extend_exclude"):
+        for glob in values.get(key, ()):
+            _check_glob(glob, source, key.replace("_", "-"))
+    for key in LIMIT_KEYS:
+        if key in table:
+            values[key.replace("-", "_")] = _positive_integer(table[key], source, key)
     if "per-file-ignores" in table:
         values["per_file_ignores"] = _per_file_ignores(table["per-file-ignores"], source)
     if "target-device" in table:
@@ -248,10 +353,25 @@ def _per_file_ignores(value: object, source: str) -> tuple[tuple[str, tuple[str,
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: per-file-ignores: expected a table of glob = [codes]")
     key = "per-file-ignores"
+    for glob in value:
+        _check_glob(glob, source, key)
     return tuple(
         (glob, _validated(_strings(codes, source, f"{key} {glob!r}"), source, key))
         for glob, codes in value.items()
     )
+
+
+def _check_glob(glob: str, source: str, key: str) -> None:
+    try:
+        glob_regex(glob.strip("/"), True)
+    except GlobError as error:
+        raise ConfigError(f"{source}: {key}: invalid glob {glob!r}: {error}") from None
+
+
+def _positive_integer(value: object, source: str, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{source}: {key}: expected a positive integer, got {value!r}")
+    return value
 
 
 def parse_target_device(value: object, source: str) -> str:
@@ -341,6 +461,10 @@ class Configuration:
         for glob, codes in config.per_file_ignores:
             if PathPattern(glob, config.root).matches(absolute):
                 rules = tuple(r for r in rules if not any(_matches(c, r.code) for c in codes))
+        limits = SourceLimits(
+            max_file_size=config.max_file_size or SourceLimits.max_file_size,
+            max_line_length=config.max_line_length or SourceLimits.max_line_length,
+        )
         defaults = RuleOptions()
         options = replace(
             defaults,
@@ -351,7 +475,7 @@ class Configuration:
             or config.torch_version
             or defaults.torch_version,
         )
-        return LintSettings(rules=rules, options=options)
+        return LintSettings(rules=rules, options=options, limits=limits)
 
     def _selected(self, config: Config) -> tuple[type[Rule], ...]:
         if config not in self._settings:
@@ -382,7 +506,8 @@ class Configuration:
 def _config_in(directory: Path) -> Config | None:
     for name in (OWN_CONFIG, PYPROJECT):
         candidate = directory / name
-        if candidate.is_file():
+        # os.path: a directory we may not enter has no configuration we can read.
+        if os.path.isfile(candidate):
             config = read_config_file(candidate)
             if config is not None:
                 return config

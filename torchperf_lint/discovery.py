@@ -6,17 +6,19 @@ Directories are walked for `*.py` and `*.ipynb`, skipping virtualenvs (any direc
 files and the repository's `.git/info/exclude`.
 Symbolic links to directories are not followed, so a link loop cannot hang the walk. A path
 named on the command line is linted whatever its name, unless `force_exclude` applies the
-excludes to it too (pre-commit names every file).
+excludes to it too (pre-commit names every file). A directory that cannot be read is reported
+(as `E902`, like a file that cannot be read) and the walk goes on.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchperf_lint.config import Configuration, glob_regex
+from torchperf_lint.diagnostics import FileError
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 GITIGNORE = ".gitignore"
@@ -54,7 +56,7 @@ class IgnorePattern:
         """Whether the path `relative` (POSIX, relative to the .gitignore's folder) matches."""
         if self.directory_only and not is_dir:
             return False
-        regex = glob_regex(self.regex_source, False)
+        regex = glob_regex(self.regex_source, False, git=True)
         if self.anchored:
             return bool(regex.match(relative))
         return bool(regex.match(relative.rsplit("/", 1)[-1]))
@@ -107,7 +109,7 @@ def ancestor_ignore_files(directory: Path) -> tuple[IgnoreFile, ...]:
             ignore_file = IgnoreFile.read(ancestor)
             if ignore_file:
                 found.append(ignore_file)
-        if (ancestor / ".git").exists():
+        if os.path.exists(ancestor / ".git"):
             exclude = _info_exclude(ancestor)
             return (*([exclude] if exclude else []), *reversed(found))
     return ()
@@ -135,53 +137,80 @@ def _info_exclude(work_tree: Path) -> IgnoreFile | None:
 
 
 def is_virtualenv(directory: Path) -> bool:
-    return (directory / "pyvenv.cfg").is_file()
+    # os.path, not Path.is_file: a directory we may not enter is simply not a virtualenv.
+    return os.path.isfile(directory / "pyvenv.cfg")
+
+
+@dataclass
+class Discovery:
+    """The files to lint, sorted and without duplicates, and the directories that could not
+    be read (reported under their name relative to the working directory)."""
+
+    files: list[Path] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
 
 
 def discover(
     paths: Sequence[Path], configuration: Configuration, force_exclude: bool = False
-) -> list[Path]:
-    """The files to lint under `paths`, sorted and without duplicates."""
+) -> Discovery:
+    """The files to lint under `paths`, and the directories that could not be read."""
     found: set[Path] = set()
+    unreadable: dict[Path, OSError] = {}
     for given in paths:
         absolute = given if given.is_absolute() else configuration.cwd / given
-        if absolute.is_dir():
+        if os.path.isdir(absolute):
             if force_exclude and configuration.is_excluded(absolute):
                 continue
             inherited = ancestor_ignore_files(absolute)
-            found.update(_walk(absolute, configuration, inherited))
+            found.update(_walk(absolute, configuration, inherited, unreadable))
         elif not (force_exclude and configuration.is_excluded(absolute)):
             # Missing files are kept: linting reports them as unreadable.
             found.add(absolute)
-    return sorted(found)
+    errors = [
+        _directory_error(directory, error, configuration.cwd)
+        for directory, error in sorted(unreadable.items())
+    ]
+    return Discovery(sorted(found), errors)
+
+
+def _directory_error(directory: Path, error: OSError, cwd: Path) -> FileError:
+    try:
+        name = str(directory.relative_to(cwd))
+    except ValueError:
+        name = str(directory)
+    return FileError(name, f"cannot read directory: {error.strerror or error}")
 
 
 # What marks the top of a project: the program the linter sees is every file below it.
 PROJECT_MARKERS = ("pyproject.toml", "torchperf-lint.toml", "setup.py", "setup.cfg", ".git")
 
 
-def project_root(path: Path) -> Path:
+def project_root(path: Path) -> Path | None:
     """The nearest folder at or above `path` with a project marker (`pyproject.toml`,
-    `setup.py`, `.git`, ...); without one, `path`'s own folder."""
+    `setup.py`, `.git`, ...), or None outside any project."""
     start = path if path.is_dir() else path.parent
     for candidate in (start, *start.parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
-    return start
+    return None
 
 
 def program_files(paths: Sequence[Path], configuration: Configuration) -> list[Path]:
     """Every file of the projects `paths` belong to (their project roots, with the same
-    excludes): the program whose facts the linted files are judged by."""
+    excludes): the program whose facts the linted files are judged by. A path outside any
+    project is its own program (a file in `/tmp` does not make all of `/tmp` one)."""
     roots = set()
     for given in paths:
         absolute = given if given.is_absolute() else configuration.cwd / given
-        roots.add(project_root(absolute))
-    return discover(sorted(roots), configuration)
+        roots.add(project_root(absolute) or absolute)
+    return discover(sorted(roots), configuration).files
 
 
 def _walk(
-    directory: Path, configuration: Configuration, ignore_files: tuple[IgnoreFile, ...]
+    directory: Path,
+    configuration: Configuration,
+    ignore_files: tuple[IgnoreFile, ...],
+    unreadable: dict[Path, OSError],
 ) -> Iterator[Path]:
     own = IgnoreFile.read(directory)
     if own:
@@ -189,7 +218,8 @@ def _walk(
     patterns = configuration.config_for(directory).exclude_patterns
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except OSError:
+    except OSError as error:
+        unreadable[directory] = error
         return
     for entry in entries:
         path = Path(entry.path)
@@ -204,6 +234,6 @@ def _walk(
             continue
         if is_dir:
             if not is_virtualenv(path):
-                yield from _walk(path, configuration, ignore_files)
+                yield from _walk(path, configuration, ignore_files, unreadable)
         elif path.suffix in SOURCE_SUFFIXES:
             yield path

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+import codecs
 import io
+import os
 import re
+import sys
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from functools import cache
+from pathlib import Path, PurePath
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -24,17 +29,33 @@ from torchperf_lint.diagnostics import (
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.program.link import Answer, ProgramFacts
-from torchperf_lint.program.summary import ModuleSummary, summarize
+from torchperf_lint.program.summary import ModuleSummary, References, summarize
 from torchperf_lint.program.view import LinkedProgram
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
+
+# Above these a file is reported (E902 "too large") instead of parsed: LibCST needs about
+# 0.7 GB and 40 s per MB of code (the largest file in PyTorch 2.13 is 1.4 MB, its longest line
+# 1,405 characters), and a single line of a megabyte of tokens takes 1.5 GB.
+DEFAULT_MAX_FILE_SIZE = 5_000_000
+DEFAULT_MAX_LINE_LENGTH = 100_000
+
+
+@dataclass(frozen=True)
+class SourceLimits:
+    """The largest source a file may hold before it is reported instead of linted."""
+
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of Python code
+    max_line_length: int = DEFAULT_MAX_LINE_LENGTH  # characters on one line
 
 
 @dataclass(frozen=True)
 class LintSettings:
-    """What runs on one file: the selected rule classes and the options they read."""
+    """What runs on one file: the selected rule classes, the options they read, and how large
+    a file may be."""
 
     rules: tuple[type[Rule], ...]
     options: RuleOptions = field(default_factory=RuleOptions)
+    limits: SourceLimits = field(default_factory=SourceLimits)
 
 
 class SourceError(Exception):
@@ -61,6 +82,9 @@ def decode(data: bytes) -> DecodedSource:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         raise SourceError(f"cannot detect the encoding: {error}") from None
+    if not _ascii_compatible(encoding):
+        # The interpreter reads the cookie line as ASCII and rejects the file otherwise.
+        raise SourceError(f"cannot decode as {encoding}: Python source encodings must be ASCII-compatible")
     bom = encoding == "utf-8-sig"
     try:
         text = data.decode(encoding)
@@ -69,12 +93,162 @@ def decode(data: bytes) -> DecodedSource:
     return DecodedSource(text=text, encoding=encoding, bom=bom)
 
 
-def parse(text: str) -> cst.Module:
+@cache
+def _ascii_compatible(encoding: str) -> bool:
+    ascii_bytes = bytes(range(128))
     try:
-        return cst.parse_module(text)
+        return codecs.decode(ascii_bytes, encoding) == ascii_bytes.decode("ascii")
+    except (UnicodeDecodeError, LookupError):
+        return False
+
+
+def read_source(path: Path, limits: SourceLimits) -> bytes:
+    """The bytes of the file at `path`; raises `SourceError` for a `.py` file larger than the
+    limit, before reading it (notebooks are limited by the size of their code, once read)."""
+    with open(path, "rb") as stream:
+        if path.suffix != ".ipynb":
+            size = os.fstat(stream.fileno()).st_size
+            if size > limits.max_file_size:
+                raise _too_large(f"{size:,} bytes", f"max-file-size = {limits.max_file_size:_}")
+        return stream.read()
+
+
+def check_size(text: str, limits: SourceLimits) -> None:
+    """Raise `SourceError` when `text` is over the limits (for sources not read from disk, and
+    for every line's length)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_file_size:
+        raise _too_large(f"{size:,} bytes of code", f"max-file-size = {limits.max_file_size:_}")
+    if len(text) > limits.max_line_length:
+        for row, line in enumerate(_NEWLINE.split(text), start=1):
+            if len(line) > limits.max_line_length:
+                raise _too_large(
+                    f"line {row} has {len(line):,} characters",
+                    f"max-line-length = {limits.max_line_length:_}",
+                    Location(row, 1),
+                )
+
+
+def _too_large(what: str, setting: str, location: Location | None = None) -> SourceError:
+    return SourceError(f"too large to lint: {what} (limit: `{setting}`)", location)
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+# LibCST's native parser recurses without a limit: about 1,500 nested brackets crash the
+# process (stack overflow), and long chains (`a + 1 + 1 ...`, `x[0][0]...`) take time
+# quadratic in their length. Python rejects more than 200 nested brackets and expressions
+# nested more than about 2,500 deep, in milliseconds. So a file whose logical lines could
+# nest that deep is first given to Python's own parser; other files are not (that would add
+# 3-8 % to the linting time; this scan adds about 1 %).
+_STRING = r"""
+    (?P<string>
+        '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
+      | \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
+      | '[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*'?
+      | "[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"?)
+  | (?P<comment>\#[^\r\n]*)
+  | \\(?:\r\n|[\s\S])  # a continuation line, or a stray backslash
+"""
+# Outside brackets a newline ends a logical line; inside, only brackets matter. Each pattern
+# skips what cannot start a match in one step, which is much faster than trying each branch.
+_AT_TOP_LEVEL = re.compile(
+    r"""[^(\[{\r\n'"\#\\]*(?:""" + _STRING + r"""| (?P<open>[(\[{]) | (?P<newline>[\r\n]))""",
+    re.VERBOSE,
+)
+_IN_BRACKETS = re.compile(
+    r"""[^()\[\]{}'"\#\\]*(?:""" + _STRING + r"""| (?P<open>[(\[{]) | (?P<close>[)\]}]))""",
+    re.VERBOSE,
+)
+# Tokens that can add a level to the syntax tree: their number bounds its depth in a line.
+_NESTING_TOKENS = re.compile(r"[-+~*/%@&|^<>.(\[{]|\b(?:not|and|or|if|lambda|await)\b")
+# More nesting tokens than this in one logical line, or brackets nested deeper than Python
+# allows, and Python's parser is asked first; LibCST parses such nesting in about a second.
+_NESTING_TO_CHECK = 500
+_BRACKETS_PYTHON_ALLOWS = 200
+
+
+def may_nest_deeply(text: str) -> bool:
+    """Whether `text` has brackets nested deeper than Python allows, or a logical line
+    with more tokens that can nest than that: the only ways to a deep syntax tree. Strings and
+    comments are skipped; tokens are counted only in lines long enough to hold that many."""
+    depth = position = line_start = 0
+    while True:
+        match = (_IN_BRACKETS if depth else _AT_TOP_LEVEL).match(text, position)
+        if match is None:
+            return _many_nesting_tokens(text, line_start, len(text))
+        position = match.end()
+        kind = match.lastgroup
+        if kind == "open":
+            depth += 1
+            if depth > _BRACKETS_PYTHON_ALLOWS:
+                return True
+        elif kind == "close":
+            depth -= 1
+        elif kind == "newline":
+            if _many_nesting_tokens(text, line_start, match.start(kind)):
+                return True
+            line_start = position
+
+
+def _many_nesting_tokens(text: str, start: int, end: int) -> bool:
+    if end - start <= _NESTING_TO_CHECK:
+        return False
+    tokens = _NESTING_TOKENS.finditer(text, start, end)
+    return any(count > _NESTING_TO_CHECK for count, _ in enumerate(tokens, start=1))
+
+
+def check_nesting(text: str) -> None:
+    """Raise `SourceError` when Python itself rejects `text` for nesting too deeply."""
+    if not may_nest_deeply(text):
+        return
+    # Python's parser bounds its recursion by the interpreter's limit: judge with the default
+    # one, not the raised limit linting runs under.
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        if "too many nested" in str(error.msg) or "too complex" in str(error.msg):
+            location = Location(error.lineno, max(error.offset or 1, 1)) if error.lineno else None
+            raise SourceError(f"too deeply nested to parse ({error.msg})", location) from None
+    except (RecursionError, MemoryError):
+        raise SourceError("too deeply nested to parse (Python rejects it too)") from None
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+# CPython's default recursion limit, under which it compiles about 2,500 nested levels.
+_PYTHON_RECURSION_LIMIT = 1000
+
+
+# Python calls per level of nesting in LibCST's visitors and code generation; with what
+# Python accepts (about 2,500 levels) that needs far more than the default 1,000 frames.
+_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 12_000
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room for the recursion of LibCST on the deepest code Python accepts; deeper code ends in
+    a `SourceError`, never in an internal error."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    try:
+        yield
+    except RecursionError:
+        raise SourceError("too deeply nested to lint (recursion limit)") from None
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def parse(text: str) -> cst.Module:
+    check_nesting(text)
+    try:
+        with deep_recursion():
+            return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         raise _syntax_error(text, error) from None
-    except (RecursionError, MemoryError) as error:
+    except MemoryError as error:
         raise SourceError(f"cannot parse: {type(error).__name__}") from None
 
 
@@ -141,14 +315,29 @@ def analyse_text(
     # Comments are tokenized early only when a file-level directive may be there; the
     # line directives are read only for files that have findings.
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
-    module = parse(text)
-    local = FileFacts(module, PurePath(filename))
-    summary = summarize(local)
-    if not settings.rules or (noqa is not None and noqa.whole_file):
-        return TextAnalysis(summary=summary)
-    if program is None:
-        program = ProgramFacts({filename: summary})
-    facts = local.with_program(LinkedProgram(program, filename))
+    check_size(text, settings.limits)
+    with deep_recursion():
+        module = parse(text)
+        local = FileFacts(module, PurePath(filename))
+        refs = References(local)
+        summary = summarize(local, refs)
+        if not settings.rules or (noqa is not None and noqa.whole_file):
+            return TextAnalysis(summary=summary)
+        if program is None:
+            program = ProgramFacts({filename: summary})
+        facts = local.with_program(LinkedProgram(program, filename, refs))
+        return _lint_facts(facts, filename, text, noqa, settings, summary)
+
+
+def _lint_facts(
+    facts: FileFacts,
+    filename: str,
+    text: str,
+    noqa: NoqaDirectives | None,
+    settings: LintSettings,
+    summary: ModuleSummary,
+) -> TextAnalysis:
+    """Run the rules on one file's facts; positions only when something was found."""
     found: list[tuple[type[Rule], Finding]] = []
     for rule_class in settings.rules:
         if noqa is not None and noqa.file_ignores(rule_class.code):
@@ -159,7 +348,7 @@ def analyse_text(
     if not found:
         return TextAnalysis(summary=summary, asked=asked)
     noqa = noqa or NoqaDirectives.from_source(text)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = MetadataWrapper(facts.module, unsafe_skip_copy=True).resolve(PositionProvider)
     diagnostics = []
     for rule_class, finding in found:
         diagnostic = _diagnostic(rule_class, finding, positions, filename)

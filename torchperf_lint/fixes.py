@@ -9,7 +9,7 @@ the edited spans is kept byte for byte: the encoding, a BOM, the line endings (`
 from __future__ import annotations
 
 import difflib
-import io
+import errno
 import os
 import re
 import stat
@@ -31,10 +31,16 @@ from torchperf_lint.engine import (
     decode,
     lint_text,
     parse,
+    read_source,
 )
-from torchperf_lint.noqa import NoqaDirectives, add_codes
+from torchperf_lint.noqa import NoqaDirectives, add_codes, tokens
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
+
+try:
+    import fcntl
+except ImportError:  # Windows: no locks, and temporary files are not swept
+    fcntl = None  # type: ignore[assignment]
 
 # Fixes rarely enable more than one or two others; a pair of fixes that undo each other must
 # still end, so the loop stops here whatever is left.
@@ -265,7 +271,7 @@ def fix_file(
     """
     outcome = FileFixOutcome(filename=filename, before="", after="")
     try:
-        data = path.read_bytes()
+        data = read_source(path, settings.limits)
         source = decode(data)
     except OSError as error:
         outcome.error = FileError.unreadable(filename, error)
@@ -312,24 +318,45 @@ def _encode(text: str, source: DecodedSource, original: bytes) -> bytes:
         raise SourceError(f"the fixed text cannot be encoded as {source.encoding}: {error}") from None
 
 
+# Temporary files are named `.NAME.PID.RANDOM.torchperf-lint.tmp` beside the file they replace,
+# so a later run can tell ours from anything else and know which process wrote them.
+_TEMPORARY_SUFFIX = ".torchperf-lint.tmp"
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace the file at `path` (through a symlink, if it is one) with `data` so that a
-    crash leaves either the old or the new file, never half of one; the file mode is kept."""
+    crash leaves either the old or the new file, never half of one.
+
+    The new file keeps the old one's mode, owner and group. What replacing cannot keep is
+    refused (an `OSError`, nothing written): a file we may not write (read-only), a file with
+    other hard links (they would keep the old text), a file whose owner we cannot give the
+    replacement. A temporary file left by a process that was killed mid-write is removed by
+    the next write in its directory.
+    """
     target = Path(os.path.realpath(path))
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        existing: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
+        existing = None
+    if existing is not None:
+        _check_replaceable(target, existing)
+        mode = stat.S_IMODE(existing.st_mode)
+    else:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    remove_stale_temporaries(target.parent)
     descriptor, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMPORARY_SUFFIX
     )
     try:
+        _lock(descriptor)
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+            if existing is not None:
+                _give_owner(stream.fileno(), existing)
         os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
@@ -337,6 +364,72 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.unlink(temporary)
         raise
     _fsync_directory(target.parent)
+
+
+def _check_replaceable(target: Path, existing: os.stat_result) -> None:
+    if not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, "the file is read-only; not fixed", str(target))
+    if existing.st_nlink > 1:
+        raise PermissionError(
+            errno.EMLINK,
+            f"the file has {existing.st_nlink} hard links, which replacing it would break;"
+            " not fixed",
+            str(target),
+        )
+
+
+def _give_owner(descriptor: int, existing: os.stat_result) -> None:
+    """The replacement gets the old file's owner and group, or the file is not replaced."""
+    if not hasattr(os, "fchown"):
+        return
+    current = os.fstat(descriptor)
+    if (current.st_uid, current.st_gid) == (existing.st_uid, existing.st_gid):
+        return
+    try:
+        os.fchown(descriptor, existing.st_uid, existing.st_gid)
+    except PermissionError:
+        raise PermissionError(
+            errno.EPERM, "the file belongs to another user or group; not fixed"
+        ) from None
+
+
+def _lock(descriptor: int) -> None:
+    # Held while the temporary file exists: a sweep never removes a file being written.
+    if fcntl is not None:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def remove_stale_temporaries(directory: Path) -> None:
+    """Remove our temporary files in `directory` whose writer is gone (its process no longer
+    exists and nothing holds the file's lock): what a SIGKILL mid-write leaves behind."""
+    if fcntl is None:
+        return
+    try:
+        names = [name for name in os.listdir(directory) if name.endswith(_TEMPORARY_SUFFIX)]
+    except OSError:
+        return
+    for name in names:
+        parts = name[: -len(_TEMPORARY_SUFFIX)].rsplit(".", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or _process_exists(int(parts[1])):
+            continue
+        path = directory / name
+        with suppress(OSError):
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(path)
+            finally:
+                os.close(descriptor)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -385,7 +478,7 @@ def add_noqa_file(
     parsed is left alone and counts 0 (linting reports it); a failed write raises `OSError`.
     """
     try:
-        data = path.read_bytes()
+        data = read_source(path, settings.limits)
         source = decode(data)
         diagnostics = lint_text(source.text, filename, settings, program)
     except (OSError, SourceError):
@@ -436,7 +529,7 @@ def _rows_ending_a_line(text: str) -> set[int]:
     """Rows that end in a NEWLINE or NL token: a comment appended there stays a comment."""
     rows = set()
     with suppress(tokenize.TokenError, IndentationError, SyntaxError):
-        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        for token in tokens(text):
             if token.type in (tokenize.NEWLINE, tokenize.NL):
                 rows.add(token.start[0])
     return rows

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 _LINE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w\-]+(?:\s*,\s*[\w\-]+)*))?", re.IGNORECASE)
@@ -73,11 +73,19 @@ class NoqaDirectives:
         return codes is ALL or code in codes or name.upper() in codes
 
 
+def tokens(text: str) -> Iterator[tokenize.TokenInfo]:
+    """`text`'s tokens, with rows as the parser counts them. `tokenize` does not end a line at a
+    lone "\r" (old Mac line endings), so those are read as "\n": same rows, same columns."""
+    return tokenize.generate_tokens(io.StringIO(_LONE_CR.sub("\n", text), newline="").readline)
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
 def _comments(text: str) -> list[tuple[int, str]]:
     found = []
     try:
-        # newline="": rows end at "\r" too, as they do for the parser (old Mac line endings).
-        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        for token in tokens(text):
             if token.type == tokenize.COMMENT:
                 found.append((token.start[0], token.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):

@@ -110,6 +110,8 @@ def read_notebook(data: bytes) -> Notebook:
         raise NotebookError(f"cannot decode the notebook as UTF-8: {error}") from None
     except json.JSONDecodeError as error:
         raise NotebookError(f"not a notebook: invalid JSON: {error}") from None
+    except RecursionError:
+        raise NotebookError("not a notebook: JSON nested too deeply") from None
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a notebook: no list of `cells`")
     nonce = secrets.token_hex(8)
@@ -269,7 +271,7 @@ def cell_source(notebook_text: str, cell: int) -> str | None:
     try:
         cells = json.loads(notebook_text)["cells"]
         source = cells[cell - 1]["source"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return None
     if isinstance(source, list):
         return "".join(source) if all(isinstance(line, str) for line in source) else None
@@ -467,11 +469,16 @@ def _encode_source(source: str, as_list: bool, text: str, start: int, end: int) 
     old = text[start:end]
     if "\n" not in old:
         return "[" + (", " if ", " in old else ",").join(items) + "]"
-    # "[", one item per line, then the closing bracket on its own line: copy both indents.
-    lines = old.split("\n")
+    # "[", one item per line, then the closing bracket on its own line: copy both indents,
+    # and the line ending the notebook's JSON uses (a notebook saved on Windows has CRLF).
+    newline = "\r\n" if "\r\n" in old else "\n"
+    lines = old.split(newline)
     closing = _indentation(lines[-1])
     item_indent = _indentation(lines[1]) if len(lines) > 2 else closing + " "
-    return "[\n" + ",\n".join(item_indent + item for item in items) + "\n" + closing + "]"
+    return (
+        "[" + newline + ("," + newline).join(item_indent + item for item in items)
+        + newline + closing + "]"
+    )
 
 
 def _indentation(line: str) -> str:

@@ -2,7 +2,7 @@
 
 Each file is one job carrying its own settings (its nearest configuration). A job that raises
 is an internal error of the linter: it is recorded, the other files are still linted, and the
-command exits 2.
+command exits 2. A job whose process dies (a crash in native code) is that file's `E902`.
 
 Linting a program takes three phases (`lint_program`):
 1. every file is linted on its own, in parallel (or replayed from the cache), giving its
@@ -16,24 +16,37 @@ Findings reached through calls then get the rows of the calls on their paths.
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 import traceback
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.engine import Analysis, LintSettings, analyse_bytes, decode, may_contain_pytorch
+from torchperf_lint.engine import (
+    Analysis,
+    LintSettings,
+    SourceError,
+    analyse_bytes,
+    decode,
+    may_contain_pytorch,
+    read_source,
+)
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.locate import locate_related
 from torchperf_lint.program.summary import ModuleSummary, summarize
 
-# Below this many files a process pool costs more than it saves.
+# Below this many files worker processes cost more than they save.
 MIN_FILES_FOR_POOL = 4
-# Files handed to a worker at a time.
-MAX_CHUNK = 8
 
 Outcome = TypeVar("Outcome")
 
@@ -59,10 +72,12 @@ class InternalError:
 
 @dataclass
 class Run(Generic[Outcome]):
-    """Outcomes in the order of the jobs, and the files the linter failed on."""
+    """Outcomes in the order of the jobs, the files the linter failed on, and the files whose
+    worker died (reported as file errors, `E902`)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     internal_errors: list[InternalError] = field(default_factory=list)
+    crashed: list[FileError] = field(default_factory=list)
     # The files linted in this run (`lint_program`), sorted; the others were replayed from the
     # cache.
     linted: list[str] = field(default_factory=list)
@@ -79,9 +94,11 @@ def analyse_one(
     own): the one place that dispatches on the kind of file."""
     if data is None:
         try:
-            data = path.read_bytes()
+            data = read_source(path, settings.limits)
         except OSError as error:
             return Analysis(FileResult(display_name, error=FileError.unreadable(display_name, error)))
+        except SourceError as error:
+            return Analysis(FileResult(display_name, error=FileError(display_name, error.reason)))
     if path.suffix == ".ipynb":
         from torchperf_lint.notebooks import analyse_notebook
 
@@ -189,7 +206,10 @@ def lint_program(
     second = run_jobs(analyse_job, stale, workers, shared=program)
     for analysis in second.outcomes:
         results[analysis.result.filename] = analysis.result
-    run: Run[FileResult] = Run(internal_errors=first.internal_errors + second.internal_errors)
+    run: Run[FileResult] = Run(
+        internal_errors=first.internal_errors + second.internal_errors,
+        crashed=first.crashed + second.crashed,
+    )
     run.outcomes = [results[job.display_name] for job in jobs if job.display_name in results]
     run.linted = sorted({
         analysis.result.filename
@@ -266,35 +286,32 @@ def run_jobs(
     workers: int,
     shared: object = None,
 ) -> Run[Outcome]:
-    """`function` applied to every job, in a process pool when `workers` > 1 and there are
+    """`function` applied to every job, in worker processes when `workers` > 1 and there are
     enough files; outcomes come back in job order either way. `shared` is what the jobs read
-    through `shared()`."""
+    through `shared()` (sent once to each worker, not once per job).
+
+    A worker that dies on a file (a crash in LibCST's native parser, the kernel's out-of-memory
+    killer) costs that file only: it becomes a `FileError` in `crashed`, a new worker takes the
+    remaining files, and what the others produced is kept. Workers die with the run: on
+    SIGTERM, Ctrl-C or an error here they are stopped, and if this process is killed outright
+    they stop themselves (a parent-death signal on Linux, a watch on the parent elsewhere).
+    """
     run: Run[Outcome] = Run()
-    tasks = [(function, job) for job in jobs]
     before = _SHARED
     _share(shared)
     try:
-        if workers > 1 and len(jobs) >= MIN_FILES_FOR_POOL:
-            workers = min(workers, len(jobs))
-            # File sizes vary by orders of magnitude: the largest files go first and chunks
-            # stay small, so no worker is left with a big file while the other cores idle.
-            order = sorted(range(len(jobs)), key=lambda position: -_size(jobs[position].path))
-            chunksize = max(1, min(MAX_CHUNK, len(jobs) // (workers * 4)))
-            with ProcessPoolExecutor(
-                max_workers=workers, initializer=_share, initargs=(shared,)
-            ) as pool:
-                done = pool.map(
-                    _guarded, [tasks[position] for position in order], chunksize=chunksize
-                )
-                by_position = dict(zip(order, done))
-            answers = [by_position[position] for position in range(len(jobs))]
-        else:
-            answers = [_guarded(task) for task in tasks]
+        with _terminate_on_sigterm():
+            if workers > 1 and len(jobs) >= MIN_FILES_FOR_POOL:
+                answers = _WorkerPool(function, min(workers, len(jobs)), shared).run(jobs)
+            else:
+                answers = [_guarded(function, job) for job in jobs]
     finally:
         _share(before)
     for answer in answers:
         if isinstance(answer, InternalError):
             run.internal_errors.append(answer)
+        elif isinstance(answer, FileError):
+            run.crashed.append(answer)
         else:
             run.outcomes.append(answer)
     return run
@@ -307,14 +324,185 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _guarded(task: tuple[Callable[[FileJob], Outcome], FileJob]) -> Outcome | InternalError:
-    function, job = task
+def _guarded(function: Callable[[FileJob], Outcome], job: FileJob) -> Outcome | InternalError | FileError:
     try:
         return function(job)
+    except MemoryError:
+        return FileError(job.display_name, "ran out of memory while linting; not linted")
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
         frame = traceback.extract_tb(error.__traceback__)[-1]
         where = f"{Path(frame.filename).name}:{frame.lineno}"
         return InternalError(job.display_name, f"{type(error).__name__}: {error} (at {where})")
+
+
+# The exit status of a process ended by SIGTERM, as a shell reports it.
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # An exception, not an immediate exit: `finally` blocks run, so a temporary file being
+    # written is removed and workers are stopped.
+    raise SystemExit(EXIT_TERMINATED)
+
+
+@contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    # The position of the job it is working on; None while idle.
+    position: int | None = None
+
+
+class _WorkerPool:
+    """Worker processes fed one job at a time, so a worker that dies is known to have died on
+    exactly one file."""
+
+    def __init__(self, function: Callable[[FileJob], Outcome], size: int, shared: object) -> None:
+        self.function = function
+        self.size = size
+        self.shared = shared
+        self.context = multiprocessing.get_context()
+        self.workers: list[_Worker] = []
+
+    def run(self, jobs: Sequence[FileJob]) -> list[Outcome | InternalError | FileError]:
+        # File sizes vary by orders of magnitude: the largest files go first, so no worker is
+        # left with a big file at the end while the other cores idle.
+        pending = sorted(range(len(jobs)), key=lambda position: -_size(jobs[position].path))
+        pending.reverse()  # popped from the end
+        answers: dict[int, Outcome | InternalError | FileError] = {}
+        try:
+            for _ in range(self.size):
+                self.workers.append(self._start())
+            while len(answers) < len(jobs):
+                for worker in self.workers:
+                    if worker.position is None and pending:
+                        worker.position = pending.pop()
+                        worker.connection.send(jobs[worker.position])
+                busy = [worker for worker in self.workers if worker.position is not None]
+                ready = set(wait([w.connection for w in busy] + [w.process.sentinel for w in busy]))
+                for worker in busy:
+                    if worker.connection not in ready and worker.process.sentinel not in ready:
+                        continue
+                    position = worker.position
+                    try:
+                        answers[position] = worker.connection.recv()
+                        worker.position = None
+                    except (EOFError, OSError):
+                        answers[position] = self._crashed(worker, jobs[position])
+                        self.workers.remove(worker)
+                        worker.process.join()
+                        if pending:
+                            self.workers.append(self._start())
+        finally:
+            self._stop()
+        return [answers[position] for position in range(len(jobs))]
+
+    def _start(self) -> _Worker:
+        ours, theirs = self.context.Pipe()
+        process = self.context.Process(
+            target=_work,
+            args=(theirs, self.function, self.shared),
+            daemon=True,
+            name="torchperf-lint worker",
+        )
+        process.start()
+        theirs.close()
+        return _Worker(process, ours)
+
+    def _crashed(self, worker: _Worker, job: FileJob) -> FileError:
+        worker.process.join(timeout=5)
+        code = worker.process.exitcode
+        if code is not None and code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exit status {code}"
+        return FileError(job.display_name, f"the linter crashed on this file ({how}); not linted")
+
+    def _stop(self) -> None:
+        """Idle workers are told to finish; busy ones (an interrupted run) are terminated, and
+        get a few seconds to remove what they were writing before they are killed."""
+        for worker in self.workers:
+            if worker.position is None:
+                with suppress(OSError):
+                    worker.connection.send(None)
+            elif worker.process.is_alive():
+                with suppress(OSError):
+                    worker.process.terminate()
+        deadline = time.monotonic() + 5
+        for worker in self.workers:
+            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.connection.close()
+        self.workers = []
+
+
+def _work(connection: Connection, function: Callable[[FileJob], Outcome], shared: object) -> None:
+    """A worker's life: jobs in, answers out, until told to stop or its parent is gone."""
+    _die_with_parent()
+    _share(shared)
+    # Ctrl-C reaches every process of the terminal's group; the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        answer = _guarded(function, job)
+        try:
+            connection.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as error:  # noqa: BLE001 - an answer that cannot be sent back
+            connection.send(InternalError(job.display_name, f"{type(error).__name__}: {error}"))
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Have this process receive SIGTERM when its parent dies (even by SIGKILL), so no worker
+    goes on fixing files, or holds the caller's output open, for a run that is over."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        except (OSError, AttributeError):
+            _watch_parent(parent)
+    else:
+        _watch_parent(parent)
+    if os.getppid() != parent or parent == 1:
+        # The parent died before the signal was asked for.
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_parent(parent: int) -> None:
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True, name="parent watch").start()
 
 
 def display_name(path: Path, cwd: Path) -> str:

@@ -57,13 +57,13 @@ _CUDA_ONLY_CALLS = frozenset({
 _GPU_FRAMEWORK_CALLS = frozenset({"accelerate.Accelerator"})
 # Trainers whose `accelerator=` (or legacy `gpus=`) argument asks for a GPU.
 _ACCELERATOR_ARGUMENT_CALLS = ("lightning", "pytorch_lightning")
-_GPU_ACCELERATORS = frozenset({"gpu", "cuda"})
+_GPU_ACCELERATORS = frozenset({"gpu", "cuda", "auto"})
 _DISTRIBUTED_DATA_PARALLEL = "torch.nn.parallel.DistributedDataParallel"
 
 
 def _framework_uses_cuda(call: cst.Call, qualified: str | None) -> bool:
-    """`Accelerator()`, `L.Trainer(accelerator="gpu")`, `Fabric(accelerator="cuda")`,
-    `Trainer(gpus=2)`, `DistributedDataParallel(model, device_ids=[rank])` and
+    """`Accelerator()`, Lightning's `Trainer(...)` and `Fabric(...)` unless told to use another
+    accelerator (`accelerator="cpu"`), `DistributedDataParallel(model, device_ids=[rank])` and
     `init_process_group(backend="nccl")` (NCCL only runs on CUDA devices)."""
     if qualified is None:
         return False
@@ -73,10 +73,12 @@ def _framework_uses_cuda(call: cst.Call, qualified: str | None) -> bool:
     if qualified.startswith(_ACCELERATOR_ARGUMENT_CALLS) and qualified.rsplit(".", 1)[-1] in (
         "Trainer", "Fabric"
     ):
+        # Without an accelerator (or with "auto", or one chosen at run time) Lightning trains
+        # on the GPU whenever there is one: only a named non-GPU accelerator says otherwise.
         accelerator = keywords.get("accelerator")
         if isinstance(accelerator, cst.SimpleString):
             return accelerator.evaluated_value in _GPU_ACCELERATORS
-        return "gpus" in keywords
+        return True
     if qualified == _DISTRIBUTED_DATA_PARALLEL:
         return "device_ids" in keywords
     if qualified == "torch.distributed.init_process_group":

@@ -32,6 +32,7 @@ class SyntaxIndex:
     binary_operations: list[cst.BinaryOperation] = field(default_factory=list)
     strings: list[cst.SimpleString] = field(default_factory=list)
     names: list[cst.Name] = field(default_factory=list)
+    returns: list[cst.Return] = field(default_factory=list)
 
 
 # The node types each bucket collects.
@@ -52,6 +53,7 @@ _BUCKETS = {
     cst.BinaryOperation: "binary_operations",
     cst.SimpleString: "strings",
     cst.Name: "names",
+    cst.Return: "returns",
 }
 
 # Children are read from the node's dataclass fields, which LibCST declares in source order

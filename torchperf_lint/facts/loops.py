@@ -8,6 +8,7 @@ around it; a `while` loop's test runs every iteration, so it belongs to the loop
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,8 @@ LoopNode = Union[cst.For, cst.While]
 # Callables whose result is an optimizer or a gradient scaler, so `.step()` on it is a training step.
 _STEPPER_PREFIXES = ("torch.optim.", "torch.amp.GradScaler", "torch.cuda.amp.GradScaler")
 _LR_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
+# Short names of optimizers: `opt`, `d_opt`, `opt_g` (GAN code).
+_OPT = re.compile(r"(^|_)opt($|_)")
 # Wrappers that iterate their first argument: `enumerate(loader)`, `tqdm(loader)`.
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "islice", "track"})
 
@@ -155,13 +158,30 @@ class Loops:
             "optim" in (last_identifier(arg.value) or "").lower() for arg in call.args
         )
 
+    def _annotated_as_stepper(self, name: cst.Name) -> bool:
+        """A parameter of the enclosing function annotated with a `torch.optim` or
+        `GradScaler` type."""
+        function = self.scopes.enclosing_function(name)
+        if function is None:
+            return False
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name.value:
+                annotation = _annotation_name(param.annotation)
+                qualified = self.names.qualified_name(annotation) if annotation is not None else None
+                return bool(qualified) and qualified.startswith(_STEPPER_PREFIXES)
+        return False
+
     def is_optimizer_or_scaler(self, receiver: cst.BaseExpression) -> bool:
-        """`optimizer`, `self.scaler`, or a name bound to `torch.optim.X(...)`/`GradScaler(...)`."""
+        """`optimizer`, `opt`, `self.scaler`, a name bound to `torch.optim.X(...)` or
+        `GradScaler(...)`, or a parameter annotated as one (`opt: torch.optim.Optimizer`)."""
         identifier = last_identifier(receiver)
         if identifier is None:
             return False
         lowered = identifier.lower()
-        if "optim" in lowered or "scaler" in lowered:
+        if "optim" in lowered or "scaler" in lowered or _OPT.search(lowered):
+            return True
+        if isinstance(receiver, cst.Name) and self._annotated_as_stepper(receiver):
             return True
         for value in self.scopes.bound_values(receiver):
             if isinstance(value, cst.Call):
@@ -169,6 +189,10 @@ class Loops:
                 if name.startswith(_STEPPER_PREFIXES) and not name.startswith(_LR_SCHEDULER_PREFIX):
                     return True
         return False
+
+
+def _annotation_name(annotation: cst.Annotation | None) -> cst.BaseExpression | None:
+    return None if annotation is None else annotation.annotation
 
 
 def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:

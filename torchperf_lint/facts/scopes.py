@@ -16,6 +16,9 @@ class Scopes:
 
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
+        # Node -> the innermost `def` it is in, or is (a `def` answers itself for what it
+        # holds), filled as `enclosing_function` walks.
+        self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
         self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
             defaultdict(list)
@@ -60,10 +63,21 @@ class Scopes:
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The innermost `def` containing `node`, or None at module level."""
-        for parent in self.ancestors(node):
-            if isinstance(parent, cst.FunctionDef):
-                return parent
-        return None
+        # Every analysis asks this of most nodes: each answer is remembered for the nodes on
+        # the way up too, so all of a module's answers cost one walk of its tree.
+        known = self._function_of
+        path = []
+        current = self.parents.get(node)
+        while current is not None and current not in known:
+            if isinstance(current, cst.FunctionDef):
+                known[current] = current
+                break
+            path.append(current)
+            current = self.parents.get(current)
+        found = known.get(current) if current is not None else None
+        for passed in path:
+            known[passed] = found
+        return found
 
     def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """Every `def` containing `node`, innermost first."""

@@ -107,6 +107,10 @@ class ProgramFacts:
         if kind == "forward":
             cls = self._resolve(file, rest, depth + 1)
             return self.method(cls, "forward") if cls is not None and cls.kind == "class" else None
+        if kind == "instance":
+            method, _, constructed = rest.partition(":")
+            cls = self._resolve(file, constructed, depth + 1)
+            return self.method(cls, method) if cls is not None and cls.kind == "class" else None
         return None
 
     def _imported(self, file: str, target: str, depth: int) -> Target | None:
@@ -355,16 +359,31 @@ class ProgramFacts:
             graph[file] = imported
         return graph
 
-    def _import_closure(self, start: Iterable[str]) -> set[str]:
-        seen = set()
-        pending = [file for file in start if file not in self.tests]
-        while pending:
-            file = pending.pop()
-            if file in seen:
-                continue
-            seen.add(file)
-            pending.extend(f for f in self._imports.get(file, ()) if f not in self.tests)
-        return seen
+    @cached_property
+    def _reach(self) -> tuple[list[str], dict[str, int]]:
+        """The files outside tests, and per file the set of them it imports, directly or not,
+        itself included, as a bit set (an integer: bit i is `files[i]`)."""
+        files = sorted(file for file in self.summaries if file not in self.tests)
+        reach = {file: 1 << position for position, file in enumerate(files)}
+        changed = True
+        while changed:  # import cycles converge: sets only grow, and they are finite
+            changed = False
+            for file in files:
+                grown = reach[file]
+                for imported in self._imports.get(file, ()):
+                    grown |= reach.get(imported, 0)
+                if grown != reach[file]:
+                    reach[file] = grown
+                    changed = True
+        return files, reach
+
+    def _files_of(self, bits: int) -> set[str]:
+        files, _ = self._reach
+        return {file for position, file in enumerate(files) if bits >> position & 1}
+
+    def _bits_of(self, chosen: Iterable[str]) -> int:
+        files, reach = self._reach
+        return sum(1 << files.index(file) for file in set(chosen) if file in reach)
 
     @cached_property
     def _cuda_evidence(self) -> set[str]:
@@ -376,19 +395,30 @@ class ProgramFacts:
 
     @cached_property
     def cuda_training_files(self) -> frozenset[str]:
-        """The files of training programs that run on CUDA: a file that trains, with every
-        project file it imports, where one of them uses CUDA."""
-        found: set[str] = set()
-        for root in sorted(self._training_files):
-            program = self._import_closure([root])
-            if program & self._cuda_evidence:
+        """The files of training programs that run on CUDA. A program is what an entry (a file
+        no other file imports: a script, a notebook) imports, directly or not; it trains when
+        one of its files has a training loop or a training hook, and runs on CUDA when one of
+        its files uses CUDA."""
+        files, reach = self._reach
+        importers = {imported for file in files for imported in self._imports.get(file, ())}
+        entries = [file for file in files if file not in importers] + sorted(self._training_files)
+        training = self._bits_of(self._training_files)
+        cuda = self._bits_of(self._cuda_evidence)
+        found = 0
+        for entry in entries:
+            program = reach[entry]
+            if program & training and program & cuda:
                 found |= program
-        return frozenset(found)
+        return frozenset(self._files_of(found))
 
     @cached_property
     def cuda_files(self) -> frozenset[str]:
         """Files that run on CUDA: evidence, what it imports, and CUDA training programs."""
-        return frozenset(self._import_closure(self._cuda_evidence) | self.cuda_training_files)
+        _, reach = self._reach
+        imported = 0
+        for file in self._cuda_evidence:
+            imported |= reach[file]
+        return frozenset(self._files_of(imported) | self.cuda_training_files)
 
     def _uses_cuda_helper(self, file: str) -> bool:
         for ref in self.summaries[file].device_refs:
@@ -461,7 +491,8 @@ class ProgramFacts:
         return _solve(factories, compute, unknown=None)
 
     def loader_argument(self, target: Target, parameter: str) -> list | None:
-        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`."""
+        """[pins_memory, has_custom_collate] of the loader every caller passes as `parameter`
+        (a parameter some loop of `target` iterates)."""
         return self._loader_arguments.get((target, parameter))
 
     @cached_property
@@ -476,10 +507,12 @@ class ProgramFacts:
                     known.append(self._loader(file, argument, self._returned_loader_of))
             return _agreed(known)
 
+        # Only the parameters a loop iterates are asked about; what callers pass through to
+        # them is solved on the way.
         keys = sorted(
             (target, parameter)
             for target in self._callers
-            for parameter in (self.function(target) or FunctionSummary("")).parameters
+            for parameter in (self.function(target) or FunctionSummary("")).iterated
         )
         return _solve(keys, compute, unknown=None)
 

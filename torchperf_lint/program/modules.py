@@ -2,8 +2,10 @@
 
 A file inside packages (folders with `__init__.py`) is importable by its dotted path from the
 folder above its topmost package (Ruff's `detect_package_root`); a script is importable from its
-own folder, which Python puts first on `sys.path` (`import utils` beside `train.py`). A name
-that two files could answer to, with neither in the importer's folder, stays unresolved.
+own folder, which Python puts first on `sys.path` (`import utils` beside `train.py`); and every
+file by its path from the project's top folder (where scripts are run from), namespace
+packages included. A name that two files could answer to, with neither in the importer's
+folder, stays unresolved.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ class ModuleMap:
             if name:
                 self.name_of[file] = name
                 self._by_name[name].add(file)
+            # Scripts run from the project's top folder import its folders as namespace
+            # packages too (`import ldm.modules.ema` without `ldm/__init__.py`).
+            from_top = ".".join(_module_parts(path))
+            if from_top and from_top != name and not path.is_absolute() and ".." not in path.parts:
+                self._by_name[from_top].add(file)
 
     def _relative_to_package_root(self, path: PurePosixPath) -> PurePosixPath:
         folder = path.parent

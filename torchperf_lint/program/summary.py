@@ -12,6 +12,9 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
     `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()`
+    `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
+                               `logger = MetricLogger()`, `self.trainer.optimize()` after
+                               `self.trainer = MixedPrecisionTrainer(...)`
 """
 
 from __future__ import annotations
@@ -26,12 +29,11 @@ import libcst as cst
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
-from torchperf_lint.facts.index import descendants
-from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 1
+SUMMARY_FORMAT = 2
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
@@ -40,6 +42,7 @@ Ref = str
 Value = list
 
 _GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
+_GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
 # Calls into these never reach project code: they are left out of summaries.
 _EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "torch", "torchvision", "torchaudio", "numpy", "math", "os", "sys", "time", "logging",
@@ -81,6 +84,7 @@ class FunctionSummary:
     wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
     returns_cuda_device: bool = False
     returns: list[Value] = field(default_factory=list)
+    iterated: list[str] = field(default_factory=list)  # Parameters a loop of its iterates.
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
 
@@ -138,11 +142,19 @@ class References:
         # (enclosing def or class, or None for the module; name) -> qualified name.
         self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
         for definition in (*facts.index.functions, *facts.index.classes):
+            self._definitions[(self._scope_of(definition), definition.name.value)] = (
+                self._qualname_of(definition)
+            )
+
+    def _qualname_of(self, definition: cst.FunctionDef | cst.ClassDef) -> str:
+        """`Outer.method`: the names of the defs and classes around it, then its own."""
+        if definition not in self.qualnames:
             scope = self._scope_of(definition)
-            prefix = self.qualnames.get(scope, "") if scope is not None else ""
-            qualname = f"{prefix}.{definition.name.value}" if prefix else definition.name.value
-            self.qualnames[definition] = qualname
-            self._definitions[(scope, definition.name.value)] = qualname
+            name = definition.name.value
+            self.qualnames[definition] = (
+                name if scope is None else f"{self._qualname_of(scope)}.{name}"
+            )
+        return self.qualnames[definition]
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         for parent in self.scopes.ancestors(node):
@@ -236,7 +248,13 @@ class References:
         if ref is not None:
             return ref
         constructed = self._constructed_class(func)
-        return None if constructed is None else f"forward:{constructed}"
+        if constructed is not None:
+            return f"forward:{constructed}"
+        if isinstance(func, cst.Attribute):
+            instance_of = self._constructed_class(func.value)
+            if instance_of is not None:
+                return f"instance:{func.attr.value}:{instance_of}"
+        return None
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""
@@ -259,23 +277,23 @@ class References:
         return self.qualnames.get(parent) if isinstance(parent, cst.ClassDef) else None
 
 
-def summarize(facts: FileFacts) -> ModuleSummary:
+def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
     """The summary of one file, from facts built without a program (they must not depend on
-    other files)."""
-    return _Summarizer(facts).summary
+    other files); `refs`, when given, are the file's references, built once per file."""
+    return _Summarizer(facts, refs or References(facts)).summary
 
 
 class _Summarizer:
-    def __init__(self, facts: FileFacts) -> None:
+    def __init__(self, facts: FileFacts, refs: References) -> None:
         self.facts = facts
-        self.refs = References(facts)
+        self.refs = refs
         self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
-        for node in facts.index.parents:
-            if isinstance(node, cst.Return):
-                function = facts.scopes.enclosing_function(node)
-                if function is not None:
-                    self.returns.setdefault(function, []).append(node)
+        for node in facts.index.returns:
+            function = facts.scopes.enclosing_function(node)
+            if function is not None:
+                self.returns.setdefault(function, []).append(node)
         self.loop_ordinals = {loop: ordinal for ordinal, loop in enumerate(facts.index.loops)}
+        self.grad_wrappers = self._grad_wrappers()
         summary = ModuleSummary(
             imports=self.refs.imports,
             stars=self.refs.stars,
@@ -315,6 +333,11 @@ class _Summarizer:
             if ref is not None:
                 decorators.append(ref)
         owner = self.refs.owner_class(function.body)
+        iterated = []
+        for loop in facts.loops.all:
+            expression = iterated_expression(loop.node) if loop.function is function else None
+            if isinstance(expression, cst.Name) and expression.value in parameters:
+                iterated.append(expression.value)
         return FunctionSummary(
             qualname=self.refs.qualname(function),
             owner=owner,
@@ -324,6 +347,7 @@ class _Summarizer:
             wraps_no_grad=self._wraps_no_grad(function),
             returns_cuda_device=self._returns_cuda_device(function),
             returns=self._returns(function),
+            iterated=sorted(set(iterated)),
         )
 
     def _loop(self, loop: LoopFacts) -> LoopSummary:
@@ -412,18 +436,20 @@ class _Summarizer:
     def _wraps_no_grad(self, function: cst.FunctionDef) -> bool:
         """Refers to `torch.no_grad` or `torch.inference_mode` (in its body or nested defs)
         and calls no backward: a decorator or context factory that turns autograd off."""
+        return function in self.grad_wrappers
+
+    def _grad_wrappers(self) -> set[cst.FunctionDef]:
         facts = self.facts
-        refers = False
-        for node in descendants(function.body):
-            if isinstance(node, (cst.Name, cst.Attribute)):
-                refers = refers or facts.names.qualified_name(node) in _GRAD_WRAPPED
-            elif (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == "backward"
-            ):
-                return False
-        return refers
+        referring: set[cst.FunctionDef] = set()
+        for node in (*facts.index.names, *facts.index.attributes):
+            identifier = node.value if isinstance(node, cst.Name) else node.attr.value
+            if identifier in _GRAD_WRAPPED_NAMES and facts.names.qualified_name(node) in _GRAD_WRAPPED:
+                referring.update(facts.scopes.enclosing_functions(node))
+        backpropagating: set[cst.FunctionDef] = set()
+        for call in facts.index.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                backpropagating.update(facts.scopes.enclosing_functions(call))
+        return referring - backpropagating
 
     def _add_devices(self, summary: ModuleSummary) -> None:
         """Module-level names bound to a CUDA device, and project values used as devices

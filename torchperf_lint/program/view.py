@@ -30,10 +30,10 @@ def question(name: str, *arguments: object) -> str:
 class LinkedAnswers(ProgramAnswers):
     """The answers of the linked program for one file, recorded as they are read."""
 
-    def __init__(self, program: ProgramFacts, file: str, facts: FileFacts) -> None:
+    def __init__(self, program: ProgramFacts, file: str, refs: References) -> None:
         self.program = program
         self.file = file
-        self.refs = References(facts)
+        self.refs = refs
         self.asked: dict[str, Answer] = {}
 
     def _ask(self, name: str, *arguments: object) -> Answer:
@@ -92,11 +92,13 @@ def _loader(answer: Answer) -> LoaderDescription | None:
 
 
 class LinkedProgram(Program):
-    """The linked program, as seen from the file reported as `file`."""
+    """The linked program, as seen from the file reported as `file` (whose references, when
+    already built for its summary, are `refs`)."""
 
-    def __init__(self, program: ProgramFacts, file: str) -> None:
+    def __init__(self, program: ProgramFacts, file: str, refs: References | None = None) -> None:
         self.program = program
         self.file = file
+        self.refs = refs
 
     def answers_for(self, facts: FileFacts) -> LinkedAnswers:
-        return LinkedAnswers(self.program, self.file, facts)
+        return LinkedAnswers(self.program, self.file, self.refs or References(facts))

@@ -153,4 +153,7 @@ def artifact_uri(filename: str, cwd: Path, percent_encoded: bool = True) -> str:
     except ValueError:  # another drive on Windows: no relative form exists
         return absolute.as_uri()
     posix = Path(relative).as_posix()
-    return quote(posix) if percent_encoded else posix
+    if not percent_encoded:
+        return posix
+    # A name that is not valid UTF-8 keeps its bytes, percent-encoded, as a URI does.
+    return quote(posix, errors="surrogateescape")

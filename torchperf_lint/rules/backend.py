@@ -103,6 +103,9 @@ def bias_cancelled_by_norm(
                     yield inner.func, call.func, facts.scopes.enclosing_class(call)
         for layer, norm, cls in _consecutive_layer_statements(facts):
             yield layer, norm, cls
+        for layers in _layer_lists(facts):
+            for layer, norm in zip(layers, layers[1:]):
+                yield layer, norm, None
 
     for layer_expression, norm_expression, cls in candidates():
         if isinstance(layer_expression, cst.Call) and isinstance(norm_expression, cst.Call) or not isinstance(layer_expression, cst.Call) and not isinstance(norm_expression, cst.Call):
@@ -147,6 +150,76 @@ def _consecutive_layer_statements(
                     continue
                 if len(call.args) == 1 and argument.keyword is None and not argument.star:
                     yield layer_call.func, call.func, cls
+
+
+def _layer_lists(facts: FileFacts) -> Iterator[list[cst.BaseExpression]]:
+    """The layers of lists that become a sequence of modules, in order: a list literal that is
+    returned or unpacked into `nn.Sequential(*...)`, or a name bound to one and grown with
+    `.append(...)`, `.extend([...])` or `+= [...]` in the same function before it is returned
+    or unpacked (the `block()` helpers of MLP and GAN code, appends under an `if` included)."""
+    for call in facts.index.calls:
+        if facts.names.call_name(call) != SEQUENTIAL:
+            continue
+        for arg in call.args:
+            if arg.star == "*" and isinstance(arg.value, cst.List):
+                yield [element.value for element in arg.value.elements]
+    for statement in facts.index.returns:
+        if isinstance(statement.value, cst.List):
+            yield [element.value for element in statement.value.elements]
+    for assignment in facts.index.assigns:
+        if not (
+            isinstance(assignment, cst.Assign)
+            and isinstance(assignment.value, cst.List)
+            and len(assignment.targets) == 1
+            and isinstance(assignment.targets[0].target, cst.Name)
+        ):
+            continue
+        name = assignment.targets[0].target.value
+        function = facts.scopes.enclosing_function(assignment)
+        if function is None or not _becomes_modules(facts, name, function):
+            continue
+        layers = [element.value for element in assignment.value.elements]
+        for node in descendants(function.body):
+            layers.extend(_appended(node, name))
+        yield layers
+
+
+def _becomes_modules(facts: FileFacts, name: str, function: cst.FunctionDef) -> bool:
+    """`return name`, or `nn.Sequential(*name)`, in `function`."""
+    for node in descendants(function.body):
+        if isinstance(node, cst.Return):
+            returned = node.value
+            if isinstance(returned, cst.Name) and returned.value == name:
+                return True
+        elif isinstance(node, cst.Call) and facts.names.call_name(node) == SEQUENTIAL and any(
+            arg.star == "*" and isinstance(arg.value, cst.Name) and arg.value.value == name
+            for arg in node.args
+        ):
+            return True
+    return False
+
+
+def _appended(node: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+    """What `node` adds to the list `name`: `name.append(x)`, `name.extend([x, y])`,
+    `name += [x, y]`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        receiver, method = node.func.value, node.func.attr.value
+        if not (isinstance(receiver, cst.Name) and receiver.value == name and len(node.args) == 1):
+            return []
+        value = node.args[0].value
+        if method == "append":
+            return [value]
+        if method == "extend" and isinstance(value, cst.List):
+            return [element.value for element in value.elements]
+    if (
+        isinstance(node, cst.AugAssign)
+        and isinstance(node.operator, cst.AddAssign)
+        and isinstance(node.target, cst.Name)
+        and node.target.value == name
+        and isinstance(node.value, cst.List)
+    ):
+        return [element.value for element in node.value.elements]
+    return []
 
 
 def _single_assignment(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:

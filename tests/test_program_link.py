@@ -1,0 +1,330 @@
+"""The linker on small programs written inline: resolution, the call graph and its facts."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import PurePosixPath
+
+import libcst as cst
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.program.link import ProgramFacts, Target
+from torchperf_lint.program.summary import ModuleSummary, summarize
+
+
+def summary(source: str, name: str = "x.py") -> ModuleSummary:
+    text = textwrap.dedent(source)
+    return summarize(FileFacts(cst.parse_module(text), PurePosixPath(name)))
+
+
+def program(files: dict[str, str]) -> ProgramFacts:
+    """A program of files: path -> source."""
+    return ProgramFacts({name: summary(source, name) for name, source in files.items()})
+
+
+def function(file: str, qualname: str) -> Target:
+    return Target(file, qualname, "function")
+
+
+def test_imports_resolve_beside_the_script_in_packages_and_through_reexports() -> None:
+    linked = program({
+        "train.py": """
+            from utils import log
+            from pkg import train_one_epoch
+            import pkg.engine as engine
+        """,
+        "utils.py": "def log(x): pass\n",
+        "pkg/__init__.py": "from .engine import train_one_epoch\n",
+        "pkg/engine.py": "def train_one_epoch(): pass\n",
+    })
+    assert linked.resolve("train.py", "import:utils.log") == function("utils.py", "log")
+    expected = function("pkg/engine.py", "train_one_epoch")
+    assert linked.resolve("train.py", "import:pkg.train_one_epoch") == expected
+    assert linked.resolve("train.py", "import:pkg.engine.train_one_epoch") == expected
+    assert linked.resolve("pkg/__init__.py", "import:.engine.train_one_epoch") == expected
+
+
+def test_star_imports_and_namespace_packages_resolve() -> None:
+    linked = program({
+        "train.py": "from helpers import *\nimport ldm.modules.ema\n",
+        "helpers.py": "def log(x): pass\n",
+        "ldm/modules/ema.py": "class LitEma: pass\n",
+    })
+    # `log` is not defined in train.py: the star import defines it.
+    assert linked.resolve("train.py", "def:log") == function("helpers.py", "log")
+    assert linked.resolve("train.py", "import:ldm.modules.ema.LitEma") == Target(
+        "ldm/modules/ema.py", "LitEma", "class"
+    )
+
+
+def test_a_name_two_files_answer_to_stays_unresolved_and_cycles_end() -> None:
+    linked = program({
+        "app/train.py": "from utils import log\n",
+        "a/utils.py": "def log(x): pass\n",
+        "b/utils.py": "def log(x): pass\n",
+        "first.py": "from second import f\n",
+        "second.py": "from first import f\n",
+    })
+    assert linked.resolve("app/train.py", "import:utils.log") is None
+    assert linked.resolve("first.py", "import:second.f") is None
+
+
+def test_methods_resolve_through_self_super_bases_instances_and_calls_of_instances() -> None:
+    linked = program({
+        "base.py": """
+            class Base:
+                def log(self): pass
+                def forward(self, x): pass
+        """,
+        "model.py": """
+            from base import Base
+
+            class Model(Base):
+                def __init__(self):
+                    self.trainer = Helper()
+
+                def step(self):
+                    self.log()
+                    super().log()
+                    self.trainer.optimize()
+
+            class Helper:
+                def optimize(self): pass
+
+            def run():
+                model = Model()
+                model(1)
+                model.step()
+        """,
+    })
+    log = function("base.py", "Base.log")
+    assert linked.resolve("model.py", "method:Model:log") == log
+    assert linked.resolve("model.py", "super:Model:log") == log
+    assert linked.resolve("model.py", "forward:def:Model") == function("base.py", "Base.forward")
+    steps = linked.summaries["model.py"].functions["Model.step"].calls
+    assert [linked.callee("model.py", site) for site in steps] == [
+        log, log, function("model.py", "Helper.optimize"),
+    ]
+    runs = linked.summaries["model.py"].functions["run"].calls
+    assert [linked.callee("model.py", site) for site in runs] == [
+        function("model.py", "Model.__init__"),
+        function("base.py", "Base.forward"),
+        function("model.py", "Model.step"),
+    ]
+
+
+TRAIN = """
+import torch
+from steps import train_step
+from helpers import log, rare, fail
+
+
+def main(loader, model, optimizer):
+    for step, (x, y) in enumerate(loader):
+        loss = train_step(model, optimizer, x, y)
+        log(loss)
+        if step % 100 == 0:
+            rare(loss)
+        if torch.isnan(loss):
+            fail(loss)
+            raise FloatingPointError
+"""
+STEPS = """
+def train_step(model, optimizer, x, y):
+    loss = inner(model, x, y)
+    optimizer.step()
+    return loss
+
+
+def inner(model, x, y):
+    loss = model(x).sum()
+    loss.backward()
+    return loss
+"""
+HELPERS = """
+def log(loss):
+    record(loss)
+
+
+def record(loss):
+    print(loss.item())
+
+
+def rare(loss):
+    print(loss.item())
+
+
+def fail(loss):
+    print(loss.item())
+"""
+
+
+def test_step_helpers_make_training_loops_and_per_step_paths_follow_calls() -> None:
+    linked = program({"train.py": TRAIN, "steps.py": STEPS, "helpers.py": HELPERS})
+    assert linked.step_helpers == {
+        function("steps.py", "train_step"), function("steps.py", "inner")
+    }
+    kind, path = linked.per_step(function("helpers.py", "record"))
+    assert kind == "train"
+    assert [(hop.file, hop.callee) for hop in path] == [("train.py", "log"), ("helpers.py", "record")]
+    # A periodic guard and an error path end the per-step path.
+    assert linked.per_step(function("helpers.py", "rare")) is None
+    assert linked.per_step(function("helpers.py", "fail")) is None
+
+
+def test_test_files_start_no_per_step_path_and_are_no_cuda_evidence() -> None:
+    linked = program({
+        "tests/test_train.py": """
+            import torch
+            from helpers import record
+
+            def test_loop(model, optimizer, loader):
+                model.cuda()
+                for x in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+                    record(x)
+        """,
+        "helpers.py": HELPERS,
+    })
+    assert linked.per_step(function("helpers.py", "record")) is None
+    assert linked.cuda_files == set()
+
+
+def test_cuda_flows_to_imports_through_training_programs_and_from_device_helpers() -> None:
+    linked = program({
+        "train.py": """
+            import torch
+            import dist_util
+            from engine import train_one_epoch
+            from data import build
+
+            def main(model):
+                model.to(dist_util.dev())
+        """,
+        "dist_util.py": """
+            import torch
+
+            def dev():
+                if torch.cuda.is_available():
+                    return torch.device("cuda")
+                return torch.device("cpu")
+        """,
+        "engine.py": """
+            import torch
+            import metrics
+
+            def train_one_epoch(model, loader, optimizer):
+                for x in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+        """,
+        "metrics.py": "import torch\n",
+        "data.py": "import torch\n",
+        "cpu_tool.py": "import torch\n",
+    })
+    # train.py is an entry: what it imports is one program, which trains (engine.py) on CUDA.
+    program_files = {"train.py", "dist_util.py", "engine.py", "metrics.py", "data.py"}
+    assert linked.cuda_training_files == program_files
+    assert linked.cuda_files == program_files
+
+
+def test_no_grad_wrappers_and_callers_that_all_turn_autograd_off() -> None:
+    linked = program({
+        "utils.py": """
+            import torch
+
+            def smart_inference_mode():
+                def decorate(fn):
+                    return torch.inference_mode()(fn)
+                return decorate
+        """,
+        "val.py": """
+            import torch
+            from utils import smart_inference_mode
+
+            def evaluate(model): pass
+            def probe(model): pass
+            def unused(model): pass
+
+            @smart_inference_mode()
+            def run(model):
+                evaluate(model)
+
+            def main(model):
+                with torch.no_grad():
+                    evaluate(model)
+                probe(model)
+        """,
+        "tests/test_val.py": "from val import evaluate\n\ndef test_it(model):\n    evaluate(model)\n",
+    })
+    assert linked.is_no_grad_wrapper(function("utils.py", "smart_inference_mode"))
+    assert linked.always_without_grad(function("val.py", "evaluate"))
+    assert not linked.always_without_grad(function("val.py", "probe"))
+    assert not linked.always_without_grad(function("val.py", "unused"))
+
+
+def test_loaders_follow_factories_parameters_and_end_on_cycles() -> None:
+    linked = program({
+        "data.py": """
+            from torch.utils.data import DataLoader
+
+            def build(dataset):
+                return DataLoader(dataset, batch_size=8, pin_memory=True)
+
+            def again(dataset):
+                return build(dataset)
+
+            def loop_a():
+                return loop_b()
+
+            def loop_b():
+                return loop_a()
+        """,
+        "train.py": """
+            import torch
+            from data import again
+            from engine import run
+
+            def main(dataset):
+                loader = again(dataset)
+                run(loader)
+        """,
+        "engine.py": """
+            import torch
+
+            def run(loader):
+                inner(loader)
+
+            def inner(data):
+                for x in data:
+                    pass
+        """,
+    })
+    assert linked.returned_loader(function("data.py", "again")) == [True, False]
+    assert linked.returned_loader(function("data.py", "loop_a")) is None
+    assert linked.loader_argument(function("engine.py", "inner"), "data") == [True, False]
+
+
+def test_framework_hooks_are_found_through_project_base_classes() -> None:
+    linked = program({
+        "base.py": "import lightning as L\n\nclass Base(L.LightningModule):\n    pass\n",
+        "model.py": """
+            import torch
+            from base import Base
+
+            class Model(Base):
+                def training_step(self, batch, index):
+                    return self.helper(batch)
+
+                def helper(self, batch):
+                    return batch
+
+                def validation_step(self, batch, index):
+                    pass
+        """,
+    })
+    assert linked.per_step(function("model.py", "Model.training_step")) == ("train", ())
+    kind, path = linked.per_step(function("model.py", "Model.helper"))
+    assert (kind, [hop.callee for hop in path]) == ("train", ["Model.helper"])
+    assert linked.per_step(function("model.py", "Model.validation_step")) == ("eval", ())
