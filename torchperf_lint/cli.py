@@ -399,7 +399,8 @@ def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
         return
     try:
         output_file.parent.mkdir(parents=True, exist_ok=True)
-        stream = output_file.open("w", encoding="utf-8")
+        # Names that are not UTF-8 get U+FFFD, as on stdout (_replace_unencodable_output).
+        stream = output_file.open("w", encoding="utf-8", errors=_REPLACEMENT)
     except OSError as error:
         raise click.BadParameter(
             f"cannot write {output_file}: {error.strerror or error}", param_hint="--output-file"

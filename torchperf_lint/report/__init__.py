@@ -150,7 +150,9 @@ def fingerprints(report: Report) -> list[str]:
         line = lines[key][row - 1].strip() if 1 <= row <= len(lines[key]) else ""
         identity = "\0".join((diagnostic.code, diagnostic.filename, str(diagnostic.cell), line))
         seen[identity] += 1
-        digest = hashlib.blake2b(f"{identity}\0{seen[identity]}".encode(), digest_size=16)
+        # surrogatepass: a file name that is not UTF-8 keeps its identity.
+        identity_bytes = f"{identity}\0{seen[identity]}".encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(identity_bytes, digest_size=16)
         found.append(digest.hexdigest())
     return found
 
