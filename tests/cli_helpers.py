@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-EXECUTABLE = shutil.which("torchperf-lint")
+# The console script of the interpreter running the tests, even when its virtualenv is not on
+# PATH (CI runs the suite under several Pythons).
+EXECUTABLE = shutil.which("torchperf-lint", path=os.path.dirname(sys.executable)) or shutil.which(
+    "torchperf-lint"
+)
 
 
 def torchperf_lint(
@@ -15,7 +20,11 @@ def torchperf_lint(
 ) -> subprocess.CompletedProcess[str]:
     """The console script's exit code, stdout and stderr (stdout is not a terminal)."""
     assert EXECUTABLE, "the package must be installed: pip install -e ."
-    environment = {key: value for key, value in os.environ.items() if key != "NO_COLOR"}
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("NO_COLOR", "FORCE_COLOR", "CI_PROJECT_DIR")
+    }
     environment.update(env or {})
     completed = subprocess.run(
         [EXECUTABLE, *args],

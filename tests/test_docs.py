@@ -3,6 +3,7 @@ rules' metadata (regenerate with `python -m torchperf_lint.docs`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,15 @@ def test_committed_page_matches_the_rule(rule):
     assert page.read_text(encoding="utf-8") == docs.render_page(rule), (
         f"{page} is stale: run `python -m torchperf_lint.docs`"
     )
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda rule: rule.code)
+def test_every_reference_is_a_public_page_users_can_open(rule):
+    """Each `## References` item links to its source; no private document is cited."""
+    references = rule.documentation()["References"]
+    items = re.split(r"\n(?=- )", references)
+    assert all(item.startswith("- ") and "](https://" in item for item in items), items
+    assert "seed document" not in (rule.__doc__ or "").lower()
 
 
 def test_nothing_has_drifted():

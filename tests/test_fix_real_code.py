@@ -151,6 +151,7 @@ def fix_and_check(path: Path, name: str, settings: LintSettings, run: CorpusRun)
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_fix_with_every_rule_keeps_real_code_valid_and_stable(tmp_path: Path) -> None:
     settings = LintSettings(rules=ALL_RULES)
     run = CorpusRun()

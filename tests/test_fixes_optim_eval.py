@@ -85,6 +85,7 @@ def test_adam_without_a_way_to_name_adamw_is_not_rewritten() -> None:
     assert fixed("TPL601", source) == source
 
 
+@pytest.mark.torch
 def test_rewritten_adam_runs_and_keeps_weight_decay() -> None:
     import torch
 

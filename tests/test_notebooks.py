@@ -7,12 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from cli_helpers import torchperf_lint
 
 from torchperf_lint.config import resolve_selection
 from torchperf_lint.diagnostics import Location
 from torchperf_lint.engine import LintSettings
-from torchperf_lint.notebooks import lint_notebook
+from torchperf_lint.notebooks import lint_notebook, notebook_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 TRAIN_LOOP = FIXTURES / "train_loop.ipynb"
@@ -100,15 +101,33 @@ def test_cli_reports_cell_in_concise_full_json_github_and_sarif(tmp_path):
     ]
     # Fix edits are relative to the cell too.
     assert records[1]["fix"]["edits"][0]["location"] == {"row": 9, "column": 19}
+    # Formats that name a line of the file point at the `.ipynb` line holding the code.
+    row, line_start = file_position(tmp_path / "train.ipynb", '"    losses.append(loss)')
+    column = line_start + 4  # The finding starts at column 5 of that source line.
     github = torchperf_lint(*SELECT, "--output-format", "github", "train.ipynb", cwd=tmp_path)
-    assert ",line=9,col=5,endLine=9,endColumn=24::cell 5: TPL501 " in github.stdout
+    span = f"line={row},col={column},endLine={row},endColumn={column + 19}"
+    assert f",{span}::cell 5: TPL501 " in github.stdout
     sarif = json.loads(
         torchperf_lint(*SELECT, "--output-format", "sarif", "train.ipynb", cwd=tmp_path).stdout
     )
     result = sarif["runs"][0]["results"][1]
     assert result["properties"] == {"cell": 5}
     assert result["message"]["text"].startswith("cell 5: Loss stored")
-    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 9
+    assert result["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": row,
+        "startColumn": column,
+        "endLine": row,
+        "endColumn": column + 19,
+    }
+
+
+def file_position(path: Path, quoted_line: str) -> tuple[int, int]:
+    """The row and column, in the notebook file, of the first character of the source line
+    whose JSON string starts with `quoted_line`."""
+    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if quoted_line in line:
+            return row, line.index(quoted_line) + 2
+    raise AssertionError(f"{quoted_line} is not in {path}")
 
 
 def test_ipython_lines_are_skipped_and_rows_stay_right():
@@ -140,8 +159,20 @@ def test_noqa_in_a_cell_is_honoured():
 def test_syntax_error_names_the_cell_and_its_row():
     result = lint_notebook(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]), "nb.ipynb", DEFAULTS)
     assert result.diagnostics == []
-    assert result.error.reason.startswith("cell 2: syntax error")
+    assert result.error.cell == 2
+    assert result.error.reason.startswith("syntax error")
     assert result.error.location.row == 2
+
+
+def test_a_syntax_error_is_reported_in_its_cell_and_at_its_line_of_the_file(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]))
+    concise = torchperf_lint("--no-cache", "--output-format", "concise", "nb.ipynb", cwd=tmp_path)
+    assert concise.stdout.startswith("nb.ipynb:cell 2:2:")
+    assert ": E902 syntax error" in concise.stdout.splitlines()[0]
+    row, _ = file_position(tmp_path / "nb.ipynb", '"def broken(:')
+    github = torchperf_lint("--no-cache", "--output-format", "github", "nb.ipynb", cwd=tmp_path)
+    assert f",line={row}," in github.stdout
+    assert "::cell 2: E902 syntax error" in github.stdout
 
 
 def test_invalid_json_and_non_notebooks_are_file_errors_and_left_untouched(tmp_path):
@@ -234,3 +265,39 @@ def test_cell_relative_locations_of_a_multi_line_finding():
     result = lint_notebook(data, "nb.ipynb", DEFAULTS)
     first = result.diagnostics[0]
     assert (first.cell, first.location, first.end_location) == (2, Location(1, 10), Location(3, 2))
+
+
+@pytest.mark.parametrize("indent", [1, None])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_cell_rows_map_to_the_lines_and_columns_of_the_notebook_file(indent, ascii_only):
+    """Escapes (`\\t`, `\\"`, `\\u00e9`, surrogate pairs) and sources stored as one string or as
+    a list of lines, in an indented or a one-line file."""
+    document = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n"]},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["import torch\n", 'x = "a\tb" + "é😀" + y\n', "z = 1"],
+            },
+            {"cell_type": "code", "metadata": {}, "source": "a = 1\nbb = 2\n"},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
+    lines = notebook_lines(text)
+    file_lines = text.split("\n")
+
+    def at(cell: int, row: int, column: int, length: int) -> str:
+        location = lines.file_location(cell, Location(row, column))
+        return file_lines[location.row - 1][location.column - 1 :][:length]
+
+    assert at(2, 1, 1, 6) == "import"
+    assert at(2, 2, 1, 3) == "x ="
+    assert at(2, 2, 20, 1) == "y"  # After a tab, two quotes, an é and an emoji.
+    assert at(2, 3, 1, 5) == "z = 1"
+    assert at(3, 2, 1, 6) == "bb = 2"
+    assert lines.file_location(4, Location(1, 1)) is None
+    assert lines.file_location(2, Location(9, 1)) is None

@@ -1,19 +1,27 @@
-"""The pre-commit hooks, end to end: pre-commit builds the hook's virtualenv from a clone of
-this repository's HEAD (pip resolves the dependencies from the configured indexes, no network
-needed where they are local) and runs it on a throw-away project."""
+"""The pre-commit hooks, end to end, configured with the README's snippet as written: only its
+`repo:` URL is replaced by a clone of this repository's HEAD, in which the test creates the
+snippet's `rev:` tag (the README tells users to pin a release tag or a commit SHA). pre-commit
+builds the hook's virtualenv once for the module (pip resolves the dependencies from the
+configured indexes) and runs the hooks on throw-away projects."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from cli_helpers import write_files
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-PRE_COMMIT = shutil.which("pre-commit")
+PRE_COMMIT = shutil.which("pre-commit", path=os.path.dirname(sys.executable)) or shutil.which(
+    "pre-commit"
+)
+SNIPPET = re.compile(r"## pre-commit\n\n```yaml\n(?P<config>.*?)```", re.DOTALL)
+URL = "https://github.com/torchperf-lint/torchperf-lint"
 
 BAD_TRAINING = """import torch
 from torch.utils.data import DataLoader
@@ -37,30 +45,54 @@ NOTEBOOK = """{
 }
 """
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (REPOSITORY / ".git").exists(), reason="needs a git checkout to clone the hooks from"
+    ),
+]
+
+
+def readme_config() -> str:
+    """The README's pre-commit snippet, exactly as written."""
+    match = SNIPPET.search((REPOSITORY / "README.md").read_text(encoding="utf-8"))
+    assert match, "the README shows a .pre-commit-config.yaml"
+    return match.group("config")
 
 
 @pytest.fixture(scope="module")
-def hook_repository(tmp_path_factory) -> Path:
-    """A clone of HEAD: `try-repo` on the checkout itself would also take uncommitted work."""
-    clone = tmp_path_factory.mktemp("hooks") / "torchperf-lint"
-    subprocess.run(
-        ["git", "clone", "--quiet", str(REPOSITORY), str(clone)], check=True, timeout=60
-    )
-    return clone
+def hooks(tmp_path_factory) -> dict[str, str]:
+    """A clone of HEAD tagged with the snippet's `rev:`, and the snippet pointing at it, with
+    the fix hook enabled (as its comment says) or not; one pre-commit cache for the module."""
+    root = tmp_path_factory.mktemp("hooks")
+    clone = root / "torchperf-lint"
+    subprocess.run(["git", "clone", "--quiet", str(REPOSITORY), str(clone)], check=True, timeout=60)
+    config = readme_config()
+    (rev,) = re.findall(r"^\s*rev: (\S+)", config, re.MULTILINE)
+    # --force: once the release is tagged, the clone has the tag already; here it names HEAD.
+    subprocess.run(["git", "-C", str(clone), "tag", "--force", rev], check=True, timeout=60)
+    assert config.count(URL) == 1
+    lint = config.replace(URL, str(clone))
+    return {
+        "home": str(root / "pre-commit-home"),
+        "lint": lint,
+        "fix": lint.replace("# - id: torchperf-lint-fix", "- id: torchperf-lint-fix"),
+    }
 
 
-def try_repo(hook_repository: Path, project: Path, hook: str, *files: str):
+def run_hook(hooks: dict[str, str], project: Path, hook: str, *files: str):
     assert PRE_COMMIT, "pre-commit is installed with the test extra: pip install -e .[test]"
-    environment = dict(os.environ, PRE_COMMIT_HOME=str(project.parent / "pre-commit-home"))
+    config = hooks["fix"] if hook == "torchperf-lint-fix" else hooks["lint"]
+    (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    environment = dict(os.environ, PRE_COMMIT_HOME=hooks["home"])
     environment.pop("NO_COLOR", None)
     return subprocess.run(
-        [PRE_COMMIT, "try-repo", str(hook_repository), hook, "--files", *files],
+        [PRE_COMMIT, "run", hook, "--files", *files],
         cwd=project,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=170,
+        timeout=300,
         check=False,
     )
 
@@ -73,31 +105,44 @@ def new_project(root: Path, files: dict[str, str]) -> Path:
     return project
 
 
-def test_lint_hook_fails_on_a_bad_training_file_and_passes_once_fixed(hook_repository, tmp_path):
+def test_lint_hook_fails_on_a_bad_training_file_and_passes_once_fixed(hooks, tmp_path):
     project = new_project(tmp_path, {"train.py": BAD_TRAINING, "notes.ipynb": NOTEBOOK})
-    failed = try_repo(hook_repository, project, "torchperf-lint", "train.py", "notes.ipynb")
+    failed = run_hook(hooks, project, "torchperf-lint", "train.py", "notes.ipynb")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "train.py:5:10: TPL102" in failed.stdout
     # Notebooks are handed to the hook (types_or: jupyter) and reported per cell.
     assert "notes.ipynb:cell 1:" in failed.stdout
     write_files(project, {"train.py": FIXED, "notes.ipynb": NOTEBOOK.replace("ds)", "ds, 4)")})
-    passed = try_repo(hook_repository, project, "torchperf-lint", "train.py")
+    passed = run_hook(hooks, project, "torchperf-lint", "train.py")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "torchperf-lint" in passed.stdout and "Passed" in passed.stdout
 
 
-def test_fix_hook_rewrites_the_file_then_passes(hook_repository, tmp_path):
+def test_fix_hook_rewrites_the_file_then_passes(hooks, tmp_path):
     project = new_project(tmp_path, {"train.py": PINNED})
-    fixed = try_repo(hook_repository, project, "torchperf-lint-fix", "train.py")
+    fixed = run_hook(hooks, project, "torchperf-lint-fix", "train.py")
     # pre-commit fails a hook that changed files, so the user sees and stages the fix.
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr
     assert "files were modified by this hook" in fixed.stdout
     assert (project / "train.py").read_text() == FIXED
-    again = try_repo(hook_repository, project, "torchperf-lint-fix", "train.py")
+    again = run_hook(hooks, project, "torchperf-lint-fix", "train.py")
     assert again.returncode == 0, again.stdout + again.stderr
 
 
-def test_force_exclude_applies_the_projects_excludes_to_named_files(hook_repository, tmp_path):
+def test_fix_hook_passes_when_only_findings_without_a_fix_remain(hooks, tmp_path):
+    # `.item()` on every step (TPL201) has no fix: --fix-only changes nothing and passes.
+    unfixable = FIXED + (
+        "    loss = inputs.sum()\n    loss.backward()\n    optimizer.step()\n    print(loss.item())\n"
+    )
+    project = new_project(tmp_path, {"train.py": unfixable})
+    lint = run_hook(hooks, project, "torchperf-lint", "train.py")
+    assert lint.returncode == 1 and "TPL201" in lint.stdout, lint.stdout + lint.stderr
+    fix = run_hook(hooks, project, "torchperf-lint-fix", "train.py")
+    assert fix.returncode == 0, fix.stdout + fix.stderr
+    assert (project / "train.py").read_text() == unfixable
+
+
+def test_force_exclude_applies_the_projects_excludes_to_named_files(hooks, tmp_path):
     project = new_project(
         tmp_path,
         {
@@ -105,5 +150,5 @@ def test_force_exclude_applies_the_projects_excludes_to_named_files(hook_reposit
             "pyproject.toml": '[tool.torchperf-lint]\nextend-exclude = ["vendored"]\n',
         },
     )
-    completed = try_repo(hook_repository, project, "torchperf-lint", "vendored/train.py")
+    completed = run_hook(hooks, project, "torchperf-lint", "vendored/train.py")
     assert completed.returncode == 0, completed.stdout + completed.stderr

@@ -108,15 +108,22 @@ def test_sarif_structure_for_github_code_scanning(tmp_path):
             "fullDescription",
             "help",
             "helpUri",
+            "defaultConfiguration",
             "properties",
         }
+        rule = BY_CODE.get(descriptor["id"])
+        # Default rules warn, opt-in rules note, a file that cannot be linted is an error.
+        expected = "error" if rule is None else ("warning" if rule.default else "note")
+        assert descriptor["defaultConfiguration"] == {"level": expected}
         assert descriptor["shortDescription"]["text"]
         assert set(descriptor["help"]) == {"text", "markdown"}
     broken, finding = run["results"]
+    fingerprint = finding.pop("partialFingerprints")
+    assert list(fingerprint) == ["torchperf-lint/v1"]
     assert finding == {
         "ruleId": "TPL101",
         "ruleIndex": rule_ids.index("TPL101"),
-        "level": "error",
+        "level": "warning",
         "message": {"text": BY_CODE["TPL101"].message},
         "locations": [
             {
@@ -128,6 +135,7 @@ def test_sarif_structure_for_github_code_scanning(tmp_path):
         ],
     }
     assert broken["ruleId"] == "E902"
+    assert broken["level"] == "error"
     assert broken["ruleIndex"] == rule_ids.index("E902")
     assert broken["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/broken.py"
 

@@ -63,6 +63,7 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.mark.torch
 def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> None:
     result = CliRunner().invoke(
         verify, ["train.py", *FAST, "--json", "--html", "report.html", "--", "--lr", "0.1"]
@@ -97,6 +98,7 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert plotted in page
 
 
+@pytest.mark.torch
 def test_verify_reports_a_script_that_cannot_run(script: Path) -> None:
     result = CliRunner().invoke(verify, ["train.py", *FAST])  # no --lr: argparse exits 2
     assert result.exit_code == 2
@@ -104,6 +106,7 @@ def test_verify_reports_a_script_that_cannot_run(script: Path) -> None:
     assert "error: the following arguments are required: --lr" in result.output
 
 
+@pytest.mark.torch
 def test_verify_refuses_a_file_that_does_not_parse(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text("import torch\ndef f(:\n", encoding="utf-8")

@@ -11,6 +11,9 @@ import pytest
 from torchperf_lint.verify.harness import Job
 from torchperf_lint.verify.runner import run_job
 
+# Every test runs a training script under the harness.
+pytestmark = pytest.mark.torch
+
 WARMUP = 2
 STEPS = 4
 

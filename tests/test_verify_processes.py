@@ -157,6 +157,7 @@ def start_verify(project: Path, *args: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.torch
 def test_a_run_leaves_no_daemon_behind(tmp_path: Path, tag: str, scratch: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(SPAWNING_SCRIPT, encoding="utf-8")
@@ -168,6 +169,7 @@ def test_a_run_leaves_no_daemon_behind(tmp_path: Path, tag: str, scratch: Path) 
     assert scratch_folders(scratch) == []
 
 
+@pytest.mark.torch
 def test_a_run_killed_at_the_timeout_leaves_no_daemon_behind(
     tmp_path: Path, tag: str, scratch: Path
 ) -> None:
@@ -181,6 +183,7 @@ def test_a_run_killed_at_the_timeout_leaves_no_daemon_behind(
     assert scratch_folders(scratch) == []
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
 def test_stopping_verify_leaves_no_process_and_no_scratch_folder(
     tmp_path: Path, tag: str, scratch: Path, stop: signal.Signals
@@ -215,6 +218,7 @@ def test_only_abandoned_scratch_folders_are_removed(scratch: Path) -> None:
     assert scratch_folders(scratch) == sorted([living.name, unowned.name])
 
 
+@pytest.mark.torch
 @pytest.mark.slow
 def test_a_rank_that_hangs_is_killed_at_the_timeout_with_every_process(
     tmp_path: Path, tag: str, scratch: Path

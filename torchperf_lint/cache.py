@@ -324,7 +324,11 @@ def _record(result: FileResult) -> dict[str, object]:
         "diagnostics": [_diagnostic_record(d) for d in result.diagnostics],
         "error": None
         if error is None
-        else {"reason": error.reason, "location": _location_record(error.location)},
+        else {
+            "reason": error.reason,
+            "location": _location_record(error.location),
+            "cell": error.cell,
+        },
     }
 
 
@@ -367,7 +371,9 @@ def _result(record: dict, filename: str) -> FileResult:
         diagnostics=[_diagnostic(item, filename) for item in record["diagnostics"]],
         error=None
         if error is None
-        else FileError(filename, str(error["reason"]), _location(error["location"])),
+        else FileError(
+            filename, str(error["reason"]), _location(error["location"]), error.get("cell")
+        ),
     )
 
 

@@ -12,10 +12,12 @@ import importlib
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -181,6 +183,48 @@ def _usage(parse, value, option):
         raise click.BadParameter(str(error).removeprefix(f"{option}: ")) from None
 
 
+@dataclass
+class Console:
+    """Where the report goes (stdout, or `--output-file`), whether it is coloured, and how much
+    is said: everything, the findings only (`--quiet`) or nothing (`--silent`). Errors that
+    exit 2 always reach stderr."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+    color: bool = False
+    quiet: bool = False
+    silent: bool = False
+
+    def report(self, text: str) -> None:
+        """Findings, statistics, a diff: what the run was asked for."""
+        if text and not self.silent:
+            click.echo(text, file=self.stream, nl=False, color=self.color)
+
+    def summary(self, line: str) -> None:
+        """`Found N errors.` and the like."""
+        if not (self.quiet or self.silent):
+            click.echo(line, file=self.stream, color=self.color)
+
+    def note(self, line: str) -> None:
+        """A line about the run, on stderr: a warning, what `--diff` would fix."""
+        if not (self.quiet or self.silent):
+            click.echo(line, err=True)
+
+
+def use_color(flag: bool | None, stream: TextIO, to_file: bool) -> bool:
+    """`--color`/`--no-color` decide; else `FORCE_COLOR` (https://force-color.org) turns colour
+    on and `NO_COLOR` (https://no-color.org) off, FORCE_COLOR winning as in Ruff; else colour
+    only on a terminal. A report written to `--output-file` is never coloured unless asked."""
+    if flag is not None:
+        return flag
+    if to_file:
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return stream.isatty()
+
+
 @dataclass(frozen=True)
 class CheckOptions:
     """The options of `check` that shape the run and its output."""
@@ -197,8 +241,17 @@ class CheckOptions:
     show_fixes: bool
     exit_non_zero_on_fix: bool
     add_noqa: bool
+    fix_only: bool = False
+    show_settings: bool = False
+    show_files: bool = False
     # Where linting caches results (None: `--no-cache`); relative to the working directory.
     cache_dir: Path | None = None
+    console: Console = field(default_factory=Console)
+
+    @property
+    def fixing(self) -> bool:
+        """Whether the run fixes (or, with `--diff`, shows the fixes) instead of linting."""
+        return self.fix or self.fix_only or self.diff
 
 
 @main.command()
@@ -234,12 +287,46 @@ class CheckOptions:
     help="Use this configuration file for every path.",
 )
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option(
+    "--fix-only",
+    is_flag=True,
+    help="Apply fixes, but don't report on, or exit non-zero for, leftover findings. "
+    "Implies --fix.",
+)
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (and mark [*]) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a diff; write nothing.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa` comments for every finding.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings, but nothing else.")
+@click.option(
+    "--silent",
+    "-s",
+    is_flag=True,
+    help="Print nothing (but still exit with status 1 upon findings).",
+)
+@click.option(
+    "--output-file",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The file to write the report to (default: stdout).",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour the output (default: on a terminal, following FORCE_COLOR and NO_COLOR).",
+)
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="See the settings torchperf-lint will use to lint the first file, and exit.",
+)
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="See the files torchperf-lint will be run against with the current settings, and exit.",
+)
 @click.option(
     "--cache-dir", type=click.Path(path_type=Path, file_okay=False), help="Where the cache lives."
 )
@@ -260,16 +347,15 @@ def check(
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
+    quiet: bool,
+    silent: bool,
+    output_file: Path | None,
+    color: bool | None,
     **flags: object,
 ) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     from torchperf_lint.cache import DEFAULT_CACHE_DIR
 
-    options = CheckOptions(
-        jobs=jobs or default_jobs(),
-        cache_dir=None if no_cache else (cache_dir or Path(DEFAULT_CACHE_DIR)),
-        **flags,  # type: ignore[arg-type]
-    )
     overrides = Overrides(
         select=select,
         ignore=ignore or (),
@@ -278,28 +364,65 @@ def check(
         torch_version=torch_version,
         config_file=config_file,
     )
-    try:
-        configuration = Configuration(overrides)
-        code = _check(paths, configuration, options)
-    except ConfigError as error:
-        click.echo(f"error: {error}", err=True)
-        code = EXIT_ERROR
-    except (click.ClickException, BrokenPipeError):
-        raise
-    except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
-        click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
-        code = EXIT_ERROR
+    with _report_stream(output_file) as stream:
+        console = Console(
+            stream=stream,
+            color=use_color(color, stream, to_file=output_file is not None),
+            quiet=quiet,
+            silent=silent,
+        )
+        options = CheckOptions(
+            jobs=jobs or default_jobs(),
+            cache_dir=None if no_cache else (cache_dir or Path(DEFAULT_CACHE_DIR)),
+            console=console,
+            **flags,  # type: ignore[arg-type]
+        )
+        try:
+            configuration = Configuration(overrides)
+            code = _check(paths, configuration, options)
+        except ConfigError as error:
+            click.echo(f"error: {error}", err=True)
+            code = EXIT_ERROR
+        except (click.ClickException, BrokenPipeError):
+            raise
+        except Exception as error:  # noqa: BLE001 - a bug must still exit 2, with a clear line
+            click.echo(f"error: internal error: {type(error).__name__}: {error}", err=True)
+            code = EXIT_ERROR
     sys.exit(code)
 
 
+@contextmanager
+def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
+    """stdout, or `--output-file` (its folder created, as Ruff does)."""
+    if output_file is None:
+        yield sys.stdout
+        return
+    try:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        # Names that are not UTF-8 get U+FFFD, as on stdout (_replace_unencodable_output).
+        stream = output_file.open("w", encoding="utf-8", errors=_REPLACEMENT)
+    except OSError as error:
+        raise click.BadParameter(
+            f"cannot write {output_file}: {error.strerror or error}", param_hint="--output-file"
+        ) from None
+    with stream:
+        yield stream
+
+
 def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
-    if options.add_noqa and (options.fix or options.diff):
-        raise click.UsageError("--add-noqa cannot be combined with --fix or --diff")
+    if options.add_noqa and options.fixing:
+        raise click.UsageError("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    if options.show_settings:
+        return _show_settings(paths, configuration, options)
     if list(paths) == [Path(STDIN)] or (not paths and options.stdin_filename):
         return _check_stdin(configuration, options)
     discovery = discover(paths or [Path(".")], configuration, options.force_exclude)
+    if options.show_files:
+        for path in discovery.files:
+            click.echo(str(path), file=options.console.stream)
+        return EXIT_CLEAN
     if not discovery.files and not discovery.errors:
-        click.echo("warning: No Python files found under the given path(s)", err=True)
+        options.console.note("warning: No Python files found under the given path(s)")
     jobs = [
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
         for path in discovery.files
@@ -307,7 +430,7 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
     context = _program_context(paths, configuration)
     # Files reached through symbolic links are only written when they are inside these.
     roots = tuple(writable_root(configuration.cwd / path) for path in paths or [Path(".")])
-    if options.add_noqa or options.fix or options.diff:
+    if options.add_noqa or options.fixing:
         linked = {job.display_name for job in jobs}
         program = link_files(
             [*jobs, *(job for job in context if job.display_name not in linked)], options.jobs
@@ -339,10 +462,16 @@ def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
         raise click.UsageError("--add-noqa cannot read from stdin")
     name = options.stdin_filename or STDIN
     path = configuration.cwd / name
-    settings = configuration.settings_for(path)
     data = sys.stdin.buffer.read()
-    if options.fix or options.diff:
+    if options.stdin_filename and options.force_exclude and configuration.is_excluded(path):
+        # As Ruff: an excluded file is skipped; when fixing, the source goes back unchanged,
+        # so an editor that replaces the buffer with our output loses nothing.
+        if options.fix or options.fix_only:
+            _write_stdout(data)
+        return EXIT_CLEAN
+    if options.fixing:
         return _fix_stdin(data, path, name, configuration, options)
+    settings = configuration.settings_for(path)
     context = _program_context([path], configuration)
     result = lint_source(FileJob(path, name, settings), data, context, options.jobs)
     diagnostics, errors = sorted_findings([result])
@@ -354,24 +483,30 @@ def _fix_stdin(
     data: bytes, path: Path, name: str, configuration: Configuration, options: CheckOptions
 ) -> int:
     """As Ruff: `--fix` prints the fixed source, `--diff` the diff; findings go to stderr."""
-    from torchperf_lint.fixes import fix_file, unified_diff
+    from torchperf_lint.fixes import unified_diff
 
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / path.name
         copy.write_bytes(data)
-        settings = configuration.settings_for(path)
-        outcome = fix_file(copy, name, settings, options.unsafe_fixes, write=not options.diff)
+        job = FileJob(copy, name, configuration.settings_for(path))
+        outcome = fix_job(job, options.unsafe_fixes, write=not options.diff)
         fixed_data = copy.read_bytes()
     if options.diff:
-        click.echo(unified_diff(name, outcome.before, outcome.after), nl=False)
+        options.console.report(unified_diff(name, outcome.before, outcome.after))
         return _diff_exit(outcome.before != outcome.after or outcome.error is not None)
-    sys.stdout.buffer.write(fixed_data)
-    sys.stdout.flush()
+    _write_stdout(fixed_data)
     errors = [outcome.error] if outcome.error else []
-    lines = merged(outcome.remaining, errors)
-    for line in render("concise", _make_report(lines, configuration, options)).splitlines():
-        click.echo(line, err=True)
+    remaining = [] if options.fix_only else outcome.remaining
+    lines = merged(remaining, errors)
+    if not options.console.silent:
+        for line in render("concise", _make_report(lines, configuration, options)).splitlines():
+            click.echo(line, err=True)
     return _exit_code(bool(lines), sum(outcome.applied.values()) > 0, [], options)
+
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
 
 
 def _text_or_none(data: bytes) -> str | None:
@@ -394,22 +529,23 @@ def _report(
     everything = merged(diagnostics, errors)
     report = _make_report(everything, configuration, options, sources)
     text_format = options.output_format in TEXT_FORMATS
+    console = options.console
     if options.show_statistics:
         if text_format:
-            click.echo(statistics(report), nl=False)
+            console.report(statistics(report))
         else:
             import json
 
-            click.echo(json.dumps(statistics_records(report), indent=2))
+            console.report(json.dumps(statistics_records(report), indent=2) + "\n")
     else:
-        click.echo(render(options.output_format, report), nl=False)
+        console.report(render(options.output_format, report))
     if text_format:
         if fixed is None:
             summary = check_summary(everything, options.unsafe_fixes)
         else:
             summary = fix_summary(fixed, everything, options.unsafe_fixes)
         for line in summary:
-            click.echo(line)
+            console.summary(line)
     _print_internal_errors(internal_errors)
     return _exit_code(bool(everything), bool(fixed), internal_errors, options)
 
@@ -433,16 +569,11 @@ def _make_report(
     return Report(
         diagnostics=diagnostics,
         unsafe_fixes=options.unsafe_fixes,
-        color=_use_color(),
+        color=options.console.color,
         rules=ALL_RULES,
         cwd=configuration.cwd,
         source_of=source_of,
     )
-
-
-def _use_color() -> bool:
-    """Colour on a terminal only, and never when `NO_COLOR` is set (https://no-color.org)."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def _print_internal_errors(internal_errors: Sequence[InternalError]) -> None:
@@ -555,65 +686,84 @@ def _fix(
 ) -> int:
     from torchperf_lint.fixes import unified_diff
 
+    console = options.console
     run = _fix_program(jobs, program, options, roots)
     for outcome in run.outcomes:
         if outcome.reverted:
-            click.echo(f"warning: {outcome.filename}: {outcome.reverted}", err=True)
+            console.note(f"warning: {outcome.filename}: {outcome.reverted}")
     remaining = [d for outcome in run.outcomes for d in outcome.remaining]
-    errors = [
-        *(outcome.error for outcome in run.outcomes if outcome.error),
-        *run.crashed,
-        *discovery_errors,
-    ]
+    errors = sorted(
+        [
+            *(outcome.error for outcome in run.outcomes if outcome.error),
+            *run.crashed,
+            *discovery_errors,
+        ],
+        key=lambda e: e.sort_key,
+    )
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
     if options.diff:
         changed = [o for o in run.outcomes if o.before != o.after]
         for outcome in changed:
-            click.echo(unified_diff(outcome.filename, outcome.before, outcome.after), nl=False)
-        for error in sorted(errors, key=lambda e: e.sort_key):
-            click.echo(f"error: {error.filename}: {error.reason}", err=True)
-        click.echo(
-            f"Would fix {_errors(fixed)}." if fixed else "No errors would be fixed.", err=True
-        )
+            console.report(unified_diff(outcome.filename, outcome.before, outcome.after))
+        _print_file_errors(errors, console)
+        console.note(f"Would fix {_errors(fixed)}." if fixed else "No errors would be fixed.")
         _print_internal_errors(run.internal_errors)
         if run.internal_errors:
             return EXIT_ERROR
         return _diff_exit(bool(changed) or bool(errors))
-    if options.show_fixes and fixed:
-        _print_fixes(run.outcomes)
+    if options.show_fixes and fixed and not (console.quiet or console.silent):
+        _print_fixes(run.outcomes, console)
+    if options.fix_only:
+        # Ruff's --fix-only: what was fixed, never what remains; only files that could not be
+        # fixed at all, and internal errors, still fail the run.
+        _print_file_errors(errors, console)
+        if fixed:
+            console.summary(f"Fixed {_errors(fixed)}.")
+        _print_internal_errors(run.internal_errors)
+        return _exit_code(bool(errors), bool(fixed), run.internal_errors, options)
     diagnostics = sorted(remaining, key=lambda d: d.sort_key)
     return _report(diagnostics, errors, run.internal_errors, configuration, options, fixed=fixed)
+
+
+def _print_file_errors(errors: Sequence[FileError], console: Console) -> None:
+    if not console.silent:
+        for error in errors:
+            cell = "" if error.cell is None else f"cell {error.cell}: "
+            click.echo(f"error: {error.filename}: {cell}{error.reason}", err=True)
 
 
 def _errors(count: int) -> str:
     return f"{count} error" if count == 1 else f"{count} errors"
 
 
-def _print_fixes(outcomes: Sequence) -> None:
+def _print_fixes(outcomes: Sequence, console: Console) -> None:
     """Ruff's `--show-fixes` list: `Fixed N errors:`, then `- file:` and `  k × CODE (name)`."""
     from torchperf_lint.rules import BY_CODE
 
     total = sum(sum(outcome.applied.values()) for outcome in outcomes)
-    click.echo(f"Fixed {_errors(total)}:")
+    lines = [f"Fixed {_errors(total)}:"]
     for outcome in sorted(outcomes, key=lambda o: o.filename):
         if not outcome.applied:
             continue
-        click.echo(f"- {outcome.filename}:")
+        lines.append(f"- {outcome.filename}:")
         for code, count in sorted(outcome.applied.items()):
-            click.echo(f"    {count} × {code} ({BY_CODE[code].name})")
-    click.echo()
+            lines.append(f"    {count} × {code} ({BY_CODE[code].name})")
+    console.report("\n".join(lines) + "\n\n")
 
 
 def add_noqa_job(job: FileJob, roots: Sequence[Path] = ()) -> int | FileError:
-    """How many `# noqa` comments were added to the file, or why it could not be written."""
-    from torchperf_lint.fixes import add_noqa_file
-
-    if job.path.suffix == ".ipynb":
-        return 0
+    """How many `# noqa` comments were added to the file (a `.py` file or a notebook's cells),
+    or why it could not be written."""
     refusal = outside_roots(job.path, roots) if roots else None
     if refusal is not None:
         return FileError(job.display_name, refusal)
     try:
+        if job.path.suffix == ".ipynb":
+            from torchperf_lint.notebooks import add_noqa_notebook
+
+            return add_noqa_notebook(job.path, job.display_name, job.settings, shared())
+        from torchperf_lint.fixes import add_noqa_file
+
         return add_noqa_file(job.path, job.display_name, job.settings, shared())
     except OSError as error:
         return FileError(job.display_name, f"cannot write: {error.strerror or error}")
@@ -631,13 +781,50 @@ def _add_noqa(
     noun = "directive" if added == 1 else "directives"
     refused = [outcome for outcome in run.outcomes if isinstance(outcome, FileError)]
     errors = sorted([*refused, *run.crashed, *discovery_errors], key=lambda e: e.sort_key)
-    for error in errors:
-        click.echo(f"error: {error.filename}: {error.reason}", err=True)
-    click.echo(f"Added {added} noqa {noun}.", err=True)
+    _print_file_errors(errors, options.console)
+    if not (options.console.quiet or options.console.silent):
+        click.echo(f"Added {added} noqa {noun}.", err=True)
     _print_internal_errors(run.internal_errors)
     if run.internal_errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if errors else EXIT_CLEAN
+
+
+def _show_settings(
+    paths: Sequence[Path], configuration: Configuration, options: CheckOptions
+) -> int:
+    """Ruff's `--show-settings`: the settings that apply to the first file to lint."""
+    if options.stdin_filename and (not paths or list(paths) == [Path(STDIN)]):
+        path = configuration.cwd / options.stdin_filename
+    else:
+        files = discover(paths or [Path(".")], configuration, options.force_exclude).files
+        if not files:
+            raise click.UsageError("no file to show the settings of")
+        path = files[0]
+    config = configuration.config_for(path)
+    settings = configuration.settings_for(path)
+    cache = "(none)" if options.cache_dir is None else str(options.cache_dir)
+
+    def strings(values: Sequence[str]) -> str:
+        return "[" + ", ".join(f'"{value}"' for value in values) + "]"
+
+    lines = [
+        f'Resolved settings for: "{path}"',
+        f"Settings path: {config.source}",
+        "",
+        f"rules = {strings([rule.code for rule in settings.rules])}",
+        f'target-device = "{settings.options.target_device}"',
+        'torch-version = "{}.{}"'.format(*settings.options.torch_version),
+        f"exclude = {strings(config.exclude)}",
+        f"extend-exclude = {strings(config.extend_exclude)}",
+        "per-file-ignores = {"
+        + ", ".join(f'"{glob}" = {strings(codes)}' for glob, codes in config.per_file_ignores)
+        + "}",
+        f"cache-dir = {cache}",
+        f"jobs = {options.jobs}",
+    ]
+    click.echo("\n".join(lines), file=options.console.stream)
+    return EXIT_CLEAN
 
 
 # The catalog

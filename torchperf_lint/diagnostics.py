@@ -89,6 +89,8 @@ class FileError:
     filename: str
     reason: str
     location: Location | None = None
+    # In a notebook, the cell `location` is relative to (a syntax error in that cell).
+    cell: int | None = None
 
     @classmethod
     def unreadable(cls, filename: str, error: OSError) -> FileError:
@@ -97,7 +99,7 @@ class FileError:
 
     @property
     def sort_key(self) -> tuple:
-        return (self.filename, 0, self.location or Location(0, 0), "")
+        return (self.filename, self.cell or 0, self.location or Location(0, 0), "")
 
 
 @dataclass

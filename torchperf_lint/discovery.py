@@ -2,7 +2,8 @@
 
 Directories are walked for `*.py` and `*.ipynb`, skipping virtualenvs (any directory holding a
 `pyvenv.cfg`), the configured `exclude`/`extend-exclude` globs (by default `.git`, `.venv`,
-`venv`, `build`, `dist`, `__pycache__`, `node_modules`, ...) and what `.gitignore` files ignore.
+`venv`, `build`, `dist`, `__pycache__`, `node_modules`, ...) and what git ignores: `.gitignore`
+files and the repository's `.git/info/exclude`.
 Symbolic links to directories are not followed, so a link loop cannot hang the walk. A path
 named on the command line is linted whatever its name, unless `force_exclude` applies the
 excludes to it too (pre-commit names every file). A directory that cannot be read is reported
@@ -69,9 +70,11 @@ class IgnoreFile:
     patterns: tuple[IgnorePattern, ...]
 
     @classmethod
-    def read(cls, directory: Path) -> IgnoreFile | None:
+    def read(cls, directory: Path, path: Path | None = None) -> IgnoreFile | None:
+        """The patterns of `path` (default: the `.gitignore` in `directory`), relative to
+        `directory`; None when there is no such file or it has no pattern."""
         try:
-            text = (directory / GITIGNORE).read_text(encoding="utf-8", errors="replace")
+            text = (path or directory / GITIGNORE).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
         patterns = tuple(p for p in map(IgnorePattern.parse, text.splitlines()) if p)
@@ -97,15 +100,40 @@ def is_gitignored(path: Path, is_dir: bool, ignore_files: Sequence[IgnoreFile]) 
 
 
 def ancestor_ignore_files(directory: Path) -> tuple[IgnoreFile, ...]:
-    """The `.gitignore` files above `directory` within its git work tree (outermost first)."""
+    """What git ignores above `directory`: the repository's `.git/info/exclude` (git consults
+    it last, so it comes first), then the `.gitignore` files above `directory` within its
+    work tree, outermost first."""
     found = []
-    for ancestor in directory.parents:
-        ignore_file = IgnoreFile.read(ancestor)
-        if ignore_file:
-            found.append(ignore_file)
+    for ancestor in (directory, *directory.parents):
+        if ancestor != directory:
+            ignore_file = IgnoreFile.read(ancestor)
+            if ignore_file:
+                found.append(ignore_file)
         if os.path.exists(ancestor / ".git"):
-            return tuple(reversed(found))
+            exclude = _info_exclude(ancestor)
+            return (*([exclude] if exclude else []), *reversed(found))
     return ()
+
+
+def _info_exclude(work_tree: Path) -> IgnoreFile | None:
+    """The `info/exclude` of the repository whose work tree is `work_tree`; a linked worktree
+    or submodule (`.git` is a file naming the git directory) shares its common directory's."""
+    git = work_tree / ".git"
+    git_dir = git
+    if git.is_file():
+        try:
+            pointer = git.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not pointer.startswith("gitdir:"):
+            return None
+        git_dir = (work_tree / pointer[len("gitdir:") :].strip()).resolve()
+        try:
+            common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+            git_dir = (git_dir / common).resolve()
+        except OSError:
+            pass  # Not a linked worktree: the git directory holds its own info/.
+    return IgnoreFile.read(work_tree, git_dir / "info" / "exclude")
 
 
 def is_virtualenv(directory: Path) -> bool:

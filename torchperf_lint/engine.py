@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import tokenize
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -207,7 +208,11 @@ def check_nesting(text: str) -> None:
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
-        ast.parse(text)
+        # Compiled, not only parsed: Python 3.9 builds the tree of a 50,000-term sum and only
+        # its compiler gives up (Python 3.11 stops at the tree).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<nesting>", "exec", dont_inherit=True)
     except SyntaxError as error:
         if "too many nested" in str(error.msg) or "too complex" in str(error.msg):
             location = Location(error.lineno, max(error.offset or 1, 1)) if error.lineno else None

@@ -267,7 +267,7 @@ def _source_error(
         return FileError(filename, error.reason)
     cell, row = cell_of_row(notebook, joined, error.location.row)
     location = Location(row, error.location.column)
-    return FileError(filename, f"cell {cell}: {error.reason}", location)
+    return FileError(filename, error.reason, location, cell)
 
 
 def cell_source(notebook_text: str, cell: int) -> str | None:
@@ -281,6 +281,98 @@ def cell_source(notebook_text: str, cell: int) -> str | None:
     if isinstance(source, list):
         return "".join(source) if all(isinstance(line, str) for line in source) else None
     return source if isinstance(source, str) else None
+
+
+@dataclass(frozen=True)
+class NotebookLines:
+    """Where the characters of each code cell's source lie in the notebook's JSON text, so the
+    formats that name a line of the file (GitHub annotations, SARIF, GitLab, JUnit, pylint,
+    rdjson) point at the line of the `.ipynb` file that holds the reported code."""
+
+    file_line_starts: tuple[int, ...]
+    # Cell number → (offsets in the cell's source where its rows start, the offset in the
+    # notebook text of each character of the source, plus one past its end).
+    cells: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
+
+    def file_location(self, cell: int, location: Location) -> Location | None:
+        """`location` (relative to `cell`) as a row and column of the notebook file."""
+        if cell not in self.cells:
+            return None
+        row_starts, offsets = self.cells[cell]
+        if not 1 <= location.row <= len(row_starts):
+            return None
+        index = min(row_starts[location.row - 1] + location.column - 1, len(offsets) - 1)
+        offset = offsets[index]
+        row = bisect_right(self.file_line_starts, offset)
+        return Location(row, offset - self.file_line_starts[row - 1] + 1)
+
+
+def notebook_lines(notebook_text: str) -> NotebookLines | None:
+    """The cell-to-file map of a notebook's JSON text; None when it is not a notebook."""
+    try:
+        document = json.loads(notebook_text)
+        spans = _source_spans(notebook_text)
+    except (ValueError, IndexError, TypeError, AssertionError, AttributeError):
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        return None
+    cells = {}
+    for index, (start, end) in spans.items():
+        offsets = _source_offsets(notebook_text, start)
+        source = document["cells"][index].get("source")
+        text = "".join(source) if isinstance(source, list) else source
+        if not isinstance(text, str) or offsets is None or len(offsets) != len(text) + 1:
+            continue
+        row_starts = (0, *(match.end() for match in _LINE_END.finditer(text)))
+        cells[index + 1] = (row_starts, offsets)
+    line_starts = (0, *(match.end() for match in re.finditer("\n", notebook_text)))
+    return NotebookLines(line_starts, cells)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _source_offsets(text: str, position: int) -> tuple[int, ...] | None:
+    """The offset in `text` of each character of the `source` value at `position` (a JSON
+    string or list of strings), and one past the last; None for any other value."""
+    whitespace = re.compile(r"[ \t\n\r]*")
+    if text[position] == '"':
+        offsets, end = _string_offsets(text, position)
+        return (*offsets, end - 1)
+    if text[position] != "[":
+        return None
+    offsets: list[int] = []
+    position = whitespace.match(text, position + 1).end()
+    end = position
+    while text[position] != "]":
+        if text[position] != '"':
+            return None
+        item, end = _string_offsets(text, position)
+        offsets += item
+        position = whitespace.match(text, end).end()
+        if text[position] == ",":
+            position = whitespace.match(text, position + 1).end()
+    return (*offsets, max(end - 1, 0))
+
+
+def _string_offsets(text: str, position: int) -> tuple[list[int], int]:
+    """The offset of each decoded character of the JSON string at `position` (its escape
+    sequence counts as one character where it starts), and the offset past its closing quote."""
+    offsets = []
+    index = position + 1
+    while text[index] != '"':
+        offsets.append(index)
+        if text[index] != "\\":
+            index += 1
+        elif text[index + 1] != "u":
+            index += 2
+        elif 0xD800 <= int(text[index + 2 : index + 6], 16) < 0xDC00 and text.startswith(
+            "\\u", index + 6
+        ):
+            index += 12  # A surrogate pair is one character once decoded.
+        else:
+            index += 6
+    return offsets, index + 1
 
 
 # Fixing
@@ -492,3 +584,34 @@ def fix_notebook(
     outcome.after = text
     outcome.applied.update(fixed.applied)
     return outcome
+
+
+def add_noqa_notebook(
+    path: Path, filename: str, settings: LintSettings, program: ProgramFacts | None = None
+) -> int:
+    """`fixes.add_noqa_file` for a notebook: `# noqa: CODE` on each reported row of its cells,
+    written back into the changed cells only (IPython lines untouched). Returns how many rows
+    changed; a notebook that cannot be read or parsed counts 0 (linting reports it)."""
+    from torchperf_lint.fixes import add_noqa_text, write_atomic
+
+    try:
+        data = path.read_bytes()
+        notebook = read_notebook(data)
+        if not notebook.cells:
+            return 0
+        joined = notebook.joined()
+        diagnostics = analyse_text(joined, filename, settings, program).diagnostics
+        commented, changed = add_noqa_text(joined, diagnostics)
+        pieces = notebook.split(commented)
+        if not changed or pieces is None:
+            return 0
+        sources = {
+            cell.index: _restore_ipython(cell, python, notebook.placeholder)
+            for cell, python in zip(notebook.cells, pieces)
+            if python != cell.python
+        }
+    except (OSError, NotebookError, SourceError):
+        return 0
+    bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
+    write_atomic(path, (bom + rewrite_sources(notebook, sources)).encode("utf-8"))
+    return changed

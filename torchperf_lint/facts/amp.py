@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Union
 
 import libcst as cst
 
@@ -58,7 +59,7 @@ _PRECISION_OF_DTYPE = {
 # What autocast computes in when no dtype is given (`torch.get_autocast_dtype`'s defaults).
 _DEFAULT_PRECISION = {"cuda": Precision.FLOAT16, "cpu": Precision.BFLOAT16}
 
-Region = cst.With | cst.FunctionDef
+Region = Union[cst.With, cst.FunctionDef]
 
 
 @dataclass(eq=False)

@@ -7,20 +7,38 @@ Files that cannot be read, decoded or parsed are reported like findings, under t
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from torchperf_lint.diagnostics import Applicability, Diagnostic, FileError, Location
 from torchperf_lint.rules.base import Rule
 
+if TYPE_CHECKING:
+    from torchperf_lint.notebooks import NotebookLines
+
 FILE_ERROR_CODE = "E902"
 FILE_ERROR_NAME = "file-error"
-FORMATS = ("full", "concise", "json", "sarif", "github")
-TEXT_FORMATS = ("full", "concise")
+FORMATS = (
+    "full",
+    "concise",
+    "grouped",
+    "json",
+    "json-lines",
+    "junit",
+    "github",
+    "gitlab",
+    "pylint",
+    "rdjson",
+    "sarif",
+)
+# Formats for people: they end with the summary (`Found N errors.`) and may be coloured.
+TEXT_FORMATS = ("full", "concise", "grouped")
 
 
 @dataclass(frozen=True)
@@ -33,6 +51,34 @@ class Report:
     rules: Sequence[type[Rule]] = ()
     cwd: Path = field(default_factory=Path.cwd)
     source_of: Callable[[str], str | None] = lambda filename: None
+    # Each notebook's cell-to-file map, computed once per report.
+    _notebooks: dict[str, NotebookLines | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def file_span(self, diagnostic: Diagnostic) -> tuple[Location, Location]:
+        """Where `diagnostic` starts and ends as rows and columns of the file itself.
+
+        In a notebook the rows are relative to a cell; formats that name a line of the file
+        get the line of the `.ipynb` JSON that holds that code instead (1:1 when the notebook
+        cannot be read back, as Ruff's fallback for notebooks).
+        """
+        if diagnostic.cell is None:
+            return diagnostic.location, diagnostic.end_location
+        filename = diagnostic.filename
+        if filename not in self._notebooks:
+            from torchperf_lint.notebooks import notebook_lines
+
+            text = self.source_of(filename)
+            self._notebooks[filename] = None if text is None else notebook_lines(text)
+        lines = self._notebooks[filename]
+        if lines is None:
+            return Location(1, 1), Location(1, 1)
+        start = lines.file_location(diagnostic.cell, diagnostic.location)
+        end = lines.file_location(diagnostic.cell, diagnostic.end_location)
+        if start is None:
+            return Location(1, 1), Location(1, 1)
+        return start, end if end is not None and end >= start else start
 
 
 def file_error_diagnostic(error: FileError) -> Diagnostic:
@@ -42,6 +88,7 @@ def file_error_diagnostic(error: FileError) -> Diagnostic:
         code=FILE_ERROR_CODE,
         name=FILE_ERROR_NAME,
         message=error.reason,
+        cell=error.cell,
         filename=error.filename,
         location=location,
         end_location=location,
@@ -73,16 +120,71 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def severity(diagnostic: Diagnostic, rules: Sequence[type[Rule]]) -> str:
+    """`error` for a file that could not be linted, `warning` for a finding of a default rule,
+    `note` for one of an opt-in rule (SARIF's levels; the other formats map them)."""
+    if diagnostic.code == FILE_ERROR_CODE:
+        return "error"
+    rule = next((rule for rule in rules if rule.code == diagnostic.code), None)
+    return "note" if rule is not None and not rule.default else "warning"
+
+
+def fingerprints(report: Report) -> list[str]:
+    """A stable identity for each finding, for CI systems that track findings across commits
+    (SARIF's `partialFingerprints`, GitLab's `fingerprint`): a hash of the code, the file and the
+    text of the reported line without its indentation, so lines added above it do not change
+    it, plus its ordinal among the findings that share all three."""
+    lines: dict[tuple[str, int | None], list[str]] = {}
+    seen: Counter[str] = Counter()
+    found = []
+    for diagnostic in report.diagnostics:
+        key = (diagnostic.filename, diagnostic.cell)
+        if key not in lines:
+            text = report.source_of(diagnostic.filename)
+            if text is not None and diagnostic.cell is not None:
+                from torchperf_lint.notebooks import cell_source
+
+                text = cell_source(text, diagnostic.cell)
+            lines[key] = [] if text is None else text.splitlines()
+        row = diagnostic.location.row
+        line = lines[key][row - 1].strip() if 1 <= row <= len(lines[key]) else ""
+        identity = "\0".join((diagnostic.code, diagnostic.filename, str(diagnostic.cell), line))
+        seen[identity] += 1
+        # surrogatepass: a file name that is not UTF-8 keeps its identity.
+        identity_bytes = f"{identity}\0{seen[identity]}".encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(identity_bytes, digest_size=16)
+        found.append(digest.hexdigest())
+    return found
+
+
 def render(output_format: str, report: Report) -> str:
     """The findings in `output_format` (one of `FORMATS`), ending with a newline when non-empty."""
-    from torchperf_lint.report import concise, full, github, json, sarif
+    from torchperf_lint.report import (
+        concise,
+        full,
+        github,
+        gitlab,
+        grouped,
+        json,
+        json_lines,
+        junit,
+        pylint,
+        rdjson,
+        sarif,
+    )
 
     renderers = {
         "full": full.render,
         "concise": concise.render,
+        "grouped": grouped.render,
         "json": json.render,
-        "sarif": sarif.render,
+        "json-lines": json_lines.render,
+        "junit": junit.render,
         "github": github.render,
+        "gitlab": gitlab.render,
+        "pylint": pylint.render,
+        "rdjson": rdjson.render,
+        "sarif": sarif.render,
     }
     return renderers[output_format](report)
 

@@ -1,7 +1,11 @@
 """`--output-format sarif`: SARIF 2.1.0, as GitHub code scanning accepts it.
 
 Every rule is described in `tool.driver.rules`; each result points at a file by a URI relative
-to the working directory (forward slashes), with 1-based code-point columns.
+to the working directory (forward slashes), with 1-based code-point columns; a notebook's
+finding points at the line of the `.ipynb` file that holds its code. Levels: `error` for a file
+that could not be linted, `warning` for default rules, `note` for opt-in rules.
+`partialFingerprints` (see `report.fingerprints`) let code scanning follow a finding across
+commits that move it.
 """
 
 from __future__ import annotations
@@ -14,10 +18,19 @@ from urllib.parse import quote
 from torchperf_lint import __version__
 from torchperf_lint.diagnostics import Diagnostic
 from torchperf_lint.docs import HOMEPAGE, render_page
-from torchperf_lint.report import FILE_ERROR_CODE, FILE_ERROR_NAME, Report
+from torchperf_lint.report import (
+    FILE_ERROR_CODE,
+    FILE_ERROR_NAME,
+    Report,
+    fingerprints,
+    severity,
+)
+from torchperf_lint.report.github import message_with_cell
 from torchperf_lint.rules.base import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# The key of our fingerprint in `partialFingerprints`; the version changes with its recipe.
+FINGERPRINT_KEY = "torchperf-lint/v1"
 FILE_ERROR_DESCRIPTOR = {
     "id": FILE_ERROR_CODE,
     "name": FILE_ERROR_NAME,
@@ -30,6 +43,7 @@ FILE_ERROR_DESCRIPTOR = {
         "markdown": "Fix the reported problem so the file can be linted.",
     },
     "helpUri": HOMEPAGE,
+    "defaultConfiguration": {"level": "error"},
     "properties": {"tags": ["error"]},
 }
 
@@ -51,7 +65,10 @@ def render(report: Report) -> str:
                     }
                 },
                 "columnKind": "unicodeCodePoints",
-                "results": [_result(d, index, report.cwd) for d in report.diagnostics],
+                "results": [
+                    _result(d, index, report, fingerprint)
+                    for d, fingerprint in zip(report.diagnostics, fingerprints(report))
+                ],
             }
         ],
     }
@@ -70,6 +87,7 @@ def _descriptor(rule: type[Rule]) -> dict[str, object]:
             "markdown": render_page(rule),
         },
         "helpUri": rule.url(),
+        "defaultConfiguration": {"level": "warning" if rule.default else "note"},
         "properties": {
             "tags": ["performance", "pytorch"],
             "default": rule.default,
@@ -78,27 +96,33 @@ def _descriptor(rule: type[Rule]) -> dict[str, object]:
     }
 
 
-def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[str, object]:
+def _result(
+    diagnostic: Diagnostic, index: dict[str, int], report: Report, fingerprint: str
+) -> dict[str, object]:
     result: dict[str, object] = {"ruleId": diagnostic.code}
     if diagnostic.code in index:
         result["ruleIndex"] = index[diagnostic.code]
+    start, end = report.file_span(diagnostic)
     result.update(
         {
-            "level": "error",
-            "message": {"text": _message(diagnostic)},
+            "level": severity(diagnostic, report.rules),
+            "message": {"text": message_with_cell(diagnostic)},
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": artifact_uri(diagnostic.filename, cwd)},
+                        "artifactLocation": {
+                            "uri": artifact_uri(diagnostic.filename, report.cwd)
+                        },
                         "region": {
-                            "startLine": diagnostic.location.row,
-                            "startColumn": diagnostic.location.column,
-                            "endLine": diagnostic.end_location.row,
-                            "endColumn": diagnostic.end_location.column,
+                            "startLine": start.row,
+                            "startColumn": start.column,
+                            "endLine": end.row,
+                            "endColumn": end.column,
                         },
                     }
                 }
             ],
+            "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
         }
     )
     related = [item for item in diagnostic.related if item.location is not None]
@@ -107,7 +131,7 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
             {
                 "id": number,
                 "physicalLocation": {
-                    "artifactLocation": {"uri": artifact_uri(item.filename, cwd)},
+                    "artifactLocation": {"uri": artifact_uri(item.filename, report.cwd)},
                     "region": {"startLine": item.location.row, "startColumn": item.location.column},
                 },
                 "message": {"text": item.message},
@@ -119,20 +143,17 @@ def _result(diagnostic: Diagnostic, index: dict[str, int], cwd: Path) -> dict[st
     return result
 
 
-def _message(diagnostic: Diagnostic) -> str:
-    # Rows in a notebook are relative to the cell, so the message names the cell.
-    if diagnostic.cell is None:
-        return diagnostic.message
-    return f"cell {diagnostic.cell}: {diagnostic.message}"
-
-
-def artifact_uri(filename: str, cwd: Path) -> str:
-    """`filename` as a URI reference relative to `cwd`, with forward slashes."""
+def artifact_uri(filename: str, cwd: Path, percent_encoded: bool = True) -> str:
+    """`filename` as a URI reference relative to `cwd`, with forward slashes (a plain relative
+    path when not `percent_encoded`)."""
     path = Path(filename)
     absolute = path if path.is_absolute() else cwd / path
     try:
         relative = os.path.relpath(absolute, cwd)
     except ValueError:  # another drive on Windows: no relative form exists
         return absolute.as_uri()
+    posix = Path(relative).as_posix()
+    if not percent_encoded:
+        return posix
     # A name that is not valid UTF-8 keeps its bytes, percent-encoded, as a URI does.
-    return quote(Path(relative).as_posix(), errors="surrogateescape")
+    return quote(posix, errors="surrogateescape")

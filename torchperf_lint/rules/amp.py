@@ -206,8 +206,9 @@ class DeprecatedCudaAmp(Rule):
 
     ## References
     - PyTorch docs, [Automatic Mixed Precision package](https://pytorch.org/docs/stable/amp.html)
-    - Seed document 000, "혼합 정밀도 학습 (torch.cuda.amp)", and seed document 001, section 2:
-      both teach the deprecated `torch.cuda.amp` spelling; the PyTorch docs supersede them.
+    - PyTorch docs, [`torch.cuda.amp.autocast`](https://pytorch.org/docs/stable/amp.html#torch.cuda.amp.autocast):
+      "`torch.cuda.amp.autocast(args...)` is deprecated. Please use
+      `torch.amp.autocast("cuda", args...)` instead."
     """
 
     code = "TPL301"
@@ -418,8 +419,8 @@ class Fp16WithoutGradScaler(Rule):
     ## References
     - PyTorch docs, [Gradient scaling](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
       and [AMP examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
-    - Seed document 000, "혼합 정밀도 학습 (torch.cuda.amp)" (the scaler prevents float16
-      underflow), and seed document 001, section 2 ("GradScaler 필요")
+    - PyTorch tutorial, [Automatic Mixed Precision recipe](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
+      ("Adding GradScaler": gradient scaling prevents float16 gradients from underflowing)
     """
 
     code = "TPL302"
@@ -517,8 +518,9 @@ class GradScalerWithBf16(Rule):
 
     ## References
     - PyTorch docs, [Automatic Mixed Precision package](https://pytorch.org/docs/stable/amp.html)
-    - Seed document 000, "bfloat16": bfloat16 is numerically stable enough to train without a
-      GradScaler
+    - PyTorch docs, [Gradient scaling](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
+      (the underflow it prevents is that of `torch.float16` gradients; automatic mixed
+      precision with `torch.bfloat16` "only uses `torch.autocast`")
     """
 
     code = "TPL303"
@@ -619,7 +621,8 @@ class NoMixedPrecision(Rule):
     ## References
     - PyTorch docs, [Automatic Mixed Precision package](https://pytorch.org/docs/stable/amp.html)
       and the [AMP recipe](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
-    - Seed document 000, "혼합 정밀도 학습 (torch.cuda.amp)", and seed document 001, section 2
+    - PyTorch Performance Tuning Guide, [Use mixed precision and AMP](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-mixed-precision-and-amp)
+      ("up to 3x overall speedup on Volta and newer GPU architectures")
     """
 
     code = "TPL304"

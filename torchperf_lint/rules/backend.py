@@ -14,7 +14,6 @@ from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.rules.base import Finding, Rule
 from torchperf_lint.rules.edits import replace_argument, set_keyword
 
-SEED_CHECKLIST = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\""
 TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
 
 CONVOLUTIONS = frozenset(
@@ -325,7 +324,7 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
-    - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Disable bias for convolutions directly followed by a batch norm](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-bias-for-convolutions-directly-followed-by-a-batch-norm)
     - PyTorch docs, [BatchNorm2d](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html)
     """
 
@@ -370,7 +369,7 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
 
     ## References
-    - PyTorch Performance Tuning Guide, "Disable bias for convolutions directly followed by a batch norm" (the same holds for Linear) (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Disable bias for convolutions directly followed by a batch norm](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-bias-for-convolutions-directly-followed-by-a-batch-norm) (the same holds for Linear)
     - PyTorch docs, [BatchNorm1d](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)
     """
 
@@ -433,8 +432,8 @@ class CudnnBenchmarkNotEnabled(Rule):
     and costs more than it saves, and the choice is not deterministic; only the author knows.
 
     ## References
-    - PyTorch Performance Tuning Guide, "Enable cuDNN auto-tuner" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
-    - Seed document 001, section 3.1 (cudnn.benchmark)
+    - PyTorch Performance Tuning Guide, [Enable cuDNN auto-tuner](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner)
+    - PyTorch docs, [`torch.backends.cudnn.benchmark`](https://pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark)
     """
 
     code = "TPL901"
@@ -482,7 +481,7 @@ class CudnnDeterministicEnabled(Rule):
 
     ## References
     - PyTorch docs, [Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
-    - PyTorch Performance Tuning Guide (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - [PyTorch Performance Tuning Guide](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
     """
 
     code = "TPL902"
@@ -608,8 +607,9 @@ class BatchSizeNotPowerOfTwo(Rule):
     No fix: the batch size changes the optimisation (learning rate, memory use).
 
     ## References
-    - Seed document 001, section 3.2 (batch size as a power of two)
-    - NVIDIA Deep Learning Performance guide, "Matrix multiplication background"
+    - PyTorch Performance Tuning Guide, [Use mixed precision and AMP](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-mixed-precision-and-amp)
+      ("set sizes to multiples of 8")
+    - NVIDIA, [Matrix Multiplication Background User's Guide](https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html)
     """
 
     code = "TPL904"
@@ -786,7 +786,7 @@ class TensorCoreUnfriendlyDims(Rule):
 
     ## References
     - NVIDIA, [Tensor Core requirements](https://docs.nvidia.com/deeplearning/performance/mixed-precision-training/index.html#tensor-core-shape)
-    - PyTorch Performance Tuning Guide, "Use mixed precision and AMP" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Use mixed precision and AMP](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-mixed-precision-and-amp)
     """
 
     code = "TPL907"
@@ -864,7 +864,7 @@ class ChannelsLastNotUsed(Rule):
 
     ## References
     - PyTorch tutorial, [Channels last memory format](https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html)
-    - PyTorch Performance Tuning Guide, "Use channels_last memory format for computer vision models" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Enable channels_last memory format for computer vision models](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-channels-last-memory-format-for-computer-vision-models)
     """
 
     code = "TPL910"

@@ -117,7 +117,8 @@ class ModelNotCompiled(Rule):
     ## References
     - PyTorch docs, [torch.compile](https://pytorch.org/docs/stable/generated/torch.compile.html)
       and the [introduction to torch.compile](https://pytorch.org/tutorials/intermediate/torch_compile_tutorial.html)
-    - Seed document 000, "torch.compile() — 모델 컴파일"
+    - PyTorch Performance Tuning Guide, [Fuse operations](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#fuse-operations)
+      (`torch.compile` fuses kernels)
     """
 
     code = "TPL401"
@@ -192,8 +193,8 @@ class TorchscriptForSpeed(Rule):
     - PyTorch docs, [TorchScript](https://pytorch.org/docs/stable/jit.html) (maintenance
       mode), [torch.compile](https://pytorch.org/docs/stable/generated/torch.compile.html),
       [torch.export](https://pytorch.org/docs/stable/export.html)
-    - Seed document 001, section "구조적 최적화" recommends TorchScript compilation for speed;
-      we follow the current PyTorch docs, which point to `torch.compile` instead
+    - PyTorch docs, [`torch.jit.script`](https://pytorch.org/docs/stable/generated/torch.jit.script.html):
+      "TorchScript is deprecated, please use `torch.compile` instead."
     """
 
     code = "TPL402"

@@ -26,8 +26,6 @@ from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
 
-SEED_SPEED = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\", section 1"
-SEED_TRANSFER = "Seed document 000, \"성능 최적화 팁\", section \"데이터 전송 병목 최소화\""
 DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
 PIN_DOCS = "https://pytorch.org/docs/stable/data.html#memory-pinning"
 
@@ -98,8 +96,9 @@ class DataLoaderNoWorkers(Rule):
 
     ## References
     - PyTorch docs, [Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
-    - PyTorch Performance Tuning Guide, "Enable asynchronous data loading and augmentation"
-    - Seed document 001, section 1 (num_workers), and seed document 000, "데이터 전송 병목 최소화"
+    - PyTorch Performance Tuning Guide, [Enable asynchronous data loading and augmentation](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-asynchronous-data-loading-and-augmentation)
+    - PyTorch docs, [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+      (`num_workers`: "0 means that the data will be loaded in the main process")
     """
 
     code = "TPL101"
@@ -190,8 +189,9 @@ class DataLoaderNoPinMemory(Rule):
 
     ## References
     - PyTorch docs, [Memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
-    - PyTorch tutorial, "A guide on good usage of non_blocking and pin_memory() in PyTorch"
-    - Seed document 000, "DataLoader의 pin_memory와 non_blocking"; seed document 001, section 1
+    - PyTorch tutorial, [A guide on good usage of `non_blocking` and `pin_memory()` in PyTorch](https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)
+    - PyTorch Performance Tuning Guide, [Enable asynchronous data loading and augmentation](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-asynchronous-data-loading-and-augmentation)
+      ("When using a GPU it's better to set `pin_memory=True`")
     """
 
     code = "TPL102"
@@ -276,7 +276,8 @@ class DataLoaderWorkersNotPersistent(Rule):
 
     ## References
     - PyTorch docs, [`torch.utils.data.DataLoader`](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader) (`persistent_workers`)
-    - Seed document 001, section 1 (num_workers)
+    - PyTorch docs, [Multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+      (workers are created each time an iterator of the `DataLoader` is created)
     """
 
     code = "TPL103"
@@ -368,9 +369,9 @@ class BlockingHostToDeviceCopy(Rule):
     before it has arrived.
 
     ## References
-    - PyTorch tutorial, "A guide on good usage of non_blocking and pin_memory() in PyTorch"
+    - PyTorch tutorial, [A guide on good usage of `non_blocking` and `pin_memory()` in PyTorch](https://pytorch.org/tutorials/intermediate/pinmem_nonblock.html)
     - PyTorch docs, [`Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
-    - Seed document 000, "DataLoader의 pin_memory와 non_blocking"
+    - PyTorch docs, [CUDA semantics: use pinned memory buffers](https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers)
     """
 
     code = "TPL104"
@@ -487,9 +488,10 @@ class TensorCreatedThenMoved(Rule):
     dtype or copies.
 
     ## References
-    - PyTorch Performance Tuning Guide, "Create tensors directly on the target device"
+    - PyTorch Performance Tuning Guide, [Create tensors directly on the target device](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#create-tensors-directly-on-the-target-device)
     - PyTorch docs, [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
-    - Seed document 000, "불필요한 CPU-GPU 왕복 피하기"
+    - PyTorch Performance Tuning Guide, [Avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
+      (copies such as `tensor.cuda()` and `tensor.to(device)` synchronise)
     """
 
     code = "TPL105"

@@ -15,8 +15,6 @@ from torchperf_lint.facts.names import last_identifier
 from torchperf_lint.facts.syncs import CLOCKS
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
-SEED_BENCHMARK = "Seed document 000, \"성능 최적화 팁\", section \"CPU vs GPU 성능 비교\""
-
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
 # PyTorch calls that copy tensors to the host, so the host waits for the kernels producing them.
 _HOST_COPIES = frozenset({"torch.save"})
@@ -125,9 +123,8 @@ class CudaTimingWithoutSync(Rule):
     ## References
     - PyTorch docs, [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
     - PyTorch docs, [torch.utils.benchmark](https://pytorch.org/docs/stable/benchmark_utils.html)
-    - Seed document 000, "CPU vs GPU 성능 비교": synchronises before starting and before reading
-      the end of its benchmark loop, as this rule asks. Its comment calls the first
-      `synchronize()` a warm-up; it is not one: warm up by running the work once before timing.
+    - PyTorch tutorial, [PyTorch Benchmark](https://pytorch.org/tutorials/recipes/recipes/benchmark.html):
+      `torch.utils.benchmark.Timer` runs warm-ups and synchronises CUDA for you
     """
 
     code = "TPL801"
@@ -301,7 +298,7 @@ class DebugApiEnabled(Rule):
     ## References
     - PyTorch docs, [Anomaly detection](https://pytorch.org/docs/stable/autograd.html#anomaly-detection)
       ("This mode should be enabled only for debugging as the different tests will slow down your program execution.")
-    - PyTorch Performance Tuning Guide, "Disable debugging APIs" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Disable debugging APIs](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-debugging-apis)
     """
 
     code = "TPL802"
@@ -401,7 +398,7 @@ class ProfilerLeftOn(Rule):
 
     ## References
     - PyTorch docs, [torch.profiler](https://pytorch.org/docs/stable/profiler.html) (`schedule`)
-    - PyTorch Performance Tuning Guide, "Disable debugging APIs" (https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html)
+    - PyTorch Performance Tuning Guide, [Disable debugging APIs](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-debugging-apis)
     """
 
     code = "TPL803"

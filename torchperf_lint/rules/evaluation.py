@@ -272,7 +272,7 @@ class EvalWithoutNoGrad(Rule):
       and [`Module.eval`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval)
       ("This is different from `torch.no_grad`")
     - PyTorch docs, [Locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
-    - Seed document 001, section 4 ("torch.no_grad(): 검증이나 테스트 시에는 그래디언트 계산을 비활성화")
+    - PyTorch Performance Tuning Guide, [Disable gradient calculation for validation or inference](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-gradient-calculation-for-validation-or-inference)
     """
 
     code = "TPL701"
@@ -437,8 +437,9 @@ class NoGradInsteadOfInferenceMode(Rule):
     ## References
     - PyTorch docs, [`torch.inference_mode`](https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html)
     - PyTorch docs, [Inference mode](https://pytorch.org/docs/stable/notes/autograd.html#inference-mode)
-    - Seed document 001, section 4 recommends `torch.no_grad()` for validation; we follow the
-      PyTorch docs, which prefer `inference_mode` where it is allowed, and only for pure inference
+    - PyTorch Performance Tuning Guide, [Disable gradient calculation for validation or inference](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-gradient-calculation-for-validation-or-inference)
+      recommends `torch.no_grad()` for validation; the `inference_mode` docs go further where it
+      is allowed, and this rule only asks for it in pure inference
     """
 
     code = "TPL702"

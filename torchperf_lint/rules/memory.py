@@ -282,16 +282,14 @@ class LossGraphRetained(Rule):
     Unsafe: the fix stores `loss.detach()`. Code that later backpropagates through the stored
     values (in another function) would stop computing their gradients.
 
-    The seeds disagree on the remedy. Seed document 001 (tip 2) stores `loss.item()`, which
-    waits for the GPU on every step (TPL201); seed document 000 ("불필요한 CPU-GPU 왕복 피하기")
-    accumulates `total_loss += loss` on the device but without `.detach()`, which keeps every
-    graph alive. We follow the device-side accumulation with `.detach()`: no sync and no graph.
+    The sources disagree on the remedy. PyTorch's FAQ replaces `total_loss += loss`, which
+    keeps every graph alive, with `total_loss += float(loss)`, which waits for the GPU on every
+    step (TPL201; the Performance Tuning Guide lists `.item()` among the syncs to avoid). We follow the device-side accumulation with `.detach()`: no sync and no graph.
 
     ## References
     - PyTorch FAQ, [Don't accumulate history across your training loop](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
     - PyTorch docs, [`Tensor.detach`](https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
-    - Seed document 001, "실무자를 위한 최적화 팁", tip 2, and section 4 (`detach()`)
-    - Seed document 000, "성능 최적화 팁", section "불필요한 CPU-GPU 왕복 피하기"
+    - PyTorch Performance Tuning Guide, [Avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
     """
 
     code = "TPL501"
@@ -442,8 +440,7 @@ class CheckpointUseReentrant(Rule):
 
     ## References
     - PyTorch docs, [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
-    - Seed document 000, "성능 최적화 팁", section "메모리 최적화 — 그래디언트 체크포인팅" (which
-      already passes `use_reentrant=False`)
+    - PyTorch Performance Tuning Guide, [Checkpoint intermediate buffers](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#checkpoint-intermediate-buffers)
     """
 
     code = "TPL502"

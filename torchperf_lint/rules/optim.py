@@ -21,7 +21,6 @@ from torchperf_lint.facts.names import dotted_name, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, remove_keyword, replace_statement
 
-SEED_ADAMW = "Seed document 001, \"PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법\", section 5"
 OPTIM_DOCS = "https://pytorch.org/docs/stable/optim.html"
 
 # The oldest PyTorch whose optimizer accepts `fused=True`.
@@ -60,7 +59,7 @@ class AdamWithWeightDecay(Rule):
     interacts with the adaptive step size. `AdamW` decays the weights directly ("decoupled
     weight decay", Loshchilov & Hutter), which regularises as intended and usually converges
     faster and more stably at the same learning rate, so fewer epochs reach the same accuracy.
-    Seed document 001 recommends `AdamW` for exactly this reason.
+    The `torch.optim.AdamW` docs describe exactly this decoupled decay.
 
     ## Example
     ```python
@@ -83,8 +82,8 @@ class AdamWithWeightDecay(Rule):
     ## References
     - PyTorch docs, [`torch.optim.AdamW`](https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html)
       and [`torch.optim.Adam`](https://pytorch.org/docs/stable/generated/torch.optim.Adam.html)
-    - Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019)
-    - Seed document 001, section 5 ("최신 옵티마이저와 스케줄러 활용")
+    - Loshchilov & Hutter, [Decoupled Weight Decay Regularization](https://arxiv.org/abs/1711.05101)
+      (ICLR 2019)
     """
 
     code = "TPL601"
@@ -215,7 +214,7 @@ class ZeroGradSetToNoneFalse(Rule):
 
     ## References
     - PyTorch docs, [`torch.optim.Optimizer.zero_grad`](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
-    - PyTorch Performance Tuning Guide, "Use parameter.grad = None instead of model.zero_grad()"
+    - PyTorch Performance Tuning Guide, [Use parameter.grad = None instead of model.zero_grad() or optimizer.zero_grad()](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#use-parameter-grad-none-instead-of-model-zero-grad-or-optimizer-zero-grad)
     """
 
     code = "TPL602"

@@ -128,18 +128,17 @@ class SyncInTrainingLoop(_PerIterationRule):
     - PyTorch's FAQ ("My model reports 'cuda runtime error(2): out of memory'") suggests
       `total_loss += float(loss)` so the history does not keep the graph alive. That fixes
       the memory leak but syncs on every step, which this rule reports.
-    - Seed document 001 (tip 2) says to always store `loss.item()` for the same reason; seed
-      document 000 ("불필요한 CPU-GPU 왕복 피하기") shows that `.item()` on every step is a
-      GPU-to-CPU round trip and accumulates on the GPU instead.
+    - The Performance Tuning Guide ("Avoid unnecessary CPU-GPU synchronization") lists
+      `cuda_tensor.item()` among the operations that make the host wait for the GPU, so
+      the value is best accumulated on the GPU instead.
     `loss.detach()` gives both: the graph is freed and nothing waits for the GPU.
 
     ## References
     - PyTorch docs, [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
-    - PyTorch Performance Tuning Guide, "Avoid unnecessary CPU-GPU synchronization"
+    - PyTorch Performance Tuning Guide, [Avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
     - PyTorch FAQ, [My model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html)
-    - `torch.cuda.set_sync_debug_mode`, which reports these syncs at run time
-    - Seed document 000, "성능 최적화 팁", section "불필요한 CPU-GPU 왕복 피하기"
-    - Seed document 001, "PyTorch 모델 훈련 속도를 획기적으로 높이는 7가지 최적화 기법", tip 2
+    - PyTorch docs, [`torch.cuda.set_sync_debug_mode`](https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html),
+      which reports these syncs at run time
     """
 
     code = "TPL201"
@@ -199,8 +198,7 @@ class SyncInEvalLoop(_PerIterationRule):
 
     ## References
     - PyTorch docs, [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
-    - PyTorch Performance Tuning Guide, "Avoid unnecessary CPU-GPU synchronization"
-    - Seed document 000, "성능 최적화 팁", section "불필요한 CPU-GPU 왕복 피하기"
+    - PyTorch Performance Tuning Guide, [Avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
     """
 
     code = "TPL202"
@@ -270,7 +268,8 @@ class DataDependentShapeInLoop(_PerIterationRule):
     ## References
     - PyTorch docs, [`torch.cuda.set_sync_debug_mode`](https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html) (which lists `nonzero` among the syncing operations)
     - PyTorch docs, [`torch.nonzero`](https://pytorch.org/docs/stable/generated/torch.nonzero.html) ("requires a host-device synchronization" on CUDA)
-    - Seed document 000, "성능 최적화 팁", section "불필요한 CPU-GPU 왕복 피하기"
+    - PyTorch Performance Tuning Guide, [Avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
+      (which lists `cuda_tensor.nonzero()`)
     """
 
     code = "TPL203"
@@ -332,8 +331,8 @@ class PythonLoopOverTensorElements(Rule):
     ## References
     - PyTorch docs, [Broadcasting semantics](https://pytorch.org/docs/stable/notes/broadcasting.html)
     - PyTorch docs, [Tensor indexing](https://pytorch.org/docs/stable/tensor_view.html)
-    - Seed document 000, "성능 최적화 팁", section "CPU vs GPU 성능 비교" (small operations
-      do not pay for the launch)
+    - PyTorch Performance Tuning Guide, [Fuse operations](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#fuse-operations)
+      (eager mode launches a separate kernel for each operation)
     """
 
     code = "TPL204"

@@ -23,7 +23,7 @@ from torchperf_lint.verify.runner import Plan, measure
 from torchperf_lint.verify.variants import build_variants
 
 UNWINDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-NEEDS_TORCH = "verify needs PyTorch: pip install 'torchperf-lint[verify]'"
+NEEDS_TORCH = "verify needs PyTorch: pip install 'torch>=2.1' (or the `verify` extra)"
 
 
 class CannotVerify(click.ClickException):
