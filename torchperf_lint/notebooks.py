@@ -606,7 +606,7 @@ def add_noqa_notebook(
         if not changed or pieces is None:
             return 0
         sources = {
-            cell.index: _restore_ipython(cell, python, notebook.placeholder)
+            cell.index: restore_ipython(cell, python, notebook.placeholder)
             for cell, python in zip(notebook.cells, pieces)
             if python != cell.python
         }
