@@ -10,7 +10,8 @@ import subprocess
 from cli_helpers import torchperf_lint, write_files
 
 # TPL105 (safe fix) at 3:5.
-MOVED_TENSOR = "import torch\n\nx = torch.zeros(3).cuda()\n"
+# TPL105 (a safe fix) on every iteration of a loop over a loader.
+MOVED_TENSOR = "import torch\n\nfor x in loader: x = torch.zeros(3).cuda()\n"
 # TPL101 (no safe fix) at 6:12.
 LOADER = (
     "import torch\n"
@@ -28,7 +29,9 @@ NOTEBOOK = {
             "execution_count": None,
             "metadata": {},
             "outputs": [],
-            "source": ["%matplotlib inline\n", "import torch\n", "x = torch.zeros(3).cuda()"],
+            "source": [
+                "%matplotlib inline\n", "import torch\n", "for x in loader: x = torch.zeros(3).cuda()"
+            ],
         },
         {
             "cell_type": "code",
@@ -50,7 +53,7 @@ def test_fix_only_fixes_and_neither_reports_nor_fails_on_what_remains(tmp_path):
     result = torchperf_lint("--no-cache", "--fix-only", ".", cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "Fixed 1 error.\n", "")
     assert (tmp_path / "moved.py").read_text() == (
-        'import torch\n\nx = torch.zeros(3, device="cuda")\n'
+        'import torch\n\nfor x in loader: x = torch.zeros(3, device="cuda")\n'
     )
     again = torchperf_lint("--no-cache", "--fix-only", ".", cwd=tmp_path)
     assert (again.returncode, again.stdout) == (0, "")
@@ -178,17 +181,17 @@ def test_stdin_notebook_is_linted_fixed_and_diffed_as_a_notebook(tmp_path):
         *args, "--output-format", "concise", cwd=tmp_path, stdin=NOTEBOOK_TEXT.encode()
     )
     assert lint.returncode == 1
-    assert lint.stdout.splitlines()[0].startswith("nb.ipynb:cell 1:3:5: TPL105 [*] ")
+    assert lint.stdout.splitlines()[0].startswith("nb.ipynb:cell 1:3:22: TPL105 [*] ")
     fixed = torchperf_lint(*args, "--fix", cwd=tmp_path, stdin=NOTEBOOK_TEXT.encode())
     expected = NOTEBOOK_TEXT.replace(
-        '"x = torch.zeros(3).cuda()"', '"x = torch.zeros(3, device=\\"cuda\\")"'
+        'x = torch.zeros(3).cuda()"', 'x = torch.zeros(3, device=\\"cuda\\")"'
     )
     assert fixed.stdout == expected
     assert "TPL105" not in fixed.stderr and "TPL101" in fixed.stderr
     diff = torchperf_lint(*args, "--diff", cwd=tmp_path, stdin=NOTEBOOK_TEXT.encode())
     assert diff.returncode == 1
-    assert '-    "x = torch.zeros(3).cuda()"\n' in diff.stdout
-    assert '+    "x = torch.zeros(3, device=\\"cuda\\")"\n' in diff.stdout
+    assert '-    "for x in loader: x = torch.zeros(3).cuda()"\n' in diff.stdout
+    assert '+    "for x in loader: x = torch.zeros(3, device=\\"cuda\\")"\n' in diff.stdout
 
 
 def test_force_exclude_skips_an_excluded_stdin_filename(tmp_path):
@@ -212,7 +215,7 @@ def test_add_noqa_comments_notebook_cells_and_keeps_the_json_layout(tmp_path):
     added = torchperf_lint("--no-cache", "--add-noqa", "nb.ipynb", cwd=tmp_path)
     assert (added.returncode, added.stderr) == (0, "Added 2 noqa directives.\n")
     assert (tmp_path / "nb.ipynb").read_text() == NOTEBOOK_TEXT.replace(
-        '"x = torch.zeros(3).cuda()"', '"x = torch.zeros(3).cuda()  # noqa: TPL105"'
+        'x = torch.zeros(3).cuda()"', 'x = torch.zeros(3).cuda()  # noqa: TPL105"'
     ).replace(
         '"loader = torch.utils.data.DataLoader(x)"',
         '"loader = torch.utils.data.DataLoader(x)  # noqa: TPL101"',

@@ -41,7 +41,7 @@ FILES = {
         "    for batch in loader:\n"
         "        print(batch)\n"
     ),
-    "src/moved.py": "import torch\n\nété = torch.zeros(3).cuda()\n",
+    "src/moved.py": "import torch\n\nfor x in loader: été = torch.zeros(3).cuda()\n",
     "src/broken.py": "import torch\nx = 1 1\n",
 }
 SELECT = ("--no-cache", "--select", "TPL101,TPL103,TPL105")
@@ -201,10 +201,10 @@ def test_rdjson_for_reviewdog(project):
     assert document["source"]["name"] == "torchperf-lint"
     diagnostics = {(d["location"]["path"], d["code"]["value"]): d for d in document["diagnostics"]}
     moved = diagnostics[("src/moved.py", "TPL105")]
-    # Columns count UTF-8 bytes: `été = ` is 6 characters and 8 bytes.
+    # Columns count UTF-8 bytes: `for x in loader: été = ` is 23 characters and 25 bytes.
     assert moved["location"]["range"] == {
-        "start": {"line": 3, "column": 9},
-        "end": {"line": 3, "column": 30},
+        "start": {"line": 3, "column": 26},
+        "end": {"line": 3, "column": 47},
     }
     assert moved["severity"] == "WARNING"
     assert moved["code"]["url"].endswith("TPL105-tensor-created-then-moved.md")
@@ -250,7 +250,7 @@ def test_grouped_lists_findings_under_their_file_then_the_summary(project):
         "set `num_workers`\n"
         "\n"
         "src/moved.py:\n"
-        "  3:7 TPL105 [*] Tensor created on the CPU then moved to the device; pass `device=` to "
+        "  3:24 TPL105 [*] Tensor created on the CPU then moved to the device; pass `device=` to "
         "the factory\n"
         "\n"
         "src/workers.py:\n"
@@ -267,16 +267,17 @@ def test_grouped_pads_rows_and_columns_within_a_file(tmp_path):
         tmp_path,
         {
             "many.py": "import torch\n"
-            + "\n" * 7
-            + "a = torch.zeros(3).cuda()\n"
+            + "\n" * 6
+            + "for x in loader:\n"
+            + "    a = torch.zeros(3).cuda()\n"
             + "\n" * 3
-            + "b = [1, 2, torch.ones(2).cuda()]\n"
+            + "    b = [1, 2, torch.ones(2).cuda()]\n"
         },
     )
     result = torchperf_lint("--no-cache", "--output-format", "grouped", "many.py", cwd=tmp_path)
     message = "TPL105 [*] Tensor created on the CPU then moved to the device; pass `device=`"
     assert result.stdout.splitlines()[:3] == [
         "many.py:",
-        f"   9:5  {message} to the factory",
-        f"  13:12 {message} to the factory",
+        f"   9:9  {message} to the factory",
+        f"  13:16 {message} to the factory",
     ]

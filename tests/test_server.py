@@ -361,6 +361,6 @@ def test_without_the_extra_the_command_names_it_and_exits_2() -> None:
     )
     assert result.returncode == 2
     assert result.stderr == (
-        "error: `torchperf-lint server` needs the `lsp` extra: "
-        "pip install 'torchperf-lint[lsp]'\n"
+        "error: `torchperf-lint server` needs the `lsp` extra (pygls): "
+        "install `torchperf-lint[lsp]` (README, Installing)\n"
     )

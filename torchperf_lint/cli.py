@@ -859,7 +859,7 @@ def show_rule(code: str) -> None:
 
 @main.command("server")
 def server() -> None:
-    """Run the language server (LSP over stdio); needs `pip install 'torchperf-lint[lsp]'`."""
+    """Run the language server (LSP over stdio); needs the `lsp` extra."""
     from torchperf_lint.server import serve
 
     sys.exit(serve())

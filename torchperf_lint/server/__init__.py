@@ -1,6 +1,6 @@
 """`torchperf-lint server`: a language server (LSP 3.17 over stdio) for editors.
 
-It needs the `lsp` extra (`pip install 'torchperf-lint[lsp]'`, which brings pygls); the core
+It needs the `lsp` extra (`torchperf-lint[lsp]`, which brings pygls); the core
 install never imports pygls. `documents.py` holds a file's text, `projects.py` the projects
 and their warm programs (`program/session.py`), `actions.py` quick fixes and hover,
 `text.py` positions and edits, and `protocol.py` the LSP glue.
@@ -12,8 +12,8 @@ import sys
 
 EXTRA = "lsp"
 MISSING_EXTRA = (
-    f"error: `torchperf-lint server` needs the `{EXTRA}` extra: "
-    f"pip install 'torchperf-lint[{EXTRA}]'"
+    f"error: `torchperf-lint server` needs the `{EXTRA}` extra (pygls): "
+    f"install `torchperf-lint[{EXTRA}]` (README, Installing)"
 )
 
 
