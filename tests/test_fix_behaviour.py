@@ -23,6 +23,8 @@ from torchperf_lint.config import resolve_selection
 from torchperf_lint.engine import LintSettings
 from torchperf_lint.fixes import fix_text
 
+pytestmark = pytest.mark.torch
+
 PROGRAMS = sorted((Path(__file__).parent / "fixtures" / "programs").glob("*.py"))
 # Runs each variant as `__main__`, capturing what it prints; prints the captures as JSON.
 RUNNER = """\
