@@ -121,7 +121,7 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
     write_files(tmp_path, {"train.py": TRAIN})
     first = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
     default_dir = tmp_path / ".torchperf_lint_cache"
-    assert len(entries(default_dir)) == 1
+    assert len(entries(default_dir)) == 2  # The file's entry and the run's verdict.
     assert (default_dir / ".gitignore").read_text().endswith("*\n")
     assert (default_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f59")
     second = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
@@ -129,7 +129,7 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
         1, first.stdout
     )
     torchperf_lint("--cache-dir", "elsewhere", ".", cwd=tmp_path)
-    assert len(entries(tmp_path / "elsewhere")) == 1
+    assert len(entries(tmp_path / "elsewhere")) == 2
     (tmp_path / "nocache").mkdir()
     write_files(tmp_path / "nocache", {"train.py": TRAIN})
     torchperf_lint("--no-cache", ".", cwd=tmp_path / "nocache")

@@ -9,7 +9,8 @@ import libcst as cst
 
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.program.link import ProgramFacts, Target
-from torchperf_lint.program.summary import ModuleSummary, summarize
+from torchperf_lint.program.summarize import summarize
+from torchperf_lint.program.summary import ModuleSummary
 
 
 def summary(source: str, name: str = "x.py") -> ModuleSummary:

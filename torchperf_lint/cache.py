@@ -13,6 +13,11 @@ findings read: the findings are replayed only while the linked program gives the
 (the runner checks; a file whose answers changed is linted again). Files the program reads but
 that are not linted have summary-only entries, keyed by their bytes alone.
 
+A whole run has a verdict entry too, keyed by the keys of every file it reads (the linted
+files' entry keys, the other files' summary keys): the results of the run, their call paths
+located. When no file changed it is replayed as it is, without reading the files' entries,
+linking the program or importing LibCST.
+
 Only linting reads and writes the cache; `--fix`, `--diff` and `--add-noqa` always lint afresh.
 """
 
@@ -25,7 +30,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchperf_lint import __version__
+from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import (
     Applicability,
     Diagnostic,
@@ -43,11 +49,12 @@ from torchperf_lint.diagnostics import (
     Location,
     Related,
 )
-from torchperf_lint.engine import Analysis, LintSettings, SourceError, SourceLimits, read_source
-from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.summary import SUMMARY_FORMAT, ModuleSummary
+from torchperf_lint.settings import LintSettings
+from torchperf_lint.source import SourceError, SourceLimits, read_source
 
 if TYPE_CHECKING:
+    from torchperf_lint.program.link import ProgramFacts
     from torchperf_lint.runner import FileJob
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
@@ -118,6 +125,28 @@ class Cache:
         digest = hashlib.blake2b(data, digest_size=20)
         digest.update(f"\0summary-{SUMMARY_FORMAT}".encode())
         return digest.hexdigest()
+
+    def program_key(self, files: Sequence[tuple[str, str]]) -> str:
+        """The key of the verdict on a run that reads these files: (display name, key of the
+        file's entry or summary entry) each, the linted files first, in the run's order."""
+        digest = hashlib.blake2b(b"program", digest_size=20)
+        for name, key in files:
+            digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0" + key.encode())
+        return digest.hexdigest()
+
+    def get_results(self, key: str) -> list[FileResult] | None:
+        """The results of the run stored under `key` (see `program_key`), or None."""
+        record = self.read(key)
+        if record is None:
+            return None
+        try:
+            return [_result(result, str(name)) for name, result in record["results"]]
+        except Exception:  # noqa: BLE001 - anything malformed is a miss
+            return None
+
+    def put_results(self, key: str, results: Sequence[FileResult]) -> None:
+        """Store the results of a run under `key` (see `program_key`)."""
+        self.write(key, {"results": [[r.filename, _record(r)] for r in results]})
 
     def get(self, key: str, filename: str) -> Analysis | None:
         """The analysis stored under `key`, or None when there is none or it cannot be used."""
@@ -438,20 +467,50 @@ def analyse_cached(cache: Cache, job: FileJob, program: ProgramFacts | None) -> 
     return analysis
 
 
-def summary_cached(cache: Cache, path: Path) -> ModuleSummary | None:
-    """`runner.summarize_file` through the cache, keyed by the file's bytes alone."""
-    from torchperf_lint.runner import summarize_file
+def job_key(cache: Cache, job: FileJob) -> str | None:
+    """The key of a linted file's entry (as `analyse_cached` computes it), for a run's verdict
+    and for replaying the file without a worker; None when the file cannot be read."""
+    try:
+        data = read_source(job.path, job.settings.limits)
+    except OSError:
+        return None
+    except SourceError as error:
+        # Too large to read: the run reports the same error for the same size and limits.
+        data = f"\0error\0{error.reason}".encode()
+    return cache.key(data, job.display_name, job.settings)
 
+
+def summary_key(cache: Cache, path: Path) -> str | None:
+    """The key of the summary-only entry of a file the program reads but does not lint; None
+    when it cannot be read (it has no summary)."""
     try:
         data = read_source(path, SourceLimits())
     except (OSError, SourceError):
         return None
-    key = cache.summary_key(data)
+    return cache.summary_key(data)
+
+
+def get_summary(cache: Cache, key: str) -> tuple[bool, ModuleSummary | None]:
+    """Whether the summary-only entry `key` is in the cache, and its summary (None for a file
+    that cannot hold PyTorch code)."""
     record = cache.read(key)
     if record is not None:
         with suppress(Exception):
             summary = record["summary"]
-            return None if summary is None else ModuleSummary.from_json(summary)
+            return True, None if summary is None else ModuleSummary.from_json(summary)
+    return False, None
+
+
+def summary_cached(cache: Cache, path: Path) -> ModuleSummary | None:
+    """`runner.summarize_file` through the cache, keyed by the file's bytes alone."""
+    from torchperf_lint.runner import summarize_file
+
+    key = summary_key(cache, path)
+    if key is None:
+        return None
+    found, summary = get_summary(cache, key)
+    if found:
+        return summary
     summary = summarize_file(path)
     cache.write(key, {"summary": None if summary is None else summary.to_json()})
     return summary

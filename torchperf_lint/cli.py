@@ -31,7 +31,6 @@ from torchperf_lint.config import (
 )
 from torchperf_lint.diagnostics import Diagnostic, FileError
 from torchperf_lint.discovery import discover, program_files
-from torchperf_lint.engine import LintSettings, SourceError, decode
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.report import (
     FORMATS,
@@ -57,6 +56,8 @@ from torchperf_lint.runner import (
     shared,
     sorted_findings,
 )
+from torchperf_lint.settings import LintSettings
+from torchperf_lint.source import SourceError, decode
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # As a shell reports a command ended by Ctrl-C (128 + SIGINT).
@@ -556,7 +557,7 @@ def _make_report(
     options: CheckOptions,
     sources: dict[str, str | None] | None = None,
 ) -> Report:
-    from torchperf_lint.rules import ALL_RULES
+    from torchperf_lint.registry import ALL_RULES
 
     def source_of(filename: str) -> str | None:
         if sources is not None and filename in sources:
@@ -738,7 +739,7 @@ def _errors(count: int) -> str:
 
 def _print_fixes(outcomes: Sequence, console: Console) -> None:
     """Ruff's `--show-fixes` list: `Fixed N errors:`, then `- file:` and `  k × CODE (name)`."""
-    from torchperf_lint.rules import BY_CODE
+    from torchperf_lint.registry import BY_CODE
 
     total = sum(sum(outcome.applied.values()) for outcome in outcomes)
     lines = [f"Fixed {_errors(total)}:"]
@@ -834,7 +835,7 @@ def _show_settings(
 def list_rules() -> None:
     """List every rule: code, name, default or opt-in, and fix availability."""
     from torchperf_lint.docs import fix_availability, status
-    from torchperf_lint.rules import ALL_RULES
+    from torchperf_lint.registry import ALL_RULES
 
     header = ("Code", "Name", "Status", "Fix")
     rows = [(r.code, r.name, status(r), fix_availability(r)) for r in ALL_RULES]
@@ -848,7 +849,7 @@ def list_rules() -> None:
 def show_rule(code: str) -> None:
     """Print the documentation of the rule CODE (or its kebab-case name)."""
     from torchperf_lint.docs import render_page
-    from torchperf_lint.rules import lookup
+    from torchperf_lint.registry import lookup
 
     rule = lookup(code)
     if rule is None:

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from torchperf_lint.engine import LintSettings, SourceLimits
-from torchperf_lint.rules.base import Rule, RuleOptions
+from torchperf_lint.registry import RuleInfo
+from torchperf_lint.settings import LintSettings, RuleOptions
+from torchperf_lint.source import SourceLimits
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,16 +78,16 @@ def resolve_selection(
     ignore: Sequence[str] = (),
     extend_select: Sequence[str] = (),
     source: str = "settings",
-) -> tuple[type[Rule], ...]:
+) -> tuple[RuleInfo, ...]:
     """The rules `select` (default: the default set) plus `extend_select` minus `ignore` turn on.
 
     Selectors are codes, prefixes or `ALL`. When a selected and an ignored selector both match
     a rule, the longer (more specific) one decides and `ignore` wins ties, as in Ruff. An
     unknown selector raises `ConfigError` naming it and `source`.
     """
-    from torchperf_lint.rules import ALL_RULES
+    from torchperf_lint.registry import ALL_RULES
 
-    def strongest(selectors: Iterable[str], rule: type[Rule]) -> int:
+    def strongest(selectors: Iterable[str], rule: RuleInfo) -> int:
         return max((_specificity(s) for s in selectors if _matches(s, rule.code)), default=-1)
 
     chosen = _validated(select, source, "select") if select is not None else None
@@ -103,7 +104,7 @@ def resolve_selection(
 
 
 def _validated(selectors: Sequence[str], source: str, key: str) -> tuple[str, ...]:
-    from torchperf_lint.rules import ALL_RULES
+    from torchperf_lint.registry import ALL_RULES
 
     normalized = []
     for selector in selectors:
@@ -414,7 +415,7 @@ class Configuration:
     overrides: Overrides = field(default_factory=Overrides)
     cwd: Path = field(default_factory=Path.cwd)
     _nearest: dict[Path, Config] = field(default_factory=dict, init=False, repr=False)
-    _settings: dict[Config, tuple[type[Rule], ...]] = field(
+    _settings: dict[Config, tuple[RuleInfo, ...]] = field(
         default_factory=dict, init=False, repr=False
     )
 
@@ -477,7 +478,7 @@ class Configuration:
         )
         return LintSettings(rules=rules, options=options, limits=limits)
 
-    def _selected(self, config: Config) -> tuple[type[Rule], ...]:
+    def _selected(self, config: Config) -> tuple[RuleInfo, ...]:
         if config not in self._settings:
             cli = self.overrides
             # As in Ruff, a `--select` on the command line starts the selection afresh.

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import ast
-import codecs
-import io
-import os
 import re
 import sys
-import tokenize
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 import libcst as cst
 
+from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import (
     Diagnostic,
     Edit,
@@ -30,111 +26,19 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.positions import node_positions
 from torchperf_lint.program.link import Answer, ProgramFacts
-from torchperf_lint.program.summary import ModuleSummary, References, summarize
+from torchperf_lint.program.summarize import References, summarize
+from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.program.view import LinkedProgram
-from torchperf_lint.rules.base import Finding, NodeEdit, Rule, RuleOptions
-
-# Above these a file is reported (E902 "too large") instead of parsed: LibCST needs about
-# 0.7 GB and 40 s per MB of code (the largest file in PyTorch 2.13 is 1.4 MB, its longest line
-# 1,405 characters), and a single line of a megabyte of tokens takes 1.5 GB.
-DEFAULT_MAX_FILE_SIZE = 5_000_000
-DEFAULT_MAX_LINE_LENGTH = 100_000
-
-
-@dataclass(frozen=True)
-class SourceLimits:
-    """The largest source a file may hold before it is reported instead of linted."""
-
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of Python code
-    max_line_length: int = DEFAULT_MAX_LINE_LENGTH  # characters on one line
-
-
-@dataclass(frozen=True)
-class LintSettings:
-    """What runs on one file: the selected rule classes, the options they read, and how large
-    a file may be."""
-
-    rules: tuple[type[Rule], ...]
-    options: RuleOptions = field(default_factory=RuleOptions)
-    limits: SourceLimits = field(default_factory=SourceLimits)
-
-
-class SourceError(Exception):
-    """A file's bytes could not be turned into a module: the reason is the message."""
-
-    def __init__(self, reason: str, location: Location | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.location = location
-
-
-@dataclass(frozen=True)
-class DecodedSource:
-    """Text plus what is needed to write it back byte-for-byte the same way."""
-
-    text: str
-    encoding: str
-    bom: bool
-
-
-def decode(data: bytes) -> DecodedSource:
-    """Decode Python source as the interpreter would (BOM, PEP 263 cookie, else UTF-8)."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        raise SourceError(f"cannot detect the encoding: {error}") from None
-    if not _ascii_compatible(encoding):
-        # The interpreter reads the cookie line as ASCII and rejects the file otherwise.
-        raise SourceError(f"cannot decode as {encoding}: Python source encodings must be ASCII-compatible")
-    bom = encoding == "utf-8-sig"
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as error:
-        raise SourceError(f"cannot decode as {encoding}: {error}") from None
-    return DecodedSource(text=text, encoding=encoding, bom=bom)
-
-
-@cache
-def _ascii_compatible(encoding: str) -> bool:
-    ascii_bytes = bytes(range(128))
-    try:
-        return codecs.decode(ascii_bytes, encoding) == ascii_bytes.decode("ascii")
-    except (UnicodeDecodeError, LookupError):
-        return False
-
-
-def read_source(path: Path, limits: SourceLimits) -> bytes:
-    """The bytes of the file at `path`; raises `SourceError` for a `.py` file larger than the
-    limit, before reading it (notebooks are limited by the size of their code, once read)."""
-    with open(path, "rb") as stream:
-        if path.suffix != ".ipynb":
-            size = os.fstat(stream.fileno()).st_size
-            if size > limits.max_file_size:
-                raise _too_large(f"{size:,} bytes", f"max-file-size = {limits.max_file_size:_}")
-        return stream.read()
-
-
-def check_size(text: str, limits: SourceLimits) -> None:
-    """Raise `SourceError` when `text` is over the limits (for sources not read from disk, and
-    for every line's length)."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > limits.max_file_size:
-        raise _too_large(f"{size:,} bytes of code", f"max-file-size = {limits.max_file_size:_}")
-    if len(text) > limits.max_line_length:
-        for row, line in enumerate(_NEWLINE.split(text), start=1):
-            if len(line) > limits.max_line_length:
-                raise _too_large(
-                    f"line {row} has {len(line):,} characters",
-                    f"max-line-length = {limits.max_line_length:_}",
-                    Location(row, 1),
-                )
-
-
-def _too_large(what: str, setting: str, location: Location | None = None) -> SourceError:
-    return SourceError(f"too large to lint: {what} (limit: `{setting}`)", location)
-
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+from torchperf_lint.rules.base import Finding, NodeEdit, Rule
+from torchperf_lint.settings import LintSettings, RuleOptions  # noqa: F401 - re-exported
+from torchperf_lint.source import (  # noqa: F401 - callers long found these here
+    SourceError,
+    SourceLimits,
+    check_size,
+    decode,
+    may_contain_pytorch,
+    read_source,
+)
 
 # LibCST's native parser recurses without a limit: about 1,500 nested brackets crash the
 # process (stack overflow), and long chains (`a + 1 + 1 ...`, `x[0][0]...`) take time
@@ -278,17 +182,6 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
     return SourceError(f"syntax error: {error.message}", location)
 
 
-# A file that mentions none of these cannot hold PyTorch code (a Lightning or accelerate
-# script may never name `torch` itself).
-_PYTORCH_MARKERS = ("torch", "lightning", "accelerate")
-
-
-def may_contain_pytorch(text: str) -> bool:
-    """Files without `torch`, `lightning` or `accelerate` in their text cannot hold PyTorch
-    code and are not parsed."""
-    return any(marker in text for marker in _PYTORCH_MARKERS)
-
-
 @dataclass
 class TextAnalysis:
     """The diagnostics of one source text, the file's summary for the program (None when the
@@ -297,17 +190,6 @@ class TextAnalysis:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: ModuleSummary | None = None
     asked: dict[str, Answer] = field(default_factory=dict)
-
-
-@dataclass
-class Analysis:
-    """What linting one file gives the runner: its result, summary and the answers read."""
-
-    result: FileResult
-    summary: ModuleSummary | None = None
-    asked: dict[str, Answer] = field(default_factory=dict)
-    # Replayed from the cache rather than linted in this run.
-    replayed: bool = False
 
 
 # Takes a file's new summary into its program before the file's rules run, and returns that
@@ -356,9 +238,10 @@ def _lint_facts(
 ) -> TextAnalysis:
     """Run the rules on one file's facts; positions only when something was found."""
     found: list[tuple[type[Rule], Finding]] = []
-    for rule_class in settings.rules:
-        if noqa is not None and noqa.file_ignores(rule_class.code):
+    for selected in settings.rules:
+        if noqa is not None and noqa.file_ignores(selected.code):
             continue
+        rule_class = selected.implementation()
         rule = rule_class(settings.options)
         if not rule.applies_to(facts):
             continue

@@ -23,19 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, Location
-from torchperf_lint.engine import (
-    DecodedSource,
-    LintSettings,
-    SourceError,
-    analyse_text,
-    decode,
-    lint_text,
-    parse,
-    read_source,
-)
+from torchperf_lint.engine import analyse_text, lint_text, parse
 from torchperf_lint.noqa import NoqaDirectives, add_codes, tokens
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
+from torchperf_lint.settings import LintSettings
+from torchperf_lint.source import DecodedSource, SourceError, decode, read_source
 
 try:
     import fcntl

@@ -27,10 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
-from torchperf_lint.engine import Analysis, Linker, LintSettings, SourceError, analyse_text
+from torchperf_lint.engine import Linker, analyse_text
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
+from torchperf_lint.settings import LintSettings
+from torchperf_lint.source import SourceError
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})

@@ -5,13 +5,16 @@ is an internal error of the linter: it is recorded, the other files are still li
 command exits 2. A job whose process dies (a crash in native code) is that file's `E902`.
 
 Linting a program takes three phases (`lint_program`):
-1. every file is linted on its own, in parallel (or replayed from the cache), giving its
-   findings, its summary and the program answers they read; the other files of the project
-   give their summaries only;
+1. every file is linted on its own, in parallel (or replayed from the cache, in this process),
+   giving its findings, its summary and the program answers they read; the other files of the
+   project give their summaries only;
 2. the parent links the summaries into the program (`program.link.ProgramFacts`) and checks
    each file's answers against it;
 3. the files whose answers differ are linted again, with the program, in parallel.
-Findings reached through calls then get the rows of the calls on their paths.
+Findings reached through calls then get the rows of the calls on their paths. With a cache,
+a run in which no file changed replays the verdict of the last such run instead (`cache`).
+
+This module imports LibCST only when a file is linted, not to replay results.
 """
 
 from __future__ import annotations
@@ -29,21 +32,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.engine import (
-    Analysis,
-    LintSettings,
-    SourceError,
-    analyse_bytes,
-    decode,
-    may_contain_pytorch,
-    read_source,
-)
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.locate import locate_related
-from torchperf_lint.program.summary import ModuleSummary, summarize
+from torchperf_lint.program.summary import ModuleSummary
+from torchperf_lint.settings import LintSettings
+from torchperf_lint.source import SourceError, decode, may_contain_pytorch, read_source
+
+if TYPE_CHECKING:
+    from torchperf_lint.cache import Cache
 
 # Below this many files worker processes cost more than they save.
 MIN_FILES_FOR_POOL = 4
@@ -103,6 +103,8 @@ def analyse_one(
         from torchperf_lint.notebooks import analyse_notebook
 
         return analyse_notebook(data, display_name, settings, program)
+    from torchperf_lint.engine import analyse_bytes
+
     return analyse_bytes(data, display_name, settings, program)
 
 
@@ -139,8 +141,9 @@ def summary_job(job: FileJob) -> Analysis:
 def summarize_file(path: Path) -> ModuleSummary | None:
     """The summary of the file at `path`; None when it cannot be read or parsed, or cannot
     hold PyTorch code."""
-    from torchperf_lint.engine import SourceError, parse
+    from torchperf_lint.engine import parse
     from torchperf_lint.facts import FileFacts
+    from torchperf_lint.program.summarize import summarize
 
     try:
         text = _python_text(path.read_bytes(), path)
@@ -153,8 +156,6 @@ def summarize_file(path: Path) -> ModuleSummary | None:
 
 def _python_text(data: bytes, path: Path) -> str | None:
     """The Python the linter sees in a file: a notebook's code cells joined, or the source."""
-    from torchperf_lint.engine import SourceError
-
     if path.suffix == ".ipynb":
         from torchperf_lint.notebooks import NotebookError, read_notebook
 
@@ -184,20 +185,87 @@ def lint_program(
     jobs: Sequence[FileJob], context: Sequence[FileJob], workers: int
 ) -> Run[FileResult]:
     """Lint `jobs` as parts of the program they form with the `context` files (the rest of
-    their project, read for summaries only), in the three phases the module describes."""
-    first = run_jobs(analyse_job, jobs, workers)
-    linted = {analysis.result.filename for analysis in first.outcomes}
-    others = run_jobs(summary_job, [job for job in context if job.display_name not in linted], workers)
-    summaries = {
-        analysis.result.filename: analysis.summary
-        for analysis in (*first.outcomes, *others.outcomes)
-        if analysis.summary is not None
-    }
+    their project, read for summaries only), in the three phases the module describes; with a
+    cache (the jobs' `cache_dir`), the verdict of an identical earlier run is replayed."""
+    cache = _cache_of(jobs)
+    if cache is None:
+        return _lint_program(jobs, context, workers)
+    from torchperf_lint.cache import job_key, summary_key
+
+    keys = {job.display_name: job_key(cache, job) for job in jobs}
+    others = [job for job in context if job.display_name not in keys]
+    summary_keys = {job.display_name: summary_key(cache, job.path) for job in others}
+    verdict = None
+    if all(key is not None for key in keys.values()):
+        verdict = cache.program_key([
+            *keys.items(),
+            *((name, key or "unreadable") for name, key in summary_keys.items()),
+        ])
+        replayed = cache.get_results(verdict)
+        if replayed is not None and [r.filename for r in replayed] == list(keys):
+            return Run(outcomes=replayed)
+    run = _lint_program(jobs, context, workers, cache, keys, summary_keys)
+    if verdict is not None and not run.internal_errors and not run.crashed:
+        cache.put_results(verdict, run.outcomes)
+    return run
+
+
+def _cache_of(jobs: Sequence[FileJob]) -> Cache | None:
+    """The cache every job uses, or None (the CLI gives all jobs the same one, or none)."""
+    directories = {job.cache_dir for job in jobs}
+    if len(directories) != 1 or None in directories:
+        return None
+    from torchperf_lint.cache import Cache
+
+    return Cache(directories.pop())
+
+
+def _lint_program(
+    jobs: Sequence[FileJob],
+    context: Sequence[FileJob],
+    workers: int,
+    cache: Cache | None = None,
+    keys: dict[str, str | None] | None = None,
+    summary_keys: dict[str, str | None] | None = None,
+) -> Run[FileResult]:
+    """The three phases; the entries of `keys` (linted files) and `summary_keys` (the other
+    files) that are in `cache` are read here, and only the other files go to the workers."""
+    replayed: list[Analysis] = []
+    summaries: dict[str, ModuleSummary] = {}
+    linted_names = {job.display_name for job in jobs}
+    to_lint = list(jobs)
+    to_summarize = [job for job in context if job.display_name not in linted_names]
+    if cache is not None and keys is not None and summary_keys is not None:
+        from torchperf_lint.cache import get_summary
+
+        to_lint = []
+        for job in jobs:
+            key = keys[job.display_name]
+            cached = None if key is None else cache.get(key, job.display_name)
+            if cached is None:
+                to_lint.append(job)
+            else:
+                replayed.append(cached)
+        missing = []
+        for job in to_summarize:
+            key = summary_keys[job.display_name]
+            found, summary = (True, None) if key is None else get_summary(cache, key)
+            if not found:
+                missing.append(job)
+            elif summary is not None:
+                summaries[job.display_name] = summary
+        to_summarize = missing
+    linted = run_jobs(analyse_job, to_lint, workers)
+    first = [*replayed, *linted.outcomes]
+    others = run_jobs(summary_job, to_summarize, workers)
+    for analysis in (*first, *others.outcomes):
+        if analysis.summary is not None:
+            summaries[analysis.result.filename] = analysis.summary
     program = ProgramFacts(summaries)
     by_name = {job.display_name: job for job in jobs}
     results: dict[str, FileResult] = {}
     stale = []
-    for analysis in first.outcomes:
+    for analysis in first:
         name = analysis.result.filename
         if all(program.answer(name, question) == answer for question, answer in analysis.asked.items()):
             results[name] = analysis.result
@@ -207,13 +275,13 @@ def lint_program(
     for analysis in second.outcomes:
         results[analysis.result.filename] = analysis.result
     run: Run[FileResult] = Run(
-        internal_errors=first.internal_errors + second.internal_errors,
-        crashed=first.crashed + second.crashed,
+        internal_errors=linted.internal_errors + second.internal_errors,
+        crashed=linted.crashed + second.crashed,
     )
     run.outcomes = [results[job.display_name] for job in jobs if job.display_name in results]
     run.linted = sorted({
         analysis.result.filename
-        for analysis in (*first.outcomes, *second.outcomes)
+        for analysis in (*linted.outcomes, *second.outcomes)
         if not analysis.replayed
     })
     paths = {job.display_name: job.path for job in (*jobs, *context)}

@@ -13,6 +13,7 @@ from pathlib import PurePath
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from torchperf_lint.conventions import is_test_file
 from torchperf_lint.facts.amp import AutocastFacts
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
@@ -26,25 +27,6 @@ from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
-
-# Folders that hold tests or the code only tests run (helpers, fixtures, test utilities).
-_TEST_FOLDERS = frozenset({"tests", "test", "testing", "fixtures"})
-# Files of test-support code outside such folders: pytest's and libraries' testing helpers.
-_TEST_SUPPORT_FILES = frozenset({"conftest.py", "testing_utils.py"})
-
-
-def is_test_file(path: PurePath) -> bool:
-    """A test or test-support file: under a `tests/`, `test/`, `testing/` or `fixtures/`
-    folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
-    `*_test.py`, `conftest.py` or `testing_utils.py`."""
-    name = path.name
-    return (
-        any(part in _TEST_FOLDERS or part.startswith("test_utils") for part in path.parts[:-1])
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or name in _TEST_SUPPORT_FILES
-    )
-
 
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (

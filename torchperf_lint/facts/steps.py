@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.loops import LoopFacts, Loops
@@ -31,51 +32,7 @@ from torchperf_lint.facts.names import NameResolver
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
 from torchperf_lint.facts.scopes import Scopes
 
-_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
-# Methods a framework calls on every batch, by the base class that declares them.
-_LIGHTNING_MODULE_HOOKS = {
-    "training_step": "train",
-    "on_train_batch_start": "train",
-    "on_train_batch_end": "train",
-    "on_before_backward": "train",
-    "on_after_backward": "train",
-    "on_before_optimizer_step": "train",
-    "optimizer_step": "train",
-    "on_before_zero_grad": "train",
-    "backward": "train",
-    "validation_step": "eval",
-    "test_step": "eval",
-    "predict_step": "eval",
-    "on_validation_batch_start": "eval",
-    "on_validation_batch_end": "eval",
-    "on_test_batch_start": "eval",
-    "on_test_batch_end": "eval",
-}
-_LIGHTNING_CALLBACK_HOOKS = {
-    name: kind
-    for name, kind in _LIGHTNING_MODULE_HOOKS.items()
-    if name.startswith("on_")
-}
-_TRAINER_HOOKS = {"training_step": "train", "compute_loss": "train", "prediction_step": "eval"}
-_FAIRSEQ_TASK_HOOKS = {"train_step": "train", "valid_step": "eval", "inference_step": "eval"}
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
-
-
-def framework_hook_kind(base: str, method: str) -> str | None:
-    """The kind of step ("train" or "eval") on which a framework runs `method` of a class
-    derived from `base` (a qualified name), or None when it does not run it on every step."""
-    last = base.rsplit(".", 1)[-1]
-    if base.startswith(_LIGHTNING_ROOTS):
-        if last == "LightningModule":
-            return _LIGHTNING_MODULE_HOOKS.get(method)
-        if last == "Callback":
-            return _LIGHTNING_CALLBACK_HOOKS.get(method)
-        return None
-    if base.startswith("transformers.") and last.endswith("Trainer"):
-        return _TRAINER_HOOKS.get(method)
-    if base.startswith("fairseq.tasks.") and last.endswith("Task"):
-        return _FAIRSEQ_TASK_HOOKS.get(method)
-    return None
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from torchperf_lint.facts import is_test_file
-from torchperf_lint.facts.steps import framework_hook_kind
+from torchperf_lint.conventions import framework_hook_kind, is_test_file
 from torchperf_lint.program.modules import ModuleMap
 from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref
 

@@ -11,11 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import libcst as cst
-
 from torchperf_lint.diagnostics import Diagnostic, FileResult, Location, Related
-from torchperf_lint.facts.index import build_index
-from torchperf_lint.positions import node_positions
 
 # For a file on a path: its Python text, and for a notebook the cell and cell-relative row of
 # a row of that text (None for a `.py` file). None when the file cannot be read any more.
@@ -55,6 +51,13 @@ def _located(
 
 
 def _call_places(filename: str, read: SourceReader) -> list | None:
+    # Imported here: a run replayed from the cache, whose paths are located already, never
+    # loads LibCST.
+    import libcst as cst
+
+    from torchperf_lint.facts.index import build_index
+    from torchperf_lint.positions import node_positions
+
     source = read(filename)
     if source is None:
         return None

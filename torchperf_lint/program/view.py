@@ -17,7 +17,7 @@ from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers, StepWitness
 from torchperf_lint.program.link import Answer, ProgramFacts
-from torchperf_lint.program.summary import References, is_external
+from torchperf_lint.program.summarize import References, is_external
 
 _STEP_NAMES = {"train": "training", "eval": "evaluation"}
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from torchperf_lint.diagnostics import Applicability, Diagnostic, FileError, Location
-from torchperf_lint.rules.base import Rule
+from torchperf_lint.registry import RuleInfo
 
 if TYPE_CHECKING:
     from torchperf_lint.notebooks import NotebookLines
@@ -48,7 +48,7 @@ class Report:
     diagnostics: Sequence[Diagnostic]
     unsafe_fixes: bool = False
     color: bool = False
-    rules: Sequence[type[Rule]] = ()
+    rules: Sequence[RuleInfo] = ()
     cwd: Path = field(default_factory=Path.cwd)
     source_of: Callable[[str], str | None] = lambda filename: None
     # Each notebook's cell-to-file map, computed once per report.
@@ -120,7 +120,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def severity(diagnostic: Diagnostic, rules: Sequence[type[Rule]]) -> str:
+def severity(diagnostic: Diagnostic, rules: Sequence[RuleInfo]) -> str:
     """`error` for a file that could not be linted, `warning` for a finding of a default rule,
     `note` for one of an opt-in rule (SARIF's levels; the other formats map them)."""
     if diagnostic.code == FILE_ERROR_CODE:

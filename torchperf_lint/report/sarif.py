@@ -18,6 +18,7 @@ from urllib.parse import quote
 from torchperf_lint import __version__
 from torchperf_lint.diagnostics import Diagnostic
 from torchperf_lint.docs import HOMEPAGE, render_page
+from torchperf_lint.registry import RuleInfo
 from torchperf_lint.report import (
     FILE_ERROR_CODE,
     FILE_ERROR_NAME,
@@ -26,7 +27,6 @@ from torchperf_lint.report import (
     severity,
 )
 from torchperf_lint.report.github import message_with_cell
-from torchperf_lint.rules.base import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # The key of our fingerprint in `partialFingerprints`; the version changes with its recipe.
@@ -75,7 +75,7 @@ def render(report: Report) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def _descriptor(rule: type[Rule]) -> dict[str, object]:
+def _descriptor(rule: RuleInfo) -> dict[str, object]:
     sections = rule.documentation()
     return {
         "id": rule.code,

@@ -8,7 +8,6 @@ that have findings.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -17,16 +16,8 @@ import libcst as cst
 
 from torchperf_lint.diagnostics import Applicability, Related
 from torchperf_lint.facts import FileFacts
-
-DOC_SECTIONS = (
-    "What it does",
-    "Why is this bad?",
-    "Example",
-    "Use instead",
-    "Fix safety",
-    "References",
-)
-DOCS_URL = "https://github.com/torchperf-lint/torchperf-lint/blob/main/rules/{code}-{name}.md"
+from torchperf_lint.registry import DOCS_URL, parse_sections
+from torchperf_lint.settings import RuleOptions
 
 
 @dataclass(frozen=True)
@@ -59,14 +50,6 @@ class Finding:
     fix: ProposedFix | None = None
     # Other places that explain it: the per-step call path of a helper.
     related: tuple[Related, ...] = ()
-
-
-@dataclass(frozen=True)
-class RuleOptions:
-    """The settings rules may read (from `[tool.torchperf-lint]` and the CLI)."""
-
-    target_device: Literal["auto", "cuda", "cpu"] = "auto"
-    torch_version: tuple[int, int] = (2, 3)
 
 
 class Rule:
@@ -155,19 +138,7 @@ class Rule:
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code, name=cls.name)
 
-
-def parse_sections(docstring: str) -> dict[str, str]:
-    """Split a Markdown docstring into its `## Heading` sections."""
-    text = _dedent(docstring)
-    sections: dict[str, str] = {}
-    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
-    for heading, body in zip(parts[1::2], parts[2::2]):
-        sections[heading.strip()] = body.strip("\n").rstrip()
-    return sections
-
-
-def _dedent(docstring: str) -> str:
-    lines = docstring.expandtabs().splitlines()
-    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
-    margin = min(indents, default=0)
-    return "\n".join([lines[0].strip()] + [line[margin:] for line in lines[1:]]) if lines else ""
+    @classmethod
+    def implementation(cls) -> type[Rule]:
+        """The class itself (a selected rule is its catalog entry or its class)."""
+        return cls

@@ -1,0 +1,20 @@
+"""What linting one file gives the runner, whether linted now or replayed from the cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchperf_lint.diagnostics import FileResult
+from torchperf_lint.program.link import Answer
+from torchperf_lint.program.summary import ModuleSummary
+
+
+@dataclass
+class Analysis:
+    """What linting one file gives the runner: its result, summary and the answers read."""
+
+    result: FileResult
+    summary: ModuleSummary | None = None
+    asked: dict[str, Answer] = field(default_factory=dict)
+    # Replayed from the cache rather than linted in this run.
+    replayed: bool = False

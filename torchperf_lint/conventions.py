@@ -1,0 +1,71 @@
+"""What a file or a method is by its name alone: test files, and the methods frameworks run on
+every step. Free of LibCST: the program linker reads these for cached summaries too.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+# Folders that hold tests or the code only tests run (helpers, fixtures, test utilities).
+_TEST_FOLDERS = frozenset({"tests", "test", "testing", "fixtures"})
+# Files of test-support code outside such folders: pytest's and libraries' testing helpers.
+_TEST_SUPPORT_FILES = frozenset({"conftest.py", "testing_utils.py"})
+
+
+def is_test_file(path: PurePath) -> bool:
+    """A test or test-support file: under a `tests/`, `test/`, `testing/` or `fixtures/`
+    folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
+    `*_test.py`, `conftest.py` or `testing_utils.py`."""
+    name = path.name
+    return (
+        any(part in _TEST_FOLDERS or part.startswith("test_utils") for part in path.parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name in _TEST_SUPPORT_FILES
+    )
+
+
+_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+# Methods a framework calls on every batch, by the base class that declares them.
+_LIGHTNING_MODULE_HOOKS = {
+    "training_step": "train",
+    "on_train_batch_start": "train",
+    "on_train_batch_end": "train",
+    "on_before_backward": "train",
+    "on_after_backward": "train",
+    "on_before_optimizer_step": "train",
+    "optimizer_step": "train",
+    "on_before_zero_grad": "train",
+    "backward": "train",
+    "validation_step": "eval",
+    "test_step": "eval",
+    "predict_step": "eval",
+    "on_validation_batch_start": "eval",
+    "on_validation_batch_end": "eval",
+    "on_test_batch_start": "eval",
+    "on_test_batch_end": "eval",
+}
+_LIGHTNING_CALLBACK_HOOKS = {
+    name: kind
+    for name, kind in _LIGHTNING_MODULE_HOOKS.items()
+    if name.startswith("on_")
+}
+_TRAINER_HOOKS = {"training_step": "train", "compute_loss": "train", "prediction_step": "eval"}
+_FAIRSEQ_TASK_HOOKS = {"train_step": "train", "valid_step": "eval", "inference_step": "eval"}
+
+
+def framework_hook_kind(base: str, method: str) -> str | None:
+    """The kind of step ("train" or "eval") on which a framework runs `method` of a class
+    derived from `base` (a qualified name), or None when it does not run it on every step."""
+    last = base.rsplit(".", 1)[-1]
+    if base.startswith(_LIGHTNING_ROOTS):
+        if last == "LightningModule":
+            return _LIGHTNING_MODULE_HOOKS.get(method)
+        if last == "Callback":
+            return _LIGHTNING_CALLBACK_HOOKS.get(method)
+        return None
+    if base.startswith("transformers.") and last.endswith("Trainer"):
+        return _TRAINER_HOOKS.get(method)
+    if base.startswith("fairseq.tasks.") and last.endswith("Task"):
+        return _FAIRSEQ_TASK_HOOKS.get(method)
+    return None

@@ -1,0 +1,402 @@
+"""Compute one file's summary (`program.summary`) from its facts, built without a program."""
+
+from __future__ import annotations
+
+import sys
+
+import libcst as cst
+
+from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.dataloaders import MISSING
+from torchperf_lint.facts.devices import mentions_cuda_device
+from torchperf_lint.facts.guards import is_main_test
+from torchperf_lint.facts.index import nearest_ancestor
+from torchperf_lint.facts.loops import LoopFacts, iterated_expression
+from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.program.summary import (
+    CallSite,
+    ClassSummary,
+    FunctionSummary,
+    LoopSummary,
+    ModuleSummary,
+    Ref,
+    Value,
+)
+
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
+_GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
+_GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
+# Calls into these never reach project code: they are left out of summaries.
+_EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "torch", "torchvision", "torchaudio", "numpy", "math", "os", "sys", "time", "logging",
+    "json", "random", "collections", "functools", "itertools", "typing", "re", "copy",
+}
+
+
+class References:
+    """How one module names functions and classes: its definitions, imports and `self`."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes = facts.scopes
+        self._scopes: dict[cst.CSTNode, cst.CSTNode | None] = {}
+        self.imports: dict[str, str] = {}
+        self.stars: list[str] = []
+        self.imported_modules: list[str] = []
+        for statement in facts.index.imports:
+            self._add_import(statement)
+        self.qualnames: dict[cst.CSTNode, str] = {}
+        # (enclosing def or class, or None for the module; name) -> qualified name.
+        self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
+        for definition in (*facts.index.functions, *facts.index.classes):
+            self._definitions[(self._scope_of(definition), definition.name.value)] = (
+                self._qualname_of(definition)
+            )
+
+    def _qualname_of(self, definition: cst.FunctionDef | cst.ClassDef) -> str:
+        """`Outer.method`: the names of the defs and classes around it, then its own."""
+        if definition not in self.qualnames:
+            scope = self._scope_of(definition)
+            name = definition.name.value
+            self.qualnames[definition] = (
+                name if scope is None else f"{self._qualname_of(scope)}.{name}"
+            )
+        return self.qualnames[definition]
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost `def` or `class` around `node`."""
+        return nearest_ancestor(self.scopes.parents, self._scopes, node, _DEFINITIONS)
+
+    def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                target = dotted_name(alias.name)
+                if target is None:
+                    continue
+                self.imported_modules.append(target)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.imports.setdefault(alias.asname.name.value, target)
+                else:
+                    top = target.split(".")[0]
+                    self.imports.setdefault(top, top)
+            return
+        module = dotted_name(statement.module) if statement.module is not None else ""
+        if module is None:
+            return
+        base = "." * len(statement.relative) + module
+        if isinstance(statement.names, cst.ImportStar):
+            self.stars.append(base)
+            self.imported_modules.append(base)
+            return
+        self.imported_modules.append(base)
+        for alias in statement.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            bound = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            target = f"{base}.{name}" if not base.endswith(".") else f"{base}{name}"
+            self.imports.setdefault(bound, target)
+            # `from pkg import engine` may name a submodule.
+            self.imported_modules.append(target)
+
+    def qualname(self, definition: cst.FunctionDef | cst.ClassDef | None) -> str:
+        """The dotted name of a function or class in this module; "" for module level."""
+        return "" if definition is None else self.qualnames[definition]
+
+    def of_name(self, dotted: str, at: cst.CSTNode) -> Ref | None:
+        """What a dotted name (`log_metrics`, `utils.log`, `Trainer.step`) means at `at`."""
+        head, _, rest = dotted.partition(".")
+        suffix = f".{rest}" if rest else ""
+        scope = self._scope_of(at)
+        while True:
+            qualname = self._definitions.get((scope, head))
+            if qualname is not None:
+                return f"def:{qualname}{suffix}"
+            if scope is None:
+                break
+            scope = self._scope_of(scope)
+        target = self.imports.get(head)
+        if target is not None:
+            return f"import:{target}{suffix}"
+        return None
+
+    def of_expression(self, expression: cst.BaseExpression, at: cst.CSTNode) -> Ref | None:
+        dotted = dotted_name(expression)
+        return None if dotted is None else self.of_name(dotted, at)
+
+    def callee(self, call: cst.Call) -> Ref | None:
+        """What `call` runs, when it may be the project's own code."""
+        func = call.func
+        owner = self.owner_class(call)
+        if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
+            return f"method:{owner}:forward"
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and receiver.value == "self" and owner is not None:
+                constructed = self._constructed_class(func)
+                if constructed is not None:
+                    return f"forward:{constructed}"
+                return f"method:{owner}:{func.attr.value}"
+            if (
+                isinstance(receiver, cst.Call)
+                and isinstance(receiver.func, cst.Name)
+                and receiver.func.value == "super"
+                and owner is not None
+            ):
+                return f"super:{owner}:{func.attr.value}"
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        ref = self.of_name(dotted, call)
+        if ref is not None:
+            return ref
+        constructed = self._constructed_class(func)
+        if constructed is not None:
+            return f"forward:{constructed}"
+        if isinstance(func, cst.Attribute):
+            instance_of = self._constructed_class(func.value)
+            if instance_of is not None:
+                return f"instance:{func.attr.value}:{instance_of}"
+        return None
+
+    def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
+        """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""
+        for value in self.scopes.bound_values(expression):
+            if isinstance(value, cst.Call):
+                dotted = dotted_name(value.func)
+                last = dotted.rsplit(".", 1)[-1] if dotted else ""
+                if last[:1].isupper():
+                    ref = self.of_name(dotted, value)
+                    if ref is not None:
+                        return ref
+        return None
+
+    def owner_class(self, node: cst.CSTNode) -> str | None:
+        """The class of the method `node` is in (`self` refers to its instance)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return None
+        parent = self.scopes.parents.get(self.scopes.parents.get(function))
+        return self.qualnames.get(parent) if isinstance(parent, cst.ClassDef) else None
+
+
+def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
+    """The summary of one file, from facts built without a program (they must not depend on
+    other files); `refs`, when given, are the file's references, built once per file."""
+    return _Summarizer(facts, refs or References(facts)).summary
+
+
+class _Summarizer:
+    def __init__(self, facts: FileFacts, refs: References) -> None:
+        self.facts = facts
+        self.refs = refs
+        self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
+        for node in facts.index.returns:
+            function = facts.scopes.enclosing_function(node)
+            if function is not None:
+                self.returns.setdefault(function, []).append(node)
+        self.loop_ordinals = {loop: ordinal for ordinal, loop in enumerate(facts.index.loops)}
+        self.grad_wrappers = self._grad_wrappers()
+        summary = ModuleSummary(
+            imports=self.refs.imports,
+            stars=self.refs.stars,
+            imported_modules=sorted(set(self.refs.imported_modules)),
+            uses_cuda=facts.uses_cuda,
+            runs_as_script=any(
+                isinstance(statement, cst.If) and is_main_test(statement.test)
+                for statement in facts.module.body
+            ),
+        )
+        summary.functions[""] = FunctionSummary("")
+        for function in facts.index.functions:
+            summary.functions[self.refs.qualname(function)] = self._function(function)
+        for cls in facts.index.classes:
+            qualname = self.refs.qualname(cls)
+            bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
+            summary.classes[qualname] = ClassSummary(qualname, [b for b in bases if b])
+        for loop in facts.loops.all:
+            owner = summary.functions[self.refs.qualname(loop.function)]
+            owner.loops.append(self._loop(loop))
+        for ordinal, call in enumerate(facts.index.calls):
+            self._add_call(summary, ordinal, call)
+        self._add_devices(summary)
+        self.summary = summary
+
+    def _function(self, function: cst.FunctionDef) -> FunctionSummary:
+        facts = self.facts
+        params = function.params
+        parameters = [
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ]
+        decorators = []
+        grad_off = False
+        for decorator in function.decorators:
+            expression = decorator.decorator
+            if facts.guards.is_grad_disabling(expression):
+                grad_off = True
+                continue
+            callee = expression.func if isinstance(expression, cst.Call) else expression
+            ref = self.refs.of_expression(callee, function)
+            if ref is not None:
+                decorators.append(ref)
+        owner = self.refs.owner_class(function.body)
+        iterated = []
+        for loop in facts.loops.all:
+            expression = iterated_expression(loop.node) if loop.function is function else None
+            if isinstance(expression, cst.Name) and expression.value in parameters:
+                iterated.append(expression.value)
+        return FunctionSummary(
+            qualname=self.refs.qualname(function),
+            owner=owner,
+            parameters=parameters,
+            decorators=decorators,
+            grad_off=grad_off,
+            wraps_no_grad=self._wraps_no_grad(function),
+            returns_cuda_device=self._returns_cuda_device(function),
+            returns=self._returns(function),
+            iterated=sorted(set(iterated)),
+        )
+
+    def _loop(self, loop: LoopFacts) -> LoopSummary:
+        facts = self.facts
+        evaluates = (
+            not loop.trains_itself
+            and (loop.iterates_dataloader or facts.loops.calls_eval(loop.function))
+            and any(facts.tensors.is_module_call(call) for call in loop.own_calls)
+        )
+        return LoopSummary(self.loop_ordinals[loop.node], loop.trains_itself, evaluates)
+
+    def _add_call(self, summary: ModuleSummary, ordinal: int, call: cst.Call) -> None:
+        facts = self.facts
+        function = facts.scopes.enclosing_function(call)
+        owner = summary.functions[self.refs.qualname(function)]
+        loop = facts.loops.loop_of_call(call)
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
+            owner.steps = True
+        callee = self.refs.callee(call)
+        if callee is None or is_external(callee):
+            return
+        if loop is not None:
+            sparse = facts.guards.sparse_guard(call, loop.node) is not None
+        else:
+            sparse = facts.guards.periodic_guard(call) is not None
+        owner.calls.append(
+            CallSite(
+                callee=callee,
+                ordinal=ordinal,
+                loop=-1 if loop is None else self.loop_ordinals[loop.node],
+                sparse=sparse or facts.steps.on_error_path(call),
+                no_grad=facts.guards.grad_disabled(call),
+                arguments=self._arguments(call),
+            )
+        )
+
+    def _arguments(self, call: cst.Call) -> dict[str, Value]:
+        found = {}
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            value = self._value(arg.value)
+            if value is not None:
+                key = arg.keyword.value if arg.keyword is not None else str(position)
+                found[key] = value
+        return found
+
+    def _value(self, expression: cst.BaseExpression, depth: int = 0) -> Value | None:
+        facts = self.facts
+        loader = facts.dataloaders.construction(expression)
+        if loader is not None:
+            collate = loader.value("collate_fn")
+            return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
+        if isinstance(expression, cst.Call):
+            callee = self.refs.callee(expression)
+            return None if callee is None else ["call", callee]
+        if isinstance(expression, cst.Name):
+            function = facts.scopes.enclosing_function(expression)
+            values = facts.scopes.bound_values(expression)
+            if not values and facts.scopes.is_parameter(expression.value, function):
+                return ["param", expression.value]
+            if len(values) == 1 and depth == 0:
+                return self._value(values[0], depth + 1)
+        return None
+
+    def _returns(self, function: cst.FunctionDef) -> list[Value]:
+        found = []
+        for statement in self._own_returns(function):
+            if statement.value is not None:
+                value = self._value(statement.value)
+                if value is not None:
+                    found.append(value)
+        return found
+
+    def _own_returns(self, function: cst.FunctionDef) -> list[cst.Return]:
+        return self.returns.get(function, [])
+
+    def _returns_cuda_device(self, function: cst.FunctionDef) -> bool:
+        return any(
+            statement.value is not None
+            and mentions_cuda_device(statement.value, self.facts.scopes)
+            for statement in self._own_returns(function)
+        )
+
+    def _wraps_no_grad(self, function: cst.FunctionDef) -> bool:
+        """Refers to `torch.no_grad` or `torch.inference_mode` (in its body or nested defs)
+        and calls no backward: a decorator or context factory that turns autograd off."""
+        return function in self.grad_wrappers
+
+    def _grad_wrappers(self) -> set[cst.FunctionDef]:
+        facts = self.facts
+        referring: set[cst.FunctionDef] = set()
+        for node in (*facts.index.names, *facts.index.attributes):
+            identifier = node.value if isinstance(node, cst.Name) else node.attr.value
+            if identifier in _GRAD_WRAPPED_NAMES and facts.names.qualified_name(node) in _GRAD_WRAPPED:
+                referring.update(facts.scopes.enclosing_functions(node))
+        backpropagating: set[cst.FunctionDef] = set()
+        for call in facts.index.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                backpropagating.update(facts.scopes.enclosing_functions(call))
+        return referring - backpropagating
+
+    def _add_devices(self, summary: ModuleSummary) -> None:
+        """Module-level names bound to a CUDA device, and project values used as devices
+        (`.to(dist_util.dev())`, `device=DEVICE` imported from a config module)."""
+        facts = self.facts
+        for assignment in facts.index.assigns:
+            if facts.scopes.enclosing_function(assignment) is not None:
+                continue
+            if not isinstance(assignment, cst.Assign) or assignment.value is None:
+                continue
+            if mentions_cuda_device(assignment.value, facts.scopes):
+                for target in assignment.targets:
+                    if isinstance(target.target, cst.Name):
+                        summary.cuda_names.append(target.target.value)
+        refs = set()
+        for call in facts.index.calls:
+            func = call.func
+            for position, arg in enumerate(call.args):
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                is_to_target = (
+                    position == 0 and keyword is None
+                    and isinstance(func, cst.Attribute) and func.attr.value == "to"
+                )
+                if keyword != "device" and not is_to_target:
+                    continue
+                value = arg.value
+                if isinstance(value, cst.Call):
+                    ref = self.refs.callee(value)
+                else:
+                    ref = self.refs.of_expression(value, call)
+                if ref is not None and ref.startswith(("import:", "def:")):
+                    refs.add(ref)
+        summary.device_refs = sorted(refs)
+
+
+def is_external(ref: Ref) -> bool:
+    """An import of the standard library or of PyTorch itself."""
+    if not ref.startswith("import:"):
+        return False
+    target = ref[len("import:"):]
+    return not target.startswith(".") and target.split(".")[0] in _EXTERNAL_ROOTS

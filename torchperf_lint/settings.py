@@ -1,0 +1,35 @@
+"""What runs on one file: the selected rules, the options they read, and the size limits.
+
+Free of LibCST and of the rule implementations: settings are resolved (and cache keys built
+from them) before anything is parsed, and a run whose files are all cached parses nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from torchperf_lint.source import SourceLimits
+
+if TYPE_CHECKING:
+    from torchperf_lint.registry import RuleInfo
+    from torchperf_lint.rules.base import Rule
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """The settings rules may read (from `[tool.torchperf-lint]` and the CLI)."""
+
+    target_device: Literal["auto", "cuda", "cpu"] = "auto"
+    torch_version: tuple[int, int] = (2, 3)
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    """What runs on one file: the selected rules, the options they read, and how large a file
+    may be. The rules are catalog entries (`registry.RuleInfo`), or in tests and tools rule
+    classes, which have the same attributes; the engine runs `rule.implementation()`."""
+
+    rules: tuple[RuleInfo | type[Rule], ...]
+    options: RuleOptions = field(default_factory=RuleOptions)
+    limits: SourceLimits = field(default_factory=SourceLimits)
