@@ -136,19 +136,23 @@ def test_a_planted_cache_changes_nothing(tmp_path):
     # The attacker fills the cache with their own key, then makes every entry say "clean".
     _outputs(project, attacker)
     cache = project / ".torchperf_lint_cache"
-    (entry,) = cache.rglob("*.json")
-    record = {"diagnostics": [], "error": None}
-    forged = json.dumps(record).encode()
-    for planted in (entry.read_bytes()[:32] + forged, b"\0" * 32 + forged, forged):
-        entry.write_bytes(planted)
-        assert _outputs(project, user) == expected
+    # The file's entry and the run's verdict (`{"results": [[name, record], ...]}`).
+    original = {entry: entry.read_bytes() for entry in cache.rglob("*.json")}
+    assert len(original) == 2
+    clean = {"diagnostics": [], "error": None}
+    for record in (clean, {"results": [["loader.py", clean]]}):
+        forged = json.dumps(record).encode()
+        for tag in (lambda entry: original[entry][:32], lambda entry: b"\0" * 32, lambda _: b""):
+            for entry in original:
+                entry.write_bytes(tag(entry) + forged)
+            assert _outputs(project, user) == expected
     # Corrupt shapes signed with the user's own key are misses too.
     assert _outputs(project, user) == expected
-    (entry,) = [e for e in cache.rglob("*.json")]
-    for shape in ("[" * 100_000, ('{"diagnostics": [["TPL101", "n", "m", [1, 1], [1, 2], null, 1, '
-                  '"cell", null]], "error": null}')):
-        entry.write_bytes(entry.read_bytes()[:32] + shape.encode())
-        assert _outputs(project, user) == expected
+    for entry in cache.rglob("*.json"):
+        for shape in ("[" * 100_000, ('{"diagnostics": [["TPL101", "n", "m", [1, 1], [1, 2], null, 1, '
+                      '"cell", null]], "error": null}'), '{"results": [["loader.py", 1]]}'):
+            entry.write_bytes(entry.read_bytes()[:32] + shape.encode())
+            assert _outputs(project, user) == expected
 
 
 def test_a_planted_cache_symlink_is_not_followed(tmp_path):
