@@ -142,3 +142,62 @@ def test_fix_neither_reads_nor_writes_the_cache(tmp_path):
     assert completed.stdout == "Found 1 error (1 fixed, 0 remaining).\n"
     assert not (tmp_path / ".torchperf_lint_cache").exists()
     assert "loader = DataLoader(ds, pin_memory=True)" in (tmp_path / "train.py").read_text()
+
+
+CALLER = """import torch
+from torch.utils.data import DataLoader
+from helpers import log
+
+loader = DataLoader(ds)
+for x in loader:
+    loss = model(x.cuda())
+    loss.backward()
+    opt.step()
+    log(loss)
+"""
+HELPERS = """import torch
+
+
+def log(loss):
+    print(loss.item())
+"""
+
+
+def test_an_unchanged_run_replays_its_verdict_and_a_cross_file_change_is_seen(tmp_path):
+    """The verdict of a run is keyed by every file it reads: editing the caller changes what
+    the helper's findings depend on, so the helper's findings change with it."""
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS, "pyproject.toml": ""})
+
+    def run(*args: str):
+        completed = torchperf_lint("--output-format", "concise", "-v", *args, ".", cwd=tmp_path)
+        return completed.stdout, completed.stderr
+
+    first, log = run()
+    assert "helpers.py:5:11: TPL201" in first
+    assert log == "debug: linted 2 files, replayed 0 files from the cache\n"
+    assert run() == (first, "debug: linted 0 files, replayed 2 files from the cache\n")
+    # Only the caller changed, but the helper's `.item()` is no longer on every step.
+    (tmp_path / "train.py").write_text(CALLER.replace("    log(loss)\n", ""))
+    edited, log = run()
+    assert "helpers.py" not in edited
+    assert log == "debug: linted 2 files, replayed 0 files from the cache\n"
+    assert run("--no-cache") == (edited, "debug: linted 2 files (no cache)\n")
+    assert run()[0] == edited
+
+
+def test_a_verdict_hit_neither_lints_nor_links(tmp_path, monkeypatch):
+    from torchperf_lint import runner
+
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("helpers.py", "train.py")
+    ]
+    first = runner.lint_program(jobs, jobs, workers=1)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("linked again")
+
+    monkeypatch.setattr(runner, "_lint_program", fail)
+    again = runner.lint_program(jobs, jobs, workers=1)
+    assert (again.outcomes, again.linted) == (first.outcomes, [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import importlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from torchperf_lint.config import (
     parse_torch_version,
 )
 from torchperf_lint.diagnostics import Diagnostic, FileError
-from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.discovery import Discovery, discover, program_files
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.report import (
     FORMATS,
@@ -81,9 +82,27 @@ class CheckByDefault(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(super().list_commands(ctx))
-        if _verify_command() is not None:
+        if _verify_module_exists():
             names.add("verify")
         return sorted(names)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click lists the commands, but `verify` by its help line alone: importing it
+        (and LibCST) would triple the time `--help` takes."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = None if name == "verify" else self.get_command(ctx, name)
+            if command is None or not command.hidden:
+                rows.append((name, command))
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([
+                (name, _short_help(VERIFY_HELP, limit) if command is None
+                 else command.get_short_help_str(limit))
+                for name, command in rows
+            ])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name == "verify":
@@ -140,6 +159,18 @@ def _discard_output() -> None:
         except (OSError, ValueError):
             pass
     os.close(null)
+
+
+# `verify`'s help line, for `--help` (a test checks it against the command's own).
+VERIFY_HELP = "Run SCRIPT as written and with its fixes applied, and measure whether they pay off."
+
+
+def _short_help(text: str, limit: int) -> str:
+    return click.utils.make_default_short_help(text, limit)
+
+
+def _verify_module_exists() -> bool:
+    return importlib.util.find_spec(VERIFY_MODULE) is not None
 
 
 def _verify_command() -> click.Command | None:
@@ -243,6 +274,8 @@ class CheckOptions:
     exit_non_zero_on_fix: bool
     add_noqa: bool
     fix_only: bool = False
+    # Say on stderr how many files were linted and how many replayed from the cache.
+    verbose: bool = False
     show_settings: bool = False
     show_files: bool = False
     # Where linting caches results (None: `--no-cache`); relative to the working directory.
@@ -300,6 +333,12 @@ class CheckOptions:
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa` comments for every finding.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also print, on stderr, how many files were linted and how many replayed from the cache.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print findings, but nothing else.")
 @click.option(
     "--silent",
@@ -428,7 +467,9 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         FileJob(path, display_name(path, configuration.cwd), configuration.settings_for(path))
         for path in discovery.files
     ]
-    context = _program_context(paths, configuration)
+    context = _program_context(
+        paths, configuration, None if options.force_exclude else discovery
+    )
     # Files reached through symbolic links are only written when they are inside these.
     roots = tuple(writable_root(configuration.cwd / path) for path in paths or [Path(".")])
     if options.add_noqa or options.fixing:
@@ -444,17 +485,36 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
         context = [replace(job, cache_dir=cache_dir) for job in context]
     run = lint_program(jobs, context, options.jobs)
+    if options.verbose:
+        _print_work(run, cached=options.cache_dir is not None)
     diagnostics, errors = sorted_findings(run.outcomes)
     errors = [*errors, *run.crashed, *discovery.errors]
     return _report(diagnostics, errors, run.internal_errors, configuration, options)
 
 
-def _program_context(paths: Sequence[Path], configuration: Configuration) -> list[FileJob]:
-    """The files of the projects being linted, read for the program's facts only."""
+def _print_work(run: Run, cached: bool) -> None:
+    """`--verbose`: what the run did, as a debug line on stderr (Ruff's `-v` logs likewise)."""
+    linted = len(run.linted)
+    if cached:
+        replayed = len(run.outcomes) - linted
+        click.echo(f"debug: linted {_files(linted)}, replayed {_files(replayed)} from the cache", err=True)
+    else:
+        click.echo(f"debug: linted {_files(linted)} (no cache)", err=True)
+
+
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
+def _program_context(
+    paths: Sequence[Path], configuration: Configuration, discovered: Discovery | None = None
+) -> list[FileJob]:
+    """The files of the projects being linted, read for the program's facts only (`discovered`:
+    what the paths hold, without `--force-exclude`, reused when they are the projects)."""
     no_rules = LintSettings(rules=())
     return [
         FileJob(path, display_name(path, configuration.cwd), no_rules)
-        for path in program_files(paths or [Path(".")], configuration)
+        for path in program_files(paths or [Path(".")], configuration, discovered)
     ]
 
 
