@@ -18,47 +18,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from torchperf_lint import __version__
-from torchperf_lint.config import (
-    ConfigError,
-    Configuration,
-    Overrides,
-    parse_target_device,
-    parse_torch_version,
-)
-from torchperf_lint.diagnostics import Diagnostic, FileError
-from torchperf_lint.discovery import Discovery, discover, program_files
-from torchperf_lint.program.link import ProgramFacts
-from torchperf_lint.report import (
-    FORMATS,
-    TEXT_FORMATS,
-    Report,
-    check_summary,
-    fix_summary,
-    merged,
-    render,
-    statistics,
-    statistics_records,
-)
-from torchperf_lint.runner import (
-    FileJob,
-    InternalError,
-    Run,
-    default_jobs,
-    display_name,
-    link_files,
-    lint_program,
-    lint_source,
-    run_jobs,
-    shared,
-    sorted_findings,
-)
-from torchperf_lint.settings import LintSettings
-from torchperf_lint.source import SourceError, decode
+from torchperf_lint.formats import FORMATS, TEXT_FORMATS
+
+if TYPE_CHECKING:
+    from torchperf_lint.config import Configuration
+    from torchperf_lint.diagnostics import Diagnostic, FileError
+    from torchperf_lint.discovery import Discovery
+    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.report import Report
+    from torchperf_lint.runner import (
+        FileJob,
+        InternalError,
+        Run,
+    )
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # As a shell reports a command ended by Ctrl-C (128 + SIGINT).
@@ -201,14 +178,20 @@ def _codes(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]):
 
 
 def _device(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from torchperf_lint.config import parse_target_device
+
     return None if value is None else _usage(parse_target_device, value, "--target-device")
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: str | None):
+    from torchperf_lint.config import parse_torch_version
+
     return None if value is None else _usage(parse_torch_version, value, "--torch-version")
 
 
 def _usage(parse, value, option):
+    from torchperf_lint.config import ConfigError
+
     try:
         return parse(value, option)
     except ConfigError as error:
@@ -395,6 +378,8 @@ def check(
 ) -> None:
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     from torchperf_lint.cache import DEFAULT_CACHE_DIR
+    from torchperf_lint.config import ConfigError, Configuration, Overrides
+    from torchperf_lint.runner import default_jobs
 
     overrides = Overrides(
         select=select,
@@ -450,6 +435,15 @@ def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
 
 
 def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
+    from torchperf_lint.discovery import discover
+    from torchperf_lint.runner import (
+        FileJob,
+        display_name,
+        link_files,
+        lint_program,
+        sorted_findings,
+    )
+
     if options.add_noqa and options.fixing:
         raise click.UsageError("--add-noqa cannot be combined with --fix, --fix-only or --diff")
     if options.show_settings:
@@ -511,6 +505,10 @@ def _program_context(
 ) -> list[FileJob]:
     """The files of the projects being linted, read for the program's facts only (`discovered`:
     what the paths hold, without `--force-exclude`, reused when they are the projects)."""
+    from torchperf_lint.discovery import program_files
+    from torchperf_lint.runner import FileJob, display_name
+    from torchperf_lint.settings import LintSettings
+
     no_rules = LintSettings(rules=())
     return [
         FileJob(path, display_name(path, configuration.cwd), no_rules)
@@ -519,6 +517,8 @@ def _program_context(
 
 
 def _check_stdin(configuration: Configuration, options: CheckOptions) -> int:
+    from torchperf_lint.runner import FileJob, lint_source, sorted_findings
+
     if options.add_noqa:
         raise click.UsageError("--add-noqa cannot read from stdin")
     name = options.stdin_filename or STDIN
@@ -545,6 +545,8 @@ def _fix_stdin(
 ) -> int:
     """As Ruff: `--fix` prints the fixed source, `--diff` the diff; findings go to stderr."""
     from torchperf_lint.fixes import unified_diff
+    from torchperf_lint.report import merged, render
+    from torchperf_lint.runner import FileJob
 
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / path.name
@@ -571,6 +573,8 @@ def _write_stdout(data: bytes) -> None:
 
 
 def _text_or_none(data: bytes) -> str | None:
+    from torchperf_lint.source import SourceError, decode
+
     try:
         return decode(data).text
     except SourceError:
@@ -587,6 +591,15 @@ def _report(
     fixed: int | None = None,
 ) -> int:
     """Print the findings (and the summary for text formats); return the exit code."""
+    from torchperf_lint.report import (
+        check_summary,
+        fix_summary,
+        merged,
+        render,
+        statistics,
+        statistics_records,
+    )
+
     everything = merged(diagnostics, errors)
     report = _make_report(everything, configuration, options, sources)
     text_format = options.output_format in TEXT_FORMATS
@@ -618,6 +631,7 @@ def _make_report(
     sources: dict[str, str | None] | None = None,
 ) -> Report:
     from torchperf_lint.registry import ALL_RULES
+    from torchperf_lint.report import Report
 
     def source_of(filename: str) -> str | None:
         if sources is not None and filename in sources:
@@ -679,7 +693,9 @@ def outside_roots(path: Path, roots: Sequence[Path]) -> str | None:
 def fix_job(job: FileJob, unsafe_fixes: bool, write: bool, roots: Sequence[Path] = ()):
     """Fix one file (a `.py` file or a notebook, as in `lint_one`) as part of the program the
     run shares; with `roots`, a file that resolves outside them is refused."""
+    from torchperf_lint.diagnostics import FileError
     from torchperf_lint.fixes import FileFixOutcome, fix_file
+    from torchperf_lint.runner import shared
 
     refusal = outside_roots(job.path, roots) if write and roots else None
     if refusal is not None:
@@ -704,6 +720,9 @@ def _fix_program(
 ) -> Run:
     """Fix every job's file; when writing, then fix again the files that the fixes of other
     files changed the program for."""
+    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.runner import run_jobs
+
     task = partial(
         fix_job, unsafe_fixes=options.unsafe_fixes, write=not options.diff, roots=roots
     )
@@ -815,6 +834,9 @@ def _print_fixes(outcomes: Sequence, console: Console) -> None:
 def add_noqa_job(job: FileJob, roots: Sequence[Path] = ()) -> int | FileError:
     """How many `# noqa` comments were added to the file (a `.py` file or a notebook's cells),
     or why it could not be written."""
+    from torchperf_lint.diagnostics import FileError
+    from torchperf_lint.runner import shared
+
     refusal = outside_roots(job.path, roots) if roots else None
     if refusal is not None:
         return FileError(job.display_name, refusal)
@@ -837,6 +859,9 @@ def _add_noqa(
     roots: Sequence[Path] = (),
     discovery_errors: Sequence[FileError] = (),
 ) -> int:
+    from torchperf_lint.diagnostics import FileError
+    from torchperf_lint.runner import run_jobs
+
     run = run_jobs(partial(add_noqa_job, roots=roots), jobs, options.jobs, shared=program)
     added = sum(outcome for outcome in run.outcomes if isinstance(outcome, int))
     noun = "directive" if added == 1 else "directives"
@@ -855,6 +880,8 @@ def _show_settings(
     paths: Sequence[Path], configuration: Configuration, options: CheckOptions
 ) -> int:
     """Ruff's `--show-settings`: the settings that apply to the first file to lint."""
+    from torchperf_lint.discovery import discover
+
     if options.stdin_filename and (not paths or list(paths) == [Path(STDIN)]):
         path = configuration.cwd / options.stdin_filename
     else:

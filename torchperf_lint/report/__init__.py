@@ -24,21 +24,6 @@ if TYPE_CHECKING:
 
 FILE_ERROR_CODE = "E902"
 FILE_ERROR_NAME = "file-error"
-FORMATS = (
-    "full",
-    "concise",
-    "grouped",
-    "json",
-    "json-lines",
-    "junit",
-    "github",
-    "gitlab",
-    "pylint",
-    "rdjson",
-    "sarif",
-)
-# Formats for people: they end with the summary (`Found N errors.`) and may be coloured.
-TEXT_FORMATS = ("full", "concise", "grouped")
 
 
 @dataclass(frozen=True)
@@ -158,7 +143,7 @@ def fingerprints(report: Report) -> list[str]:
 
 
 def render(output_format: str, report: Report) -> str:
-    """The findings in `output_format` (one of `FORMATS`), ending with a newline when non-empty."""
+    """The findings in `output_format` (one of `formats.FORMATS`), ending with a newline when non-empty."""
     from torchperf_lint.report import (
         concise,
         full,
