@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torchperf_lint.diagnostics import FileResult
-from torchperf_lint.program.link import Answer
-from torchperf_lint.program.summary import ModuleSummary
+
+if TYPE_CHECKING:
+    from torchperf_lint.program.link import Answer
+    from torchperf_lint.program.summary import ModuleSummary
 
 
 @dataclass

@@ -28,7 +28,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -49,12 +48,12 @@ from torchperf_lint.diagnostics import (
     Location,
     Related,
 )
-from torchperf_lint.program.summary import SUMMARY_FORMAT, ModuleSummary
 from torchperf_lint.settings import LintSettings
 from torchperf_lint.source import SourceError, SourceLimits, read_source
 
 if TYPE_CHECKING:
     from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.summary import ModuleSummary
     from torchperf_lint.runner import FileJob
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
@@ -122,6 +121,8 @@ class Cache:
 
     def summary_key(self, data: bytes) -> str:
         """The key of a summary-only entry: the file's bytes alone."""
+        from torchperf_lint.program.summary import SUMMARY_FORMAT
+
         digest = hashlib.blake2b(data, digest_size=20)
         digest.update(f"\0summary-{SUMMARY_FORMAT}".encode())
         return digest.hexdigest()
@@ -150,6 +151,8 @@ class Cache:
 
     def get(self, key: str, filename: str) -> Analysis | None:
         """The analysis stored under `key`, or None when there is none or it cannot be used."""
+        from torchperf_lint.program.summary import ModuleSummary
+
         record = self.read(key)
         if record is None:
             return None
@@ -260,6 +263,8 @@ _MAX_ENTRY_SIZE = 64 * 1024 * 1024
 def _replace_file(name: str, directory: int, content: bytes) -> None:
     """Write `content` to `name` in `directory` atomically: a reader sees all or nothing, and a
     write that fails (a full disk) leaves no partial file."""
+    import secrets  # Here: a run that only reads the cache never needs it.
+
     temporary = f".{name}.{secrets.token_hex(8)}.tmp"
     descriptor = os.open(
         temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666,
@@ -311,6 +316,8 @@ def _secret_key() -> bytes | None:
         return _read_key(path)
     except OSError:
         pass
+    import secrets
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         temporary = path.with_name(f".key.{secrets.token_hex(8)}")
@@ -493,6 +500,8 @@ def summary_key(cache: Cache, path: Path) -> str | None:
 def get_summary(cache: Cache, key: str) -> tuple[bool, ModuleSummary | None]:
     """Whether the summary-only entry `key` is in the cache, and its summary (None for a file
     that cannot hold PyTorch code)."""
+    from torchperf_lint.program.summary import ModuleSummary
+
     record = cache.read(key)
     if record is not None:
         with suppress(Exception):

@@ -19,8 +19,6 @@ This module imports LibCST only when a file is linted, not to replay results.
 
 from __future__ import annotations
 
-import ctypes
-import multiprocessing
 import os
 import signal
 import sys
@@ -30,20 +28,23 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.program.link import ProgramFacts
-from torchperf_lint.program.locate import locate_related
-from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.settings import LintSettings
 from torchperf_lint.source import SourceError, decode, may_contain_pytorch, read_source
 
+# The program, the worker processes and LibCST are imported when a run needs them: a run whose
+# verdict is cached needs none of them.
 if TYPE_CHECKING:
+    import multiprocessing
+    from multiprocessing.connection import Connection
+
     from torchperf_lint.cache import Cache
+    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.summary import ModuleSummary
 
 # Below this many files worker processes cost more than they save.
 MIN_FILES_FOR_POOL = 4
@@ -173,6 +174,8 @@ def _python_text(data: bytes, path: Path) -> str | None:
 def link_files(jobs: Sequence[FileJob], workers: int) -> ProgramFacts:
     """The program of these files, from their summaries alone (for `--fix`: the findings
     come from fixing)."""
+    from torchperf_lint.program.link import ProgramFacts
+
     run = run_jobs(summary_job, jobs, workers)
     return ProgramFacts({
         analysis.result.filename: analysis.summary
@@ -230,6 +233,9 @@ def _lint_program(
 ) -> Run[FileResult]:
     """The three phases; the entries of `keys` (linted files) and `summary_keys` (the other
     files) that are in `cache` are read here, and only the other files go to the workers."""
+    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.locate import locate_related
+
     replayed: list[Analysis] = []
     summaries: dict[str, ModuleSummary] = {}
     linted_names = {job.display_name for job in jobs}
@@ -294,6 +300,9 @@ def lint_source(
 ) -> FileResult:
     """Lint `data` as the file of `job` (an editor's unsaved buffer, read from stdin) in the
     program of its project (`context`), as `lint_program` would lint it from disk."""
+    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.locate import locate_related
+
     alone = analyse_one(job.path, job.display_name, job.settings, data)
     others = [other for other in context if other.display_name != job.display_name]
     program = link_files(others, workers)
@@ -441,10 +450,14 @@ class _WorkerPool:
         self.function = function
         self.size = size
         self.shared = shared
+        import multiprocessing
+
         self.context = multiprocessing.get_context()
         self.workers: list[_Worker] = []
 
     def run(self, jobs: Sequence[FileJob]) -> list[Outcome | InternalError | FileError]:
+        from multiprocessing.connection import wait
+
         # File sizes vary by orders of magnitude: the largest files go first, so no worker is
         # left with a big file at the end while the other cores idle.
         pending = sorted(range(len(jobs)), key=lambda position: -_size(jobs[position].path))
@@ -552,6 +565,8 @@ def _die_with_parent() -> None:
     goes on fixing files, or holds the caller's output open, for a run that is over."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
+        import ctypes
+
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)

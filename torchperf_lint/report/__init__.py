@@ -8,6 +8,7 @@ Files that cannot be read, decoded or parsed are reported like findings, under t
 from __future__ import annotations
 
 import hashlib
+import importlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,35 +144,10 @@ def fingerprints(report: Report) -> list[str]:
 
 
 def render(output_format: str, report: Report) -> str:
-    """The findings in `output_format` (one of `formats.FORMATS`), ending with a newline when non-empty."""
-    from torchperf_lint.report import (
-        concise,
-        full,
-        github,
-        gitlab,
-        grouped,
-        json,
-        json_lines,
-        junit,
-        pylint,
-        rdjson,
-        sarif,
-    )
-
-    renderers = {
-        "full": full.render,
-        "concise": concise.render,
-        "grouped": grouped.render,
-        "json": json.render,
-        "json-lines": json_lines.render,
-        "junit": junit.render,
-        "github": github.render,
-        "gitlab": gitlab.render,
-        "pylint": pylint.render,
-        "rdjson": rdjson.render,
-        "sarif": sarif.render,
-    }
-    return renderers[output_format](report)
+    """The findings in `output_format` (one of `formats.FORMATS`), ending with a newline when
+    non-empty; only that format's module is imported."""
+    module = importlib.import_module(f"torchperf_lint.report.{output_format.replace('-', '_')}")
+    return module.render(report)
 
 
 def check_summary(diagnostics: Sequence[Diagnostic], unsafe_fixes: bool) -> list[str]:
