@@ -121,7 +121,8 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
     write_files(tmp_path, {"train.py": TRAIN})
     first = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
     default_dir = tmp_path / ".torchperf_lint_cache"
-    assert len(entries(default_dir)) == 2  # The file's entry and the run's verdict.
+    # The file's entry, the run's verdict and the answers of the program of its summaries.
+    assert len(entries(default_dir)) == 3
     assert (default_dir / ".gitignore").read_text().endswith("*\n")
     assert (default_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f59")
     second = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
@@ -129,7 +130,7 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
         1, first.stdout
     )
     torchperf_lint("--cache-dir", "elsewhere", ".", cwd=tmp_path)
-    assert len(entries(tmp_path / "elsewhere")) == 2
+    assert len(entries(tmp_path / "elsewhere")) == 3
     (tmp_path / "nocache").mkdir()
     write_files(tmp_path / "nocache", {"train.py": TRAIN})
     torchperf_lint("--no-cache", ".", cwd=tmp_path / "nocache")
@@ -201,3 +202,31 @@ def test_a_verdict_hit_neither_lints_nor_links(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "_lint_program", fail)
     again = runner.lint_program(jobs, jobs, workers=1)
     assert (again.outcomes, again.linted) == (first.outcomes, [])
+
+
+def test_an_edit_that_changes_no_summary_reads_the_programs_answers_from_the_cache(
+    tmp_path, monkeypatch
+):
+    """The program's answers are cached by the digests of all its summaries: a comment added
+    to the caller relints the caller alone (on its own), and the program is not asked again."""
+    from torchperf_lint import runner
+    from torchperf_lint.program.link import ProgramFacts
+
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("helpers.py", "train.py")
+    ]
+    first = runner.lint_program(jobs, jobs, workers=1)
+    (tmp_path / "train.py").write_text(CALLER + "# a comment changes no summary\n")
+    answer = ProgramFacts.answer
+
+    def alone(program, file, question):
+        # A file linted on its own asks the program of itself alone; the whole program is
+        # not asked.
+        assert list(program.summaries) == [file], "the whole program was asked"
+        return answer(program, file, question)
+
+    monkeypatch.setattr(ProgramFacts, "answer", alone)
+    again = runner.lint_program(jobs, jobs, workers=1)
+    assert (again.outcomes, again.linted, again.internal_errors) == (first.outcomes, ["train.py"], [])

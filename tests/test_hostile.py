@@ -136,11 +136,12 @@ def test_a_planted_cache_changes_nothing(tmp_path):
     # The attacker fills the cache with their own key, then makes every entry say "clean".
     _outputs(project, attacker)
     cache = project / ".torchperf_lint_cache"
-    # The file's entry and the run's verdict (`{"results": [[name, record], ...]}`).
+    # The file's entry, the run's verdict (`{"results": [[name, record], ...]}`) and the
+    # program's answers (`{"answers": {name: {question: answer}}}`).
     original = {entry: entry.read_bytes() for entry in cache.rglob("*.json")}
-    assert len(original) == 2
+    assert len(original) == 3
     clean = {"diagnostics": [], "error": None}
-    for record in (clean, {"results": [["loader.py", clean]]}):
+    for record in (clean, {"results": [["loader.py", clean]]}, {"answers": {"loader.py": {}}}):
         forged = json.dumps(record).encode()
         for tag in (lambda entry: original[entry][:32], lambda entry: b"\0" * 32, lambda _: b""):
             for entry in original:

@@ -51,7 +51,7 @@ def probe(*args: str, cwd: Path) -> tuple[str, str]:
     completed = subprocess.run(
         [sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, check=False
     )
-    output, _, imported = completed.stderr.rpartition("\nimported: ")
+    _, _, imported = completed.stderr.rpartition("\nimported: ")
     assert imported, completed.stderr
     return completed.stdout, imported.strip()
 

@@ -21,3 +21,6 @@ class Analysis:
     asked: dict[str, Answer] = field(default_factory=dict)
     # Replayed from the cache rather than linted in this run.
     replayed: bool = False
+    # A hash of the summary's JSON, when it went through the cache (`cache.summary_digest`):
+    # the program's answers are cached by the digests of all its summaries.
+    summary_digest: str | None = None

@@ -52,13 +52,13 @@ from torchperf_lint.settings import LintSettings
 from torchperf_lint.source import SourceError, SourceLimits, read_source
 
 if TYPE_CHECKING:
-    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.link import Answer, ProgramFacts
     from torchperf_lint.program.summary import ModuleSummary
     from torchperf_lint.runner import FileJob
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
-FORMAT = 2
+FORMAT = 3
 _GITIGNORE = "# Automatically created by torchperf-lint.\n*\n"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -163,16 +163,40 @@ class Cache:
                 None if summary is None else ModuleSummary.from_json(summary),
                 dict(record["asked"]),
                 replayed=True,
+                summary_digest=str(record["summary_digest"]),
             )
         except Exception:  # noqa: BLE001 - anything malformed is a miss
             return None
 
     def put(self, key: str, analysis: Analysis) -> None:
-        """Store `analysis`; a cache that cannot be written is silently not used."""
+        """Store `analysis` (and give it its summary's digest); a cache that cannot be written
+        is silently not used."""
         record = _record(analysis.result)
         record["summary"] = None if analysis.summary is None else analysis.summary.to_json()
+        record["summary_digest"] = analysis.summary_digest = summary_digest(record["summary"])
         record["asked"] = analysis.asked
         self.write(key, record)
+
+    def answers_key(self, digests: dict[str, str]) -> str:
+        """The key of the answers of the program whose files (by name) have summaries of these
+        digests: the answers depend on the summaries alone, not on the rest of the files."""
+        digest = hashlib.blake2b(b"answers", digest_size=20)
+        for name in sorted(digests):
+            digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0")
+            digest.update(digests[name].encode())
+        return digest.hexdigest()
+
+    def get_answers(self, key: str) -> dict[str, dict[str, Answer]]:
+        """Per file, the program answers stored under `key` (see `answers_key`); empty when
+        there are none."""
+        record = self.read(key)
+        answers = None if record is None else record.get("answers")
+        if not isinstance(answers, dict):
+            return {}
+        return {str(name): dict(asked) for name, asked in answers.items() if isinstance(asked, dict)}
+
+    def put_answers(self, key: str, answers: dict[str, dict[str, Answer]]) -> None:
+        self.write(key, {"answers": answers})
 
     def read(self, key: str) -> dict | None:
         """The JSON record stored under `key`, or None."""
@@ -497,29 +521,39 @@ def summary_key(cache: Cache, path: Path) -> str | None:
     return cache.summary_key(data)
 
 
-def get_summary(cache: Cache, key: str) -> tuple[bool, ModuleSummary | None]:
-    """Whether the summary-only entry `key` is in the cache, and its summary (None for a file
-    that cannot hold PyTorch code)."""
+def summary_digest(summary: dict[str, object] | None) -> str:
+    """A hash of a summary's JSON (None: a file that cannot hold PyTorch code)."""
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def get_summary(cache: Cache, key: str) -> tuple[ModuleSummary | None, str] | None:
+    """The summary-only entry `key` (a summary, None for a file that cannot hold PyTorch code,
+    and the summary's digest), or None when it is not in the cache."""
     from torchperf_lint.program.summary import ModuleSummary
 
     record = cache.read(key)
     if record is not None:
         with suppress(Exception):
             summary = record["summary"]
-            return True, None if summary is None else ModuleSummary.from_json(summary)
-    return False, None
+            digest = str(record["digest"])
+            return None if summary is None else ModuleSummary.from_json(summary), digest
+    return None
 
 
-def summary_cached(cache: Cache, path: Path) -> ModuleSummary | None:
-    """`runner.summarize_file` through the cache, keyed by the file's bytes alone."""
+def summary_cached(cache: Cache, path: Path) -> tuple[ModuleSummary | None, str | None]:
+    """`runner.summarize_file` through the cache, keyed by the file's bytes alone, and the
+    summary's digest (None when the file cannot be read)."""
     from torchperf_lint.runner import summarize_file
 
     key = summary_key(cache, path)
     if key is None:
-        return None
-    found, summary = get_summary(cache, key)
-    if found:
-        return summary
+        return None, None
+    found = get_summary(cache, key)
+    if found is not None:
+        return found
     summary = summarize_file(path)
-    cache.write(key, {"summary": None if summary is None else summary.to_json()})
-    return summary
+    record = None if summary is None else summary.to_json()
+    digest = summary_digest(record)
+    cache.write(key, {"summary": record, "digest": digest})
+    return summary, digest

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from torchperf_lint.cache import Cache
-    from torchperf_lint.program.link import ProgramFacts
+    from torchperf_lint.program.link import Answer, ProgramFacts
     from torchperf_lint.program.summary import ModuleSummary
 
 # Below this many files worker processes cost more than they save.
@@ -130,13 +130,12 @@ def analyse_job(job: FileJob) -> Analysis:
 def summary_job(job: FileJob) -> Analysis:
     """Only the summary of a file the program reads but that is not linted (its findings are
     not reported): from the cache, or parsed."""
-    if job.cache_dir is not None:
-        from torchperf_lint.cache import Cache, summary_cached
+    if job.cache_dir is None:
+        return Analysis(FileResult(job.display_name), summarize_file(job.path))
+    from torchperf_lint.cache import Cache, summary_cached
 
-        summary = summary_cached(Cache(job.cache_dir), job.path)
-    else:
-        summary = summarize_file(job.path)
-    return Analysis(FileResult(job.display_name), summary)
+    summary, digest = summary_cached(Cache(job.cache_dir), job.path)
+    return Analysis(FileResult(job.display_name), summary, summary_digest=digest)
 
 
 def summarize_file(path: Path) -> ModuleSummary | None:
@@ -238,6 +237,7 @@ def _lint_program(
 
     replayed: list[Analysis] = []
     summaries: dict[str, ModuleSummary] = {}
+    digests: dict[str, str | None] = {}
     linted_names = {job.display_name for job in jobs}
     to_lint = list(jobs)
     to_summarize = [job for job in context if job.display_name not in linted_names]
@@ -255,11 +255,11 @@ def _lint_program(
         missing = []
         for job in to_summarize:
             key = summary_keys[job.display_name]
-            found, summary = (True, None) if key is None else get_summary(cache, key)
-            if not found:
+            found = None if key is None else get_summary(cache, key)
+            if key is not None and found is None:
                 missing.append(job)
-            elif summary is not None:
-                summaries[job.display_name] = summary
+            elif found is not None and found[0] is not None:
+                summaries[job.display_name], digests[job.display_name] = found
         to_summarize = missing
     linted = run_jobs(analyse_job, to_lint, workers)
     first = [*replayed, *linted.outcomes]
@@ -267,14 +267,18 @@ def _lint_program(
     for analysis in (*first, *others.outcomes):
         if analysis.summary is not None:
             summaries[analysis.result.filename] = analysis.summary
+            digests[analysis.result.filename] = analysis.summary_digest
     program = ProgramFacts(summaries)
+    answers = _Answers(program, cache, digests)
     by_name = {job.display_name: job for job in jobs}
     results: dict[str, FileResult] = {}
+    final: list[Analysis] = []
     stale = []
     for analysis in first:
         name = analysis.result.filename
-        if all(program.answer(name, question) == answer for question, answer in analysis.asked.items()):
+        if all(answers.answer(name, question) == answer for question, answer in analysis.asked.items()):
             results[name] = analysis.result
+            final.append(analysis)
         else:
             stale.append(by_name[name])
     second = run_jobs(analyse_job, stale, workers, shared=program)
@@ -284,6 +288,8 @@ def _lint_program(
         internal_errors=linted.internal_errors + second.internal_errors,
         crashed=linted.crashed + second.crashed,
     )
+    if not run.internal_errors and not run.crashed:
+        answers.store([*final, *second.outcomes])
     run.outcomes = [results[job.display_name] for job in jobs if job.display_name in results]
     run.linted = sorted({
         analysis.result.filename
@@ -293,6 +299,38 @@ def _lint_program(
     paths = {job.display_name: job.path for job in (*jobs, *context)}
     locate_related(run.outcomes, lambda name: _located_source(paths.get(name)))
     return run
+
+
+class _Answers:
+    """The program's answers to the files' questions: those an earlier run stored for the same
+    summaries (the cache, by their digests), else the linked program's, computed when first
+    needed (linking a large program takes longer than replaying all its files)."""
+
+    def __init__(
+        self, program: ProgramFacts, cache: Cache | None, digests: dict[str, str | None]
+    ) -> None:
+        self.program = program
+        self.cache = cache
+        self.key = None
+        if cache is not None and all(digest is not None for digest in digests.values()):
+            self.key = cache.answers_key(digests)  # type: ignore[arg-type]
+        self.known = {} if self.key is None else cache.get_answers(self.key)
+        self.new = self.key is not None and not self.known
+
+    def answer(self, file: str, question: str) -> Answer:
+        known = self.known.get(file, {})
+        if question in known:
+            return known[question]
+        self.new = self.key is not None
+        return self.program.answer(file, question)
+
+    def store(self, analyses: Sequence[Analysis]) -> None:
+        """Keep the answers the final findings of `analyses` read, when any were new."""
+        if self.cache is not None and self.key is not None and self.new:
+            # Answers for one program hold whichever run asked them: merged, never dropped.
+            answers = {**self.known, **{a.result.filename: a.asked for a in analyses if a.asked}}
+            if answers:
+                self.cache.put_answers(self.key, answers)
 
 
 def lint_source(
