@@ -16,7 +16,9 @@ that are not linted have summary-only entries, keyed by their bytes alone.
 A whole run has a verdict entry too, keyed by the keys of every file it reads (the linted
 files' entry keys, the other files' summary keys): the results of the run, their call paths
 located. When no file changed it is replayed as it is, without reading the files' entries,
-linking the program or importing LibCST.
+linking the program or importing LibCST. And a program's answers to the files' questions are
+kept by the digests of all its summaries: an edit that changes no summary (a comment, say)
+relints the edited file and links nothing.
 
 Only linting reads and writes the cache; `--fix`, `--diff` and `--add-noqa` always lint afresh.
 """
@@ -196,6 +198,7 @@ class Cache:
         return {str(name): dict(asked) for name, asked in answers.items() if isinstance(asked, dict)}
 
     def put_answers(self, key: str, answers: dict[str, dict[str, Answer]]) -> None:
+        """Store a program's answers, per file, under `key` (see `answers_key`)."""
         self.write(key, {"answers": answers})
 
     def read(self, key: str) -> dict | None:
