@@ -249,9 +249,19 @@ class HostSyncs:
                 )
             return last_identifier(expression.func) in READING_METHODS
         if isinstance(expression, cst.Name) and depth == 0:
+            if self._bound_elsewhere(expression):
+                return False
             values = self.scopes.bound_values(expression)
             return bool(values) and all(self.is_host_value(value, depth + 1) for value in values)
         return False
+
+    def _bound_elsewhere(self, name: cst.Name) -> bool:
+        """Whether `name` is also bound by what no assignment shows: a parameter of its function
+        or the target of a loop around it (`for k, v in ...: v = v.item()` reads a tensor first).
+        """
+        if self.scopes.is_parameter(name.value, self.scopes.enclosing_function(name)):
+            return True
+        return any(name.value in loop.target_names for loop in self.loops.enclosing_loops(name))
 
     def is_loader_batch(self, expression: cst.BaseExpression) -> bool:
         """A name a DataLoader loop binds (`for x, y in loader`) and its function never assigns.
