@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SyntaxIndex, descendants
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -227,7 +227,34 @@ class HostSyncs:
 
         Known host values (`is_host_value`) and the raw batches a DataLoader loop yields are not.
         """
-        return not self.is_host_value(receiver) and not self.is_loader_batch(receiver)
+        return (
+            not self.is_host_value(receiver)
+            and not self.is_loader_batch(receiver)
+            and not self._converted_if_tensor(receiver)
+        )
+
+    def _converted_if_tensor(self, receiver: cst.BaseExpression) -> bool:
+        """`if isinstance(v, torch.Tensor): v = v.item()` on a parameter or a loop's value: a
+        helper that accepts numbers or tensors and reads only what its callers choose to pass
+        (a metric logger's `update(**kwargs)` given `loss.item()` reads nothing more)."""
+        if not (isinstance(receiver, cst.Name) and self._bound_elsewhere(receiver)):
+            return False
+        for parent in self.scopes.ancestors(receiver):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and self._tests_is_tensor(parent.test, receiver.value):
+                return True
+        return False
+
+    def _tests_is_tensor(self, test: cst.BaseExpression, name: str) -> bool:
+        return (
+            isinstance(test, cst.Call)
+            and self.names.call_name(test) == "builtins.isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0].value, cst.Name)
+            and test.args[0].value.value == name
+            and self.names.qualified_name(test.args[1].value) == "torch.Tensor"
+        )
 
     def is_host_value(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """A value known to live in host memory, so reading it waits for nothing.

@@ -142,20 +142,21 @@ class TensorExpressions:
             return self._is_tensor_call(expression, depth)
         if isinstance(expression, (cst.Name, cst.Attribute)):
             return self._is_tensor_name(expression, depth)
+        # Parts of an expression keep its depth: only a name's lookup goes deeper.
         if isinstance(expression, cst.Subscript):
-            return self.is_tensor(expression.value, depth + 1)
+            return self.is_tensor(expression.value, depth)
         if isinstance(expression, cst.BinaryOperation):
-            return self.is_tensor(expression.left, depth + 1) or self.is_tensor(
-                expression.right, depth + 1
+            return self.is_tensor(expression.left, depth) or self.is_tensor(
+                expression.right, depth
             )
         if isinstance(expression, cst.UnaryOperation):
-            return self.is_tensor(expression.expression, depth + 1)
+            return self.is_tensor(expression.expression, depth)
         if isinstance(expression, cst.Comparison):
             # `pred == target` compares element-wise and gives a boolean tensor.
             if not is_elementwise_comparison(expression):
                 return False
             operands = (expression.left, *(c.comparator for c in expression.comparisons))
-            return any(self.is_tensor(operand, depth + 1) for operand in operands)
+            return any(self.is_tensor(operand, depth) for operand in operands)
         return False
 
     def is_definitely_tensor(self, expression: cst.BaseExpression) -> bool:
@@ -180,7 +181,7 @@ class TensorExpressions:
         if isinstance(func, cst.Attribute):
             if func.attr.value in _NON_TENSOR_METHODS:
                 return False
-            return self.is_tensor(func.value, depth + 1)
+            return self.is_tensor(func.value, depth)
         return False
 
     def _is_tensor_name(self, expression: cst.Name | cst.Attribute, depth: int) -> bool:
@@ -196,7 +197,9 @@ class TensorExpressions:
                 return False  # `out.shape`, `x.device`: about the tensor, not its values.
             if self.qualified_torch_constant(expression):
                 return False
-            return self.is_tensor(expression.value, depth + 1)
+            if expression.attr.value == "grad":
+                return True  # `p.grad`: a parameter's gradient, whatever `p` was bound from
+            return self.is_tensor(expression.value, depth)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
 
     def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:

@@ -73,7 +73,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
-    values handed to an environment (`env.step(action.item())`), CPU-only modules (or
+    values handed to an environment (`env.step(action.item())`), a helper's conversion of
+    what it is given only when that is a tensor (a metric logger's
+    `if isinstance(v, torch.Tensor): v = v.item()`: its callers choose what it reads), CPU-only modules (or
     `target-device = "cpu"`), and test files, which read values on purpose. A flag or rank
     guard (`if rank == 0:`, `if args.verbose:`) still runs on every step and is reported.
 
