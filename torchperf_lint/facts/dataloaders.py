@@ -362,7 +362,7 @@ class DataLoaders:
 
     def _sends_to_device(self, call: cst.Call, derived: set[str]) -> bool:
         func = call.func
-        if isinstance(func, cst.Attribute) and root_name(func.value) in derived:
+        if isinstance(func, cst.Attribute) and _part_of(func.value) in derived:
             if func.attr.value == "cuda":
                 return True
             if func.attr.value == "to":
@@ -429,6 +429,18 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
+
+
+def _part_of(expression: cst.BaseExpression) -> str | None:
+    """The name a value is taken from: `batch` for `batch["x"]`, `batch.x`, and also through
+    method calls, `batch.pop("x")`, `batch.get("x")`, `batch["x"].float()`."""
+    while True:
+        if isinstance(expression, (cst.Attribute, cst.Subscript)):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute):
+            expression = expression.func.value
+        else:
+            return expression.value if isinstance(expression, cst.Name) else None
 
 
 def _derived_targets(node: cst.CSTNode, derived: set[str]) -> set[str]:
