@@ -325,7 +325,8 @@ class DataLoaders:
 
     def is_returned(self, loader: DataLoaderConstruction) -> bool:
         """The loader is what its function returns (`return DataLoader(...)`, or the name bound
-        to it): a loader factory, whose callers iterate the batches."""
+        to it) or yields its batches (`yield from loader`): a loader factory, whose callers
+        iterate the batches."""
         parent = self.index.parents.get(loader.call)
         if isinstance(parent, cst.Return):
             return True
@@ -334,9 +335,9 @@ class DataLoaders:
         name = dotted_name(parent.targets[0].target)
         function = self.scopes.enclosing_function(parent)
         return name is not None and any(
-            isinstance(node, cst.Return)
-            and node.value is not None
-            and dotted_name(node.value) == name
+            isinstance(node, (cst.Return, cst.Yield))
+            and (value := _handed_out(node)) is not None
+            and dotted_name(value) == name
             and self.scopes.enclosing_function(node) is function
             for node in self.index.parents
         )
@@ -429,6 +430,12 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
+
+
+def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:
+    """What a `return` or `yield` gives its caller; for `yield from loader`, the loader."""
+    value = node.value
+    return value.item if isinstance(value, cst.From) else value
 
 
 def _part_of(expression: cst.BaseExpression) -> str | None:

@@ -150,8 +150,9 @@ class DataLoaderNoPinMemory(Rule):
     itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
     (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
     `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`). A loader
-    that its function returns (a loader factory, `return DataLoader(...)`) is iterated by the
-    program that calls it, and counts as reaching the device.
+    that its function returns (a loader factory, `return DataLoader(...)`) or whose batches it
+    yields (`yield from loader`) is iterated by the program that calls it, and counts as
+    reaching the device.
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight); when the dataset is a class of the module whose
