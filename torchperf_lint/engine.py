@@ -283,10 +283,13 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
 _PYTORCH_MARKERS = ("torch", "lightning", "accelerate")
 
 
-def may_contain_pytorch(text: str) -> bool:
+def worth_parsing(text: str, filename: str) -> bool:
     """Files without `torch`, `lightning` or `accelerate` in their text cannot hold PyTorch
-    code and are not parsed."""
-    return any(marker in text for marker in _PYTORCH_MARKERS)
+    code and are not parsed, except a package's `__init__.py`: the names it re-exports
+    (`from .alpaca import Alpaca`) link the program's imports to the modules that do."""
+    if any(marker in text for marker in _PYTORCH_MARKERS):
+        return True
+    return PurePath(filename).name == "__init__.py"
 
 
 @dataclass
@@ -325,7 +328,7 @@ def analyse_text(
     """Lint Python source `text` as the file `filename` of `program` (None: the file alone),
     or of the program `link` returns for the file's summary; raises `SourceError` when it
     does not parse."""
-    if not may_contain_pytorch(text):
+    if not worth_parsing(text, filename):
         return TextAnalysis()
     # Comments are tokenized early only when a file-level directive may be there; the
     # line directives are read only for files that have findings.

@@ -38,8 +38,8 @@ from torchperf_lint.engine import (
     SourceError,
     analyse_bytes,
     decode,
-    may_contain_pytorch,
     read_source,
+    worth_parsing,
 )
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.locate import locate_related
@@ -144,7 +144,7 @@ def summarize_file(path: Path) -> ModuleSummary | None:
 
     try:
         text = _python_text(path.read_bytes(), path)
-        if text is None or not may_contain_pytorch(text):
+        if text is None or not worth_parsing(text, path.name):
             return None
         return summarize(FileFacts(parse(text), path))
     except (OSError, SourceError):

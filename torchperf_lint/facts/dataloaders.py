@@ -47,6 +47,7 @@ _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
 })
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -342,14 +343,18 @@ class DataLoaders:
             for node in self.index.parents
         )
 
-    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+    def loader_hook_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose `train_dataloader`-style method builds `node`, the hooks a
+        Lightning Trainer calls for its loaders (if the class derives from Lightning's)."""
         function = self.scopes.enclosing_function(node)
         if function is None or function.name.value not in _LIGHTNING_LOADER_HOOKS:
-            return False
-        owner = self.scopes.enclosing_class(function)
+            return None
+        return self.scopes.enclosing_class(function)
+
+    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+        owner = self.loader_hook_class(node)
         return owner is not None and any(
-            (self.names.qualified_name(base.value) or "").startswith(_LIGHTNING_ROOTS)
-            for base in owner.bases
+            is_lightning_name(self.names.qualified_name(base.value) or "") for base in owner.bases
         )
 
     def _is_accelerator(self, expression: cst.BaseExpression) -> bool:
@@ -430,6 +435,11 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
+
+
+def is_lightning_name(qualified: str) -> bool:
+    """A name from Lightning (`lightning.LightningDataModule`, `pytorch_lightning.Trainer`)."""
+    return qualified.startswith(_LIGHTNING_ROOTS)
 
 
 def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:

@@ -91,6 +91,11 @@ class ProgramAnswers:
         """The DataLoader that the project function `call` runs returns (a loader factory)."""
         return None
 
+    def external_bases(self, cls: cst.ClassDef) -> list[str]:
+        """The qualified names of the classes outside the project that `cls` derives from,
+        also through project base classes in other files (`lightning.LightningDataModule`)."""
+        return []
+
 
 NO_PROGRAM = ProgramAnswers()
 

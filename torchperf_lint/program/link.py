@@ -610,6 +610,9 @@ class ProgramFacts:
     def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
         return self.returned_loader(self.resolve(file, ref))
 
+    def _answer_external_bases(self, file: str, qualname: str) -> Answer:
+        return sorted(set(self.external_bases(Target(file, qualname, "class"))))
+
 
 def _solve(keys: list, compute, unknown: object) -> dict:
     """The values of a recursive definition (`compute(key, value)`, where `value` gives the

@@ -87,6 +87,10 @@ class LinkedAnswers(ProgramAnswers):
         ref = self._project_ref(call)
         return None if ref is None else _loader(self._ask("returned_loader", ref))
 
+    def external_bases(self, cls: cst.ClassDef) -> list[str]:
+        answer = self._ask("external_bases", self.refs.qualname(cls))
+        return [str(name) for name in answer] if isinstance(answer, list) else []
+
 
 def _loader(answer: Answer) -> LoaderDescription | None:
     if not isinstance(answer, list):

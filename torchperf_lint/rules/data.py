@@ -15,7 +15,7 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
     literal_value,
 )
-from torchperf_lint.facts.dataloaders import DataLoaderConstruction
+from torchperf_lint.facts.dataloaders import DataLoaderConstruction, is_lightning_name
 from torchperf_lint.facts.devices import (
     creates_cuda_tensor,
     is_accelerator_target,
@@ -149,7 +149,8 @@ class DataLoaderNoPinMemory(Rule):
     batch.items()}`, `send_to_device(batch, device)`), or a framework moves every batch
     itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
     (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
-    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`). A loader
+    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`, also one
+    derived through the project's own base class in another module). A loader
     that its function returns (a loader factory, `return DataLoader(...)`) or whose batches it
     yields (`yield from loader`) is iterated by the program that calls it, and counts as
     reaching the device.
@@ -230,6 +231,9 @@ def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) 
     this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
     if facts.dataloaders.moved_by_a_framework(loader):
         return True
+    owner = facts.dataloaders.loader_hook_class(loader.call)
+    if owner is not None and any(map(is_lightning_name, facts.program.external_bases(owner))):
+        return True  # a DataModule whose Lightning base is reached through the project's
     if facts.dataloaders.is_returned(loader):
         return True  # a loader factory: the program's loop over it is elsewhere
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
