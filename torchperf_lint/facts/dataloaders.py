@@ -71,7 +71,10 @@ class DataLoaderConstruction:
 
     @property
     def pins_memory(self) -> bool:
-        return self.value("pin_memory") is True
+        """`pin_memory=True`, or a setting (`pin_memory=args.pin_mem`, a constant read from the
+        environment) that is not a literal false value: the loader pins when the user asks."""
+        value = self.value("pin_memory")
+        return value is UNKNOWN or (value is not MISSING and bool(value))
 
     @property
     def has_custom_collate(self) -> bool:

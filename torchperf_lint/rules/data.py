@@ -341,7 +341,8 @@ class BlockingHostToDeviceCopy(Rule):
 
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
-    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`. The loader may be built
+    `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
+    the loader pins when asked), without `non_blocking=True`. The loader may be built
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
     or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
     tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
