@@ -82,6 +82,17 @@ class HostSync:
     description: str
 
 
+def _is_format_string(expression: cst.BaseExpression) -> bool:
+    """A string literal, or one built from literals: `"%11s" * 2 + "%11.4g" * 5`."""
+    if isinstance(expression, cst.BaseString):
+        return True
+    if isinstance(expression, cst.BinaryOperation) and isinstance(
+        expression.operator, (cst.Add, cst.Multiply)
+    ):
+        return _is_format_string(expression.left) or _is_format_string(expression.right)
+    return False
+
+
 class HostSyncs:
     """The places a module makes the host wait for the device."""
 
@@ -460,9 +471,10 @@ class HostSyncs:
         if (
             isinstance(node, cst.BinaryOperation)
             and isinstance(node.operator, cst.Modulo)
-            and isinstance(node.left, cst.BaseString)
+            and _is_format_string(node.left)
         ):
             right = node.right
+            # `"%g %g" % (*losses, n)`: a starred tensor is formatted element by element.
             values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
             return any(self._reads_device(value) for value in values)
         return False
