@@ -82,6 +82,15 @@ class HostSync:
     description: str
 
 
+def _is_name_or_own_attribute(expression: cst.BaseExpression) -> bool:
+    """`loss` or `self.num_updates`."""
+    return isinstance(expression, cst.Name) or (
+        isinstance(expression, cst.Attribute)
+        and isinstance(expression.value, cst.Name)
+        and expression.value.value == "self"
+    )
+
+
 def _is_format_string(expression: cst.BaseExpression) -> bool:
     """A string literal, or one built from literals: `"%11s" * 2 + "%11.4g" * 5`."""
     if isinstance(expression, cst.BaseString):
@@ -489,15 +498,16 @@ class HostSyncs:
         """`torch.isnan(loss).any()`, `loss > best`, `found_inf`: the `if` must read the value
         on the host; an `assert` reads any tensor expression it is given.
 
-        Only calls and names are trusted as tensors here; an attribute such as
-        `model.training` is a Python flag far too often.
+        Only calls, names and a module's own attributes bound only to tensors (a buffer:
+        `self.register_buffer("num_updates", torch.tensor(0))`) are trusted as tensors here;
+        another attribute such as `model.training` is a Python flag far too often.
         """
         if isinstance(operand, cst.Comparison):
             if not self.tensors.is_tensor(operand):  # `x is None`, `k in batch`, plain numbers
                 return False
             sides = (operand.left, *(c.comparator for c in operand.comparisons))
             return any(
-                (isinstance(side, cst.Name) and self._reads_device(side))
+                (_is_name_or_own_attribute(side) and self._reads_device(side))
                 or self._is_tensor_predicate(side)
                 for side in sides
             )

@@ -151,6 +151,8 @@ class TensorExpressions:
             )
         if isinstance(expression, cst.UnaryOperation):
             return self.is_tensor(expression.expression, depth)
+        if isinstance(expression, cst.IfExp):
+            return self.is_tensor(expression.body, depth) or self.is_tensor(expression.orelse, depth)
         if isinstance(expression, cst.Comparison):
             # `pred == target` compares element-wise and gives a boolean tensor.
             if not is_elementwise_comparison(expression):
@@ -160,7 +162,8 @@ class TensorExpressions:
         return False
 
     def is_definitely_tensor(self, expression: cst.BaseExpression) -> bool:
-        """A tensor expression; a name only when every value bound to it is one.
+        """A tensor expression; a name (or `self.attr`: a buffer, say) only when every value
+        bound to it is one.
 
         `loss = loss.item()` rebinds a tensor name to a float: `float(loss)` after it reads no
         device value, and the bindings do not say which one a given line sees.
@@ -169,6 +172,9 @@ class TensorExpressions:
             values = self.scopes.bound_values(expression)
             if not all(self.is_tensor(value) for value in values):
                 return False
+        elif (dotted_name(expression) or "").startswith("self."):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self.is_tensor(value) for value in values)
         return self.is_tensor(expression)
 
     def _is_tensor_call(self, call: cst.Call, depth: int) -> bool:
