@@ -434,6 +434,8 @@ _FACTORIES_RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
     "randint_like",
 })
+# Calls that move their receiver to a device: `.to(device)`, `.cuda()`, `.type_as(tensor)`.
+_MOVES = frozenset({"to", "cuda", "type_as"})
 # Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
 # the tensor it is called on, as `.to(ref_tensor)` converts to both.
 _NEW_METHODS = {"zeros": "new_zeros", "ones": "new_ones", "full": "new_full", "empty": "new_empty"}
@@ -446,7 +448,12 @@ class TensorCreatedThenMoved(Rule):
     Checks for tensor factories whose result is immediately moved, in code that runs on every
     training or evaluation step (the body of a training loop or of a loop over a
     `DataLoader`, `forward`, a framework's per-step hook such as `training_step`):
-    `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`.
+    `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`. Also
+    a factory's result moved by the next statement (`z = torch.randn(n, d)` then
+    `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and
+    one computed on with PyTorch math and Python numbers before the move
+    (`torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`), which `device=`
+    would compute on the device; these two shapes get no fix.
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     start-up, a `__main__` block outside the training loop, an error path, a branch that runs
@@ -510,22 +517,22 @@ class TensorCreatedThenMoved(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:
             func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            if not isinstance(func, cst.Attribute) or func.attr.value not in _MOVES:
                 continue
-            factory = func.value
-            if not isinstance(factory, cst.Call):
-                continue
-            kind = _factory_kind(facts, factory)
-            if kind is None or any(
-                bound_argument(factory, keyword) is not None for keyword in ("device", "generator")
-            ):
+            if isinstance(func.value, cst.Call) and _host_factory(facts, func.value) is not None:
+                factory, reported = func.value, call
+            elif isinstance(func.value, cst.Name):  # `z = torch.randn(n)` then `z.type_as(x)`
+                factory = reported = _factory_just_before(facts, call, func.value)
+            else:  # `torch.exp(torch.arange(n)).to(d)`
+                factory, reported = _computed_from_a_host_factory(facts, func.value), call
+            if factory is None:
                 continue
             target = self._device_target(facts, call)
-            if target is None or _on_a_device_already(facts, factory) or _is_empty(factory):
+            if target is None or not facts.steps.runs_per_step(call):
                 continue
-            if not facts.steps.runs_per_step(call):
-                continue
-            yield self.finding(call, self._fix(facts, call, factory, kind, *target))
+            kind = _host_factory(facts, factory)
+            fixable = kind is not None and reported is call and factory is func.value
+            yield self.finding(reported, self._fix(facts, call, factory, kind, *target) if fixable else None)
 
     def _fix(
         self,
@@ -566,6 +573,11 @@ class TensorCreatedThenMoved(Rule):
         move (a dtype, `non_blocking`, `copy`): the move is flagged but no fix is offered."""
         if call.func.attr.value == "cuda":
             return (cst.SimpleString('"cuda"'), True) if not call.args else (None, False)
+        if call.func.attr.value == "type_as":  # to the type, and so the device, of a tensor
+            [reference] = call.args if len(call.args) == 1 else [None]
+            if reference is None or not facts.host_syncs.may_be_device_tensor(reference.value):
+                return None
+            return None, False
         device = bound_argument(call, "device", TO_SIGNATURE)
         if not isinstance(device, cst.Arg):
             return None
@@ -574,6 +586,84 @@ class TensorCreatedThenMoved(Rule):
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _host_factory(facts: FileFacts, call: cst.Call) -> str | None:
+    """The kind of factory (`_factory_kind`) when `call` creates a tensor with elements on the
+    host: no `device=` (nor `generator=`, a deliberate CPU stream), not `*_like` of a tensor
+    that may live elsewhere, not an empty placeholder."""
+    kind = _factory_kind(facts, call)
+    if kind is None or any(
+        bound_argument(call, keyword) is not None for keyword in ("device", "generator")
+    ):
+        return None
+    if _on_a_device_already(facts, call) or _is_empty(call):
+        return None
+    return kind
+
+
+def _factory_just_before(facts: FileFacts, move: cst.Call, name: cst.Name) -> cst.Call | None:
+    """The host factory the statement before `move`'s assigns to the name it moves:
+    `z = torch.randn(n, d)` then `z = z.type_as(imgs)` (or `.to(device)`)."""
+    statement = facts.scopes.ancestors(move)
+    line = next((node for node in statement if isinstance(node, cst.SimpleStatementLine)), None)
+    block = facts.index.parents.get(line) if line is not None else None
+    lines = list(getattr(block, "body", ()))
+    if line not in lines or lines.index(line) == 0:
+        return None
+    previous = lines[lines.index(line) - 1]
+    if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1):
+        return None
+    assignment = previous.body[0]
+    if not (
+        isinstance(assignment, cst.Assign)
+        and len(assignment.targets) == 1
+        and dotted_name(assignment.targets[0].target) == name.value
+        and isinstance(assignment.value, cst.Call)
+    ):
+        return None
+    return assignment.value if _host_factory(facts, assignment.value) is not None else None
+
+
+def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -> cst.Call | None:
+    """The host factory a moved value was computed from on the host, with PyTorch math and
+    Python numbers only, when the factory's `device=` would have computed it all on the
+    device: `torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`,
+    `torch.arange(n).float().to(d)`."""
+    if not isinstance(moved, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
+        return None
+    factories: list[cst.Call] = []
+
+    def host_math(node: cst.CSTNode) -> bool:
+        """Whether `node` computes on the host from one factory and Python values only."""
+        if isinstance(node, cst.Call) and _host_factory(facts, node) is not None:
+            factories.append(node)
+            return True
+        if isinstance(node, cst.Name):  # a Python value assigned here, not a parameter
+            if facts.scopes.is_parameter(node.value, facts.scopes.enclosing_function(node)):
+                return False
+            values = facts.scopes.bound_values(node)
+            return bool(values) and not any(facts.tensors.is_tensor(v) for v in values)
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return not facts.tensors.is_tensor(node)
+        if isinstance(node, cst.Call):
+            name = facts.names.call_name(node) or ""
+            if name.startswith("math."):
+                return True  # Python floats, whatever its arguments
+            if isinstance(node.func, cst.Attribute) and not name:
+                receiver_ok = isinstance(node.func.value, cst.Call) and host_math(node.func.value)
+            else:
+                receiver_ok = name.startswith("torch.") and not name.startswith("torch.nn.")
+            return receiver_ok and all(host_math(arg.value) for arg in node.args)
+        if isinstance(node, cst.BinaryOperation):
+            return host_math(node.left) and host_math(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return host_math(node.expression)
+        return isinstance(node, (cst.BaseNumber, cst.BaseString))
+
+    if not host_math(moved) or len(factories) != 1 or factories[0] is moved:
+        return None
+    return factories[0]
 
 
 def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:
