@@ -210,7 +210,9 @@ class ProgramFacts:
 
     def external_bases(self, cls: Target) -> list[str]:
         """The qualified names of the classes outside the project that `cls` derives from
-        (`lightning.pytorch.LightningModule`), through its project base classes."""
+        (`lightning.pytorch.LightningModule`), through its project base classes, whose own
+        qualified names are included: in a framework's own repository, its base classes
+        (`fairseq.tasks.fairseq_task.FairseqTask`) are the framework's."""
         if cls not in self._external_bases:
             self._external_bases[cls] = []  # A cycle of bases adds nothing.
             summary = self.summaries.get(cls.file)
@@ -219,6 +221,9 @@ class ProgramFacts:
             for ref in record.bases if record else ():
                 base = self.resolve(cls.file, ref)
                 if base is not None and base.kind == "class":
+                    module = self.modules.name_of.get(base.file)
+                    if module is not None:
+                        names.append(f"{module}.{base.qualname}")
                     names.extend(self.external_bases(base))
                 elif ref.startswith("import:") and not ref.startswith("import:."):
                     names.append(ref[len("import:"):])
