@@ -60,6 +60,11 @@ class ProgramAnswers:
         from such a loop, directly or through other functions, or a framework's per-step hook)."""
         return None
 
+    def runs_every_forward(self, function: cst.FunctionDef) -> bool:
+        """Whether a module's `forward` calls `function` on every pass, directly or through
+        other functions (`timestep_embedding(t, dim)` in a UNet's forward)."""
+        return False
+
     def is_test_support(self) -> bool:
         """Whether only tests (and other test support) import this file, though its path does
         not say it is a test (`demos/boring_classes.py`)."""

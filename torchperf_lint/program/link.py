@@ -366,6 +366,25 @@ class ProgramFacts:
                         found.append(Target(file, qualname, "function"))
         return found
 
+    @cached_property
+    def _per_forward(self) -> frozenset[Target]:
+        """The functions every forward pass runs: those a class's `forward` calls (outside
+        tests), directly or through other functions, outside sparse guards."""
+        found: set[Target] = set()
+        queue: deque[Target] = deque()
+        for file, function in self._functions:
+            if file not in self.tests and function.owner is not None and (
+                function.qualname.rsplit(".", 1)[-1] == "forward"
+            ):
+                queue.append(Target(file, function.qualname, "function"))
+        while queue:
+            current = queue.popleft()
+            for site, target in self._edges.get((current.file, current.qualname), ()):
+                if not site.sparse and target not in found:
+                    found.add(target)
+                    queue.append(target)
+        return frozenset(found)
+
     def per_step(self, target: Target) -> tuple[str, tuple[Hop, ...]] | None:
         """The kind of step ("train" first) and the call path of a per-step function."""
         for kind in STEP_KINDS:
@@ -593,6 +612,9 @@ class ProgramFacts:
             return None
         kind, path = found
         return {"kind": kind, "path": [[hop.file, hop.call, hop.callee] for hop in path]}
+
+    def _answer_per_forward(self, file: str, qualname: str) -> bool:
+        return Target(file, qualname, "function") in self._per_forward
 
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths

@@ -64,6 +64,9 @@ class LinkedAnswers(ProgramAnswers):
         )
         return StepWitness(answer["kind"], path)
 
+    def runs_every_forward(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("per_forward", self.refs.qualname(function)))
+
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))
 
