@@ -119,7 +119,10 @@ class FileFacts:
     @cached_property
     def host_syncs(self) -> HostSyncs:
         """Where the host waits for the device: reads of device values, data-dependent shapes."""
-        return HostSyncs(self.index, self.scopes, self.names, self.tensors, self.loops)
+        return HostSyncs(
+            self.index, self.scopes, self.names, self.tensors, self.loops,
+            self.program.receives_tensor,
+        )
 
     @cached_property
     def models(self) -> ModelUse:

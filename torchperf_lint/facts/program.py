@@ -65,6 +65,11 @@ class ProgramAnswers:
         other functions (`timestep_embedding(t, dim)` in a UNet's forward)."""
         return False
 
+    def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether a caller passes `function` a tensor that may live on the device as
+        `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
+        return False
+
     def is_test_support(self) -> bool:
         """Whether only tests (and other test support) import this file, though its path does
         not say it is a test (`demos/boring_classes.py`)."""

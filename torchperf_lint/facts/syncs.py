@@ -10,7 +10,7 @@ Both lean towards *not a sync* when unsure, since they feed rules that report sy
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -112,12 +112,15 @@ class HostSyncs:
         names: NameResolver,
         tensors: TensorExpressions,
         loops: Loops,
+        receives_tensor: Callable[[cst.FunctionDef, str], bool] = lambda function, name: False,
     ) -> None:
         self.index = index
         self.scopes = scopes
         self.names = names
         self.tensors = tensors
         self.loops = loops
+        # Whether the program's callers pass a function's parameter a device tensor.
+        self.receives_tensor = receives_tensor
 
     @cached_property
     def device_reads(self) -> list[HostSync]:
@@ -256,15 +259,37 @@ class HostSyncs:
     def _converted_if_tensor(self, receiver: cst.BaseExpression) -> bool:
         """`if isinstance(v, torch.Tensor): v = v.item()` on a parameter or a loop's value: a
         helper that accepts numbers or tensors and reads only what its callers choose to pass
-        (a metric logger's `update(**kwargs)` given `loss.item()` reads nothing more)."""
+        (a metric logger's `update(**kwargs)` given `loss.item()` reads nothing more). It
+        reads a device value when the program shows a caller passing that parameter a tensor
+        (`metric_logger.update(class_acc=class_acc)`)."""
         if not (isinstance(receiver, cst.Name) and self._bound_elsewhere(receiver)):
             return False
+        guarded = False
         for parent in self.scopes.ancestors(receiver):
             if isinstance(parent, ScopeNode):
-                return False
+                break
             if isinstance(parent, cst.If) and self._tests_is_tensor(parent.test, receiver.value):
-                return True
-        return False
+                guarded = True
+        if not guarded:
+            return False
+        function = self.scopes.enclosing_function(receiver)
+        parameter = self._parameter_behind(receiver, function)
+        return function is None or parameter is None or not self.receives_tensor(function, parameter)
+
+    def _parameter_behind(self, name: cst.Name, function: cst.FunctionDef | None) -> str | None:
+        """The parameter `name` is, or the one a loop around it iterates
+        (`for k, v in kwargs.items():` gives `kwargs` for `v`)."""
+        if self.scopes.is_parameter(name.value, function):
+            return name.value
+        for loop in self.loops.enclosing_loops(name):
+            if name.value not in loop.target_names or not isinstance(loop.node, cst.For):
+                continue
+            iterated = loop.node.iter
+            while isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute):
+                iterated = iterated.func.value  # `kwargs.items()`
+            if isinstance(iterated, cst.Name) and self.scopes.is_parameter(iterated.value, function):
+                return iterated.value
+        return None
 
     def _tests_is_tensor(self, test: cst.BaseExpression, name: str) -> bool:
         return (

@@ -569,6 +569,26 @@ class ProgramFacts:
     def _returned_loader_of(self, target: Target) -> list | None:
         return self._returned_loaders.get(target)
 
+    def receives_tensor(self, target: Target, parameter: str) -> bool:
+        """Whether a caller outside tests passes a tensor that may live on the device as
+        `parameter` of `target`; for a `*args` or `**kwargs` parameter (one the summary does
+        not name), as any argument beyond the named ones."""
+        function = self.function(target)
+        if function is None:
+            return False
+        if parameter in function.parameters:
+            return any(
+                argument[0] == "tensor" for _, _, argument in self._arguments_for(target, parameter)
+            )
+        for _, _, site in self._callers.get(target, []):
+            skip_self = function.owner is not None and not site.callee.startswith("def:")
+            named = len(function.parameters) - (1 if skip_self else 0)
+            for key, argument in site.arguments.items():
+                extra = key not in function.parameters if not key.isdigit() else int(key) >= named
+                if extra and argument[0] == "tensor":
+                    return True
+        return False
+
     def _arguments_for(
         self, target: Target, parameter: str
     ) -> Iterator[tuple[str, FunctionSummary, list]]:
@@ -615,6 +635,9 @@ class ProgramFacts:
 
     def _answer_per_forward(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "function") in self._per_forward
+
+    def _answer_receives_tensor(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.receives_tensor(Target(file, qualname, "function"), parameter)
 
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths

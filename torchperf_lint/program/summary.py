@@ -35,12 +35,13 @@ from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 3
+SUMMARY_FORMAT = 4
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
-# (["call", ref]), or a parameter passed through (["param", name]).
+# (["call", ref]), a parameter passed through (["param", name]), or a tensor that may live on
+# the device (["tensor"]).
 Value = list
 
 _DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
@@ -411,6 +412,11 @@ class _Summarizer:
             return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
         if isinstance(expression, cst.Call):
             callee = self.refs.callee(expression)
+            if callee is not None and not is_external(callee):
+                return ["call", callee]
+        if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
+            return ["tensor"]  # or, bound to several values, may be one
+        if isinstance(expression, cst.Call):
             return None if callee is None else ["call", callee]
         if isinstance(expression, cst.Name):
             function = facts.scopes.enclosing_function(expression)

@@ -67,6 +67,9 @@ class LinkedAnswers(ProgramAnswers):
     def runs_every_forward(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("per_forward", self.refs.qualname(function)))
 
+    def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("receives_tensor", self.refs.qualname(function), parameter))
+
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))
 

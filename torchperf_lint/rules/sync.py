@@ -75,7 +75,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
     values handed to an environment (`env.step(action.item())`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
-    `if isinstance(v, torch.Tensor): v = v.item()`: its callers choose what it reads), CPU-only modules (or
+    `if isinstance(v, torch.Tensor): v = v.item()`) unless the program shows a caller passing
+    it a tensor (`metric_logger.update(acc=acc)`, not `update(loss=loss.item())`), CPU-only modules (or
     `target-device = "cpu"`), and test files, which read values on purpose. A flag or rank
     guard (`if rank == 0:`, `if args.verbose:`) still runs on every step and is reported.
 
