@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 import libcst as cst
@@ -48,6 +50,17 @@ _LIGHTNING_LOADER_HOOKS = frozenset({
 })
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
 
+# What a dataset's `__getitem__` may call and still only index or make up its samples.
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "eye", "linspace",
+    "rand", "randn", "randint", "randperm", "normal", "zeros_like", "ones_like", "rand_like",
+    "randn_like", "randint_like", "Generator", "manual_seed", "stack", "cat",
+})
+_RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+_PLAIN_BUILTINS = frozenset({
+    "range", "len", "int", "float", "bool", "str", "min", "max", "enumerate", "zip", "dict",
+    "list", "tuple", "isinstance", "super",
+})
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -125,16 +138,62 @@ class DataLoaders:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
         a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
-        `__getitem__` calls nothing, a Hugging Face dataset preprocessed with `.map` and not
+        `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins
+        (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
         transformed on access, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self._in_memory(dataset.value)
 
-    def _indexes_only(self, construction: cst.Call) -> bool:
-        """An instance of a dataset class of this module whose `__getitem__` calls nothing: it
-        only indexes what it holds or returns constants (`PromptDataset` returning
-        `{"prompt": self.prompt, "index": index}`, `self.data[index]`)."""
-        return self._calls_nothing_in(construction, "__getitem__")
+    def _samples_in_memory(self, construction: cst.Call) -> bool:
+        """An instance of a dataset class of this module whose `__getitem__` (or `__iter__`)
+        calls nothing but PyTorch's factories and builtins: it indexes what it holds, returns
+        constants (`PromptDataset` returning `{"prompt": self.prompt, "index": index}`) or
+        makes up samples (`yield torch.randn(self.size)`)."""
+        cls = self._dataset_class(construction)
+        methods = _sample_methods(cls) if cls is not None else []
+        return bool(methods) and all(
+            self._in_memory_call(node)
+            for method in methods
+            for node in descendants(method.body)
+            if isinstance(node, cst.Call)
+        )
+
+    def makes_up_samples(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset (also through `Subset`, `ConcatDataset` and the names bound to it) is a
+        class of this module that makes up its samples with PyTorch's random factories and
+        reads nothing (`RandomDataset`: `self.data = torch.randn(n, size)`): a demo's or a
+        test's stand-in for data."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._every_source(dataset.value, self._made_up)
+
+    def _made_up(self, expression: cst.BaseExpression) -> bool:
+        cls = self._dataset_class(expression) if isinstance(expression, cst.Call) else None
+        if cls is None or not self._samples_in_memory(expression):
+            return False
+        calls = [node for node in descendants(cls.body) if isinstance(node, cst.Call)]
+        return all(self._in_memory_call(call) for call in calls) and any(
+            (self.names.call_name(call) or "").removeprefix("torch.") in _RANDOM_FACTORIES
+            for call in calls
+        )
+
+    def _in_memory_call(self, call: cst.Call) -> bool:
+        """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
+        `range` or `len` (`super().__init__()` too)."""
+        qualified = self.names.call_name(call) or ""
+        if qualified.startswith("torch."):
+            return qualified.removeprefix("torch.") in _FACTORIES
+        return qualified.removeprefix("builtins.") in _PLAIN_BUILTINS or (
+            isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Call)
+            and self.names.call_name(call.func.value) == "builtins.super"
+        )
+
+    def _dataset_class(self, construction: cst.Call) -> cst.ClassDef | None:
+        if not isinstance(construction.func, cst.Name):
+            return None
+        return next(
+            (cls for cls in self.index.classes if cls.name.value == construction.func.value), None
+        )
 
     def holds_plain_values(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is an instance of a class of this module whose `__init__` and
@@ -153,19 +212,16 @@ class DataLoaders:
 
     def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:
         """`construction` builds a class of this module whose `method` makes no call."""
-        if not isinstance(construction.func, cst.Name):
+        cls = self._dataset_class(construction)
+        if cls is None:
             return False
-        for cls in self.index.classes:
-            if cls.name.value != construction.func.value:
-                continue
-            methods = [
-                statement for statement in cls.body.body
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == method
-            ]
-            return len(methods) == 1 and not any(
-                isinstance(node, cst.Call) for node in descendants(methods[0].body)
-            )
-        return False
+        methods = [
+            statement for statement in cls.body.body
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == method
+        ]
+        return len(methods) == 1 and not any(
+            isinstance(node, cst.Call) for node in descendants(methods[0].body)
+        )
 
     def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
@@ -177,28 +233,48 @@ class DataLoaders:
     def _preprocessed(self, expression: cst.BaseExpression) -> bool:
         return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
 
-    def _in_memory(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+    def _in_memory(self, expression: cst.BaseExpression) -> bool:
+        return self._every_source(expression, self._held_in_memory)
+
+    def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self._preprocessed(expression):
+            return True
+        if not isinstance(expression, cst.Call):
+            return False
+        qualified = self.names.call_name(expression) or ""
+        if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
+            return True
+        if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
+            return True
+        return self._samples_in_memory(expression)
+
+    def _every_source(
+        self,
+        expression: cst.BaseExpression,
+        is_source: Callable[[cst.BaseExpression], bool],
+        depth: int = 0,
+    ) -> bool:
+        """Whether `is_source` holds for the dataset `expression` is, seen through the names
+        bound to it (every value) and `Subset`/`ConcatDataset` (every part)."""
+        if is_source(expression):
             return True
         if depth > 3:
             return False
         if isinstance(expression, cst.Call):
             qualified = self.names.call_name(expression) or ""
-            if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
-                return True
-            if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
-                return True
-            if self._indexes_only(expression):
-                return True
             if qualified in _DATASET_WRAPPERS and expression.args:
                 parts = expression.args[0].value
                 if isinstance(parts, (cst.List, cst.Tuple)):
-                    return all(self._in_memory(e.value, depth + 1) for e in parts.elements)
-                return self._in_memory(parts, depth + 1)
+                    return all(
+                        self._every_source(e.value, is_source, depth + 1) for e in parts.elements
+                    )
+                return self._every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
             values = self.scopes.bound_values(expression)
-            return bool(values) and all(self._in_memory(v, depth + 1) for v in values)
+            return bool(values) and all(
+                self._every_source(v, is_source, depth + 1) for v in values
+            )
         return False
 
     def _preprocessed_rows(
@@ -443,6 +519,15 @@ def _called_with(
 def is_lightning_name(qualified: str) -> bool:
     """A name from Lightning (`lightning.LightningDataModule`, `pytorch_lightning.Trainer`)."""
     return qualified.startswith(_LIGHTNING_ROOTS)
+
+
+def _sample_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """A dataset class's `__getitem__` and `__iter__`, those it defines."""
+    return [
+        statement for statement in cls.body.body
+        if isinstance(statement, cst.FunctionDef)
+        and statement.name.value in ("__getitem__", "__iter__")
+    ]
 
 
 def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:

@@ -58,7 +58,8 @@ class DataLoaderNoWorkers(Rule):
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
-    `__getitem__` calls nothing (it only indexes what it holds or returns constants), a
+    `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
+    indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
     one batch
@@ -161,6 +162,8 @@ class DataLoaderNoPinMemory(Rule):
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
     transformed on access), whose batches of token ids are too small for pinning to matter;
+    when the dataset is a class of the module that makes up its samples with PyTorch's random
+    factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
@@ -217,6 +220,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
+            if facts.dataloaders.makes_up_samples(loader):
+                continue  # random stand-ins for data: a demo's, a test's
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
