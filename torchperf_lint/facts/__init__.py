@@ -149,7 +149,11 @@ class FileFacts:
         as a parameter by every caller outside tests."""
         construction = self.dataloaders.loader_of(loop)
         if construction is not None:
-            return LoaderDescription(construction.pins_memory, construction.has_custom_collate)
+            return LoaderDescription(
+                construction.pins_memory,
+                construction.has_custom_collate,
+                self.dataloaders.moved_by_a_framework(construction),
+            )
         iterated = iterated_expression(loop)
         if iterated is None:
             return None

@@ -40,6 +40,8 @@ class LoaderDescription:
 
     pins_memory: bool
     has_custom_collate: bool
+    # A framework copies its batches to the device itself (`accelerator.prepare(loader)`).
+    moved_by_a_framework: bool = False
 
 
 class ProgramAnswers:

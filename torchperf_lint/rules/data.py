@@ -351,6 +351,9 @@ class BlockingHostToDeviceCopy(Rule):
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
     or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
     tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
+    A loader that Accelerate or Fabric prepares (`accelerator.prepare(loader)`) is not
+    checked: the framework copies its batches to the device, and a later `.to(device, dtype)`
+    only casts.
 
     Test files are not checked.
 
@@ -395,7 +398,7 @@ class BlockingHostToDeviceCopy(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
             loader = facts.loader_of(loop.node)
-            if loader is None or not loader.pins_memory:
+            if loader is None or not loader.pins_memory or loader.moved_by_a_framework:
                 continue
             for call in loop.own_calls:
                 if not self._is_host_to_device(facts, call):
