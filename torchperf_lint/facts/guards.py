@@ -153,6 +153,25 @@ class Guards:
                 return not (child is parent.body and is_main_test(parent.test))
         return False
 
+    def under_opt_in(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only under `if flag:` where `flag` is a parameter of its function
+        that defaults to `False` (`def __call__(..., clear_cache=False)`): its callers opt in,
+        trading speed for something else on purpose."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return False
+        opt_ins = {
+            param.name.value
+            for param in (*function.params.params, *function.params.kwonly_params)
+            if param.default is not None and literal_value(param.default) is False
+        }
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and child is parent.body and _names_one_of(parent.test, opt_ins):
+                return True
+        return False
+
     def under_main_guard(self, node: cst.CSTNode) -> bool:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -321,7 +340,8 @@ def _increment(node: cst.CSTNode) -> str | None:
 
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
     """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since a counter never repeats;
-    `i < 5`, `step <= 4`, `5 > i`: true on a prefix of literal length."""
+    `i in thresholds`: true on the iterations a collection lists; `i < 5`, `step <= 4`,
+    `5 > i`: true on a prefix of literal length."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     operator = test.comparisons[0].operator
@@ -336,11 +356,20 @@ def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> boo
 
     if isinstance(operator, cst.Equal):
         return is_counter(test.left) or is_counter(right)
+    if isinstance(operator, cst.In):  # `i in refine_steps`: the iterations a collection lists
+        return is_counter(test.left)
     if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
         return is_counter(test.left) and _is_count(right)
     if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
         return _is_count(test.left) and is_counter(right)
     return False
+
+
+def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
+    """`flag`, or an `and` with `flag` as an operand."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _names_one_of(test.left, names) or _names_one_of(test.right, names)
+    return isinstance(test, cst.Name) and test.value in names
 
 
 def _is_count(expression: cst.BaseExpression) -> bool:
