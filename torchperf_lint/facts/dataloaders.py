@@ -61,6 +61,8 @@ _PLAIN_BUILTINS = frozenset({
     "range", "len", "int", "float", "bool", "str", "min", "max", "enumerate", "zip", "dict",
     "list", "tuple", "isinstance", "super",
 })
+# Words in an attribute's name that say it holds what the training collects as it runs.
+_LIVE_STATE = ("buffer", "replay")
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -157,6 +159,30 @@ class DataLoaders:
             for node in descendants(method.body)
             if isinstance(node, cst.Call)
         )
+
+    def reads_live_state(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is built from the running object's own state: a bound method of the
+        class around it (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL
+        agent collecting experience with the current policy) or a replay buffer the training
+        fills (`RLDataset(self.buffer)`). Worker processes would read stale copies of it."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        values = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        cls = self.scopes.enclosing_class(loader.call)
+        methods = {
+            statement.name.value for statement in (cls.body.body if cls is not None else ())
+            if isinstance(statement, cst.FunctionDef)
+        }
+        for value in values:
+            for arg in value.args if isinstance(value, cst.Call) else ():
+                name = dotted_name(arg.value) or ""
+                if not name.startswith("self.") or name.count(".") != 1:
+                    continue
+                attribute = name.removeprefix("self.")
+                if attribute in methods or any(word in attribute.lower() for word in _LIVE_STATE):
+                    return True
+        return False
 
     def makes_up_samples(self, loader: DataLoaderConstruction) -> bool:
         """The dataset (also through `Subset`, `ConcatDataset` and the names bound to it) is a

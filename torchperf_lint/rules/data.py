@@ -63,7 +63,11 @@ class DataLoaderNoWorkers(Rule):
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
     one batch
-    (`next(iter(loader))`), and test files.
+    (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
+    training process: a dataset built from the running object's own state, a bound method
+    (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
+    experience with the current policy) or a replay buffer the training fills
+    (`RLDataset(self.buffer)`): workers would sample from stale copies of it.
 
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
@@ -117,6 +121,8 @@ class DataLoaderNoWorkers(Rule):
                 continue
             if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
                 continue
+            if loaders.reads_live_state(loader):
+                continue  # workers would sample from stale copies of the policy or buffer
             suggested = cst.Integer(str(SUGGESTED_WORKERS))
             passed = loader.argument("num_workers")
             new_call = (
