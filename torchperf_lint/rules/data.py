@@ -22,6 +22,8 @@ from torchperf_lint.facts.devices import (
     is_cpu_device,
     is_dtype,
 )
+from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
@@ -163,7 +165,8 @@ class DataLoaderNoPinMemory(Rule):
     reaching the device.
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
-    values a framework moves out of sight); when the dataset is a class of the module whose
+    values a framework moves out of sight); when the loader's only loop is a pass that runs
+    once before its function's training loop (caching latents or embeddings); when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
@@ -248,12 +251,28 @@ def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) 
     if facts.dataloaders.is_returned(loader):
         return True  # a loader factory: the program's loop over it is elsewhere
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
+    if loops and all(_one_pass_before_training(facts, loop) for loop in loops):
+        return False  # set-up: caching latents or embeddings once, before training starts
     if not loops:
         loops = [
             loop for loop in facts.loops.all
             if loop.iterates_dataloader and facts.dataloaders.loader_of(loop.node) is None
         ]
     return any(facts.dataloaders.moves_batches_to_device(loop.node) for loop in loops)
+
+
+def _one_pass_before_training(facts: FileFacts, loop: LoopFacts) -> bool:
+    """A loop over a loader that runs once, before the training loop of its function: not
+    inside another loop, training nothing itself (`for batch in cache_loader:` that encodes
+    and stores latents)."""
+    if facts.loops.enclosing_loops(loop.node) or loop.is_training:
+        return False
+    position = facts.loops.all.index(loop)
+    inside = set(descendants(loop.node))
+    return not any(other.is_training for other in facts.loops.all if other.node in inside) and any(
+        other.is_training and other.function is loop.function
+        for other in facts.loops.all[position + 1:]
+    )
 
 
 class DataLoaderWorkersNotPersistent(Rule):
