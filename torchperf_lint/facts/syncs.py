@@ -398,6 +398,11 @@ class HostSyncs:
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
+        if qualified in ("builtins.min", "builtins.max") and len(call.args) >= 2 and any(
+            _is_name_or_own_attribute(a.value) and self._reads_device(a.value) for a in call.args
+        ):
+            # `min(self.decay, x)` compares with `<`: `bool()` of a tensor.
+            return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` comparing tensors")
         sink = self._formatting_sink(call)
         if sink is not None and any(
             self._reads_device(a.value) and not _is_string(a.value) for a in call.args

@@ -169,7 +169,9 @@ class TensorExpressions:
         device value, and the bindings do not say which one a given line sees.
         """
         if isinstance(expression, cst.Name):
-            values = self.scopes.bound_values(expression)
+            # `acc = None` then `acc = (pred == y).float().mean()`: a tensor wherever it is
+            # tested as one (`if acc:` reads it when it is not None).
+            values = [v for v in self.scopes.bound_values(expression) if not _is_none(v)]
             if not all(self.is_tensor(value) for value in values):
                 return False
         elif (dotted_name(expression) or "").startswith("self."):
@@ -249,3 +251,7 @@ def is_elementwise_comparison(comparison: cst.Comparison) -> bool:
         isinstance(target.operator, _NON_ELEMENTWISE_COMPARISONS)
         for target in comparison.comparisons
     )
+
+
+def _is_none(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.Name) and expression.value == "None"

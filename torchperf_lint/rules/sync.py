@@ -56,7 +56,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `logger.info("%s", loss)`; `debug` logging is off by default), a tensor used as a
     condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
-    written implicitly, and an explicit `torch.cuda.synchronize()` (or another backend's)
+    written implicitly, the builtin `min()` or `max()` of a tensor (`min(self.decay, x)`
+    compares with `<`), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
