@@ -161,12 +161,21 @@ class HostSyncs:
 
     def _next_to_a_clock(self, call: cst.Call) -> bool:
         """The statement after the synchronize (or before it) reads a clock: it bounds a
-        timed interval, a measurement rather than a stray wait."""
+        timed interval, a measurement rather than a stray wait. A synchronize alone in an
+        `if` (`if device.type == "cuda": torch.cuda.synchronize()`) is judged by the
+        statements around that `if`."""
         line = self._line_of(call)
         block = self.index.parents.get(line)
         lines = list(getattr(block, "body", ()))
         if line not in lines:
             return False
+        branch = self.index.parents.get(block)
+        if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
+            line = branch
+            block = self.index.parents.get(branch)
+            lines = list(getattr(block, "body", ()))
+            if line not in lines:
+                return False
         position = lines.index(line)
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(

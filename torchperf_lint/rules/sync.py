@@ -67,7 +67,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
     one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
-    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`) or a
+    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
+    an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`), or a
     lazy initialisation (`if buffer is None: buffer = ...`); on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
