@@ -93,6 +93,46 @@ def test_host_values(code: str, host: bool) -> None:
     assert facts.host_syncs.is_host_value(expression_at(facts, code)) is host
 
 
+def test_a_name_also_bound_by_a_loop_or_a_parameter_has_no_known_host_value() -> None:
+    # `v = v.item()` reads `v` while it is still the tensor the loop (or the caller) bound.
+    facts = facts_of(
+        "import torch\n"
+        "def update(meters, scale, **kwargs):\n"
+        "    for k, v in kwargs.items():\n"
+        "        v = v.item()\n"
+        "        meters[k] = v\n"
+        "    scale = scale.item()\n"
+        "    total = kwargs['n'].item()\n"
+        "    print(total)\n"
+    )
+    syncs = facts.host_syncs
+    assert not syncs.is_host_value(expression_at(facts, "v.item()").func.value)
+    assert not syncs.is_host_value(expression_at(facts, "scale.item()").func.value)
+    assert syncs.is_host_value(expression_at(facts, "total"))
+
+
+def test_a_helper_that_converts_only_what_is_a_tensor_reads_what_its_callers_pass() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def update(meters, **kwargs):\n"
+        "    for k, v in kwargs.items():\n"
+        "        if isinstance(v, torch.Tensor):\n"
+        "            v = v.item()\n"
+        "        meters[k] = v\n"
+        "def log(meters, loss):\n"
+        "    if isinstance(loss, torch.Tensor):\n"
+        "        meters['loss'] = loss.item()\n"
+        "    if isinstance(meters, torch.Tensor):\n"
+        "        meters['loss'] = loss.item()\n"
+    )
+    receivers = [
+        node.func.value
+        for node in facts.index.calls
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item"
+    ]
+    assert [facts.host_syncs.may_be_device_tensor(r) for r in receivers] == [False, False, True]
+
+
 def test_a_loader_batch_is_on_the_host_until_it_is_reassigned() -> None:
     facts = facts_of(TRAINING)
     syncs = facts.host_syncs

@@ -36,8 +36,8 @@ from torchperf_lint.source import (  # noqa: F401 - callers long found these her
     SourceLimits,
     check_size,
     decode,
-    may_contain_pytorch,
     read_source,
+    worth_parsing,
 )
 
 # LibCST's native parser recurses without a limit: about 1,500 nested brackets crash the
@@ -207,7 +207,7 @@ def analyse_text(
     """Lint Python source `text` as the file `filename` of `program` (None: the file alone),
     or of the program `link` returns for the file's summary; raises `SourceError` when it
     does not parse."""
-    if not may_contain_pytorch(text):
+    if not worth_parsing(text, filename):
         return TextAnalysis()
     # Comments are tokenized early only when a file-level directive may be there; the
     # line directives are read only for files that have findings.

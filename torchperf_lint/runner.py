@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
 from torchperf_lint.settings import LintSettings
-from torchperf_lint.source import SourceError, decode, may_contain_pytorch, read_source
+from torchperf_lint.source import SourceError, decode, read_source, worth_parsing
 
 # The program, the worker processes and LibCST are imported when a run needs them: a run whose
 # verdict is cached needs none of them.
@@ -147,7 +147,7 @@ def summarize_file(path: Path) -> ModuleSummary | None:
 
     try:
         text = _python_text(path.read_bytes(), path)
-        if text is None or not may_contain_pytorch(text):
+        if text is None or not worth_parsing(text, path.name):
             return None
         return summarize(FileFacts(parse(text), path))
     except (OSError, SourceError):

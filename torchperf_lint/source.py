@@ -13,7 +13,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from torchperf_lint.diagnostics import Location
 
@@ -115,7 +115,10 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _PYTORCH_MARKERS = ("torch", "lightning", "accelerate")
 
 
-def may_contain_pytorch(text: str) -> bool:
+def worth_parsing(text: str, filename: str) -> bool:
     """Files without `torch`, `lightning` or `accelerate` in their text cannot hold PyTorch
-    code and are not parsed."""
-    return any(marker in text for marker in _PYTORCH_MARKERS)
+    code and are not parsed, except a package's `__init__.py`: the names it re-exports
+    (`from .alpaca import Alpaca`) link the program's imports to the modules that do."""
+    if any(marker in text for marker in _PYTORCH_MARKERS):
+        return True
+    return PurePath(filename).name == "__init__.py"

@@ -101,7 +101,10 @@ class FileFacts:
     @cached_property
     def host_syncs(self) -> HostSyncs:
         """Where the host waits for the device: reads of device values, data-dependent shapes."""
-        return HostSyncs(self.index, self.scopes, self.names, self.tensors, self.loops)
+        return HostSyncs(
+            self.index, self.scopes, self.names, self.tensors, self.loops,
+            self.program.receives_tensor,
+        )
 
     @cached_property
     def models(self) -> ModelUse:
@@ -128,7 +131,11 @@ class FileFacts:
         as a parameter by every caller outside tests."""
         construction = self.dataloaders.loader_of(loop)
         if construction is not None:
-            return LoaderDescription(construction.pins_memory, construction.has_custom_collate)
+            return LoaderDescription(
+                construction.pins_memory,
+                construction.has_custom_collate,
+                self.dataloaders.moved_by_a_framework(construction),
+            )
         iterated = iterated_expression(loop)
         if iterated is None:
             return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 import libcst as cst
@@ -47,6 +49,20 @@ _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
 })
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+
+# What a dataset's `__getitem__` may call and still only index or make up its samples.
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "eye", "linspace",
+    "rand", "randn", "randint", "randperm", "normal", "zeros_like", "ones_like", "rand_like",
+    "randn_like", "randint_like", "Generator", "manual_seed", "stack", "cat",
+})
+_RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal"})
+_PLAIN_BUILTINS = frozenset({
+    "range", "len", "int", "float", "bool", "str", "min", "max", "enumerate", "zip", "dict",
+    "list", "tuple", "isinstance", "super",
+})
+# Words in an attribute's name that say it holds what the training collects as it runs.
+_LIVE_STATE = ("buffer", "replay")
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -70,7 +86,10 @@ class DataLoaderConstruction:
 
     @property
     def pins_memory(self) -> bool:
-        return self.value("pin_memory") is True
+        """`pin_memory=True`, or a setting (`pin_memory=args.pin_mem`, a constant read from the
+        environment) that is not a literal false value: the loader pins when the user asks."""
+        value = self.value("pin_memory")
+        return value is UNKNOWN or (value is not MISSING and bool(value))
 
     @property
     def has_custom_collate(self) -> bool:
@@ -121,16 +140,86 @@ class DataLoaders:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
         a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
-        `__getitem__` calls nothing, a Hugging Face dataset preprocessed with `.map` and not
+        `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins
+        (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
         transformed on access, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self._in_memory(dataset.value)
 
-    def _indexes_only(self, construction: cst.Call) -> bool:
-        """An instance of a dataset class of this module whose `__getitem__` calls nothing: it
-        only indexes what it holds or returns constants (`PromptDataset` returning
-        `{"prompt": self.prompt, "index": index}`, `self.data[index]`)."""
-        return self._calls_nothing_in(construction, "__getitem__")
+    def _samples_in_memory(self, construction: cst.Call) -> bool:
+        """An instance of a dataset class of this module whose `__getitem__` (or `__iter__`)
+        calls nothing but PyTorch's factories and builtins: it indexes what it holds, returns
+        constants (`PromptDataset` returning `{"prompt": self.prompt, "index": index}`) or
+        makes up samples (`yield torch.randn(self.size)`)."""
+        cls = self._dataset_class(construction)
+        methods = _sample_methods(cls) if cls is not None else []
+        return bool(methods) and all(
+            self._in_memory_call(node)
+            for method in methods
+            for node in descendants(method.body)
+            if isinstance(node, cst.Call)
+        )
+
+    def reads_live_state(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is built from the running object's own state: a bound method of the
+        class around it (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL
+        agent collecting experience with the current policy) or a replay buffer the training
+        fills (`RLDataset(self.buffer)`). Worker processes would read stale copies of it."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        values = [dataset.value, *self.scopes.bound_values(dataset.value)]
+        cls = self.scopes.enclosing_class(loader.call)
+        methods = {
+            statement.name.value for statement in (cls.body.body if cls is not None else ())
+            if isinstance(statement, cst.FunctionDef)
+        }
+        for value in values:
+            for arg in value.args if isinstance(value, cst.Call) else ():
+                name = dotted_name(arg.value) or ""
+                if not name.startswith("self.") or name.count(".") != 1:
+                    continue
+                attribute = name.removeprefix("self.")
+                if attribute in methods or any(word in attribute.lower() for word in _LIVE_STATE):
+                    return True
+        return False
+
+    def makes_up_samples(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset (also through `Subset`, `ConcatDataset` and the names bound to it) is a
+        class of this module that makes up its samples with PyTorch's random factories and
+        reads nothing (`RandomDataset`: `self.data = torch.randn(n, size)`): a demo's or a
+        test's stand-in for data."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._every_source(dataset.value, self._made_up)
+
+    def _made_up(self, expression: cst.BaseExpression) -> bool:
+        cls = self._dataset_class(expression) if isinstance(expression, cst.Call) else None
+        if cls is None or not self._samples_in_memory(expression):
+            return False
+        calls = [node for node in descendants(cls.body) if isinstance(node, cst.Call)]
+        return all(self._in_memory_call(call) for call in calls) and any(
+            (self.names.call_name(call) or "").removeprefix("torch.") in _RANDOM_FACTORIES
+            for call in calls
+        )
+
+    def _in_memory_call(self, call: cst.Call) -> bool:
+        """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
+        `range` or `len` (`super().__init__()` too)."""
+        qualified = self.names.call_name(call) or ""
+        if qualified.startswith("torch."):
+            return qualified.removeprefix("torch.") in _FACTORIES
+        return qualified.removeprefix("builtins.") in _PLAIN_BUILTINS or (
+            isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Call)
+            and self.names.call_name(call.func.value) == "builtins.super"
+        )
+
+    def _dataset_class(self, construction: cst.Call) -> cst.ClassDef | None:
+        if not isinstance(construction.func, cst.Name):
+            return None
+        return next(
+            (cls for cls in self.index.classes if cls.name.value == construction.func.value), None
+        )
 
     def holds_plain_values(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is an instance of a class of this module whose `__init__` and
@@ -149,19 +238,16 @@ class DataLoaders:
 
     def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:
         """`construction` builds a class of this module whose `method` makes no call."""
-        if not isinstance(construction.func, cst.Name):
+        cls = self._dataset_class(construction)
+        if cls is None:
             return False
-        for cls in self.index.classes:
-            if cls.name.value != construction.func.value:
-                continue
-            methods = [
-                statement for statement in cls.body.body
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == method
-            ]
-            return len(methods) == 1 and not any(
-                isinstance(node, cst.Call) for node in descendants(methods[0].body)
-            )
-        return False
+        methods = [
+            statement for statement in cls.body.body
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == method
+        ]
+        return len(methods) == 1 and not any(
+            isinstance(node, cst.Call) for node in descendants(methods[0].body)
+        )
 
     def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
@@ -173,28 +259,48 @@ class DataLoaders:
     def _preprocessed(self, expression: cst.BaseExpression) -> bool:
         return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
 
-    def _in_memory(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+    def _in_memory(self, expression: cst.BaseExpression) -> bool:
+        return self._every_source(expression, self._held_in_memory)
+
+    def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self._preprocessed(expression):
+            return True
+        if not isinstance(expression, cst.Call):
+            return False
+        qualified = self.names.call_name(expression) or ""
+        if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
+            return True
+        if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
+            return True
+        return self._samples_in_memory(expression)
+
+    def _every_source(
+        self,
+        expression: cst.BaseExpression,
+        is_source: Callable[[cst.BaseExpression], bool],
+        depth: int = 0,
+    ) -> bool:
+        """Whether `is_source` holds for the dataset `expression` is, seen through the names
+        bound to it (every value) and `Subset`/`ConcatDataset` (every part)."""
+        if is_source(expression):
             return True
         if depth > 3:
             return False
         if isinstance(expression, cst.Call):
             qualified = self.names.call_name(expression) or ""
-            if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
-                return True
-            if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
-                return True
-            if self._indexes_only(expression):
-                return True
             if qualified in _DATASET_WRAPPERS and expression.args:
                 parts = expression.args[0].value
                 if isinstance(parts, (cst.List, cst.Tuple)):
-                    return all(self._in_memory(e.value, depth + 1) for e in parts.elements)
-                return self._in_memory(parts, depth + 1)
+                    return all(
+                        self._every_source(e.value, is_source, depth + 1) for e in parts.elements
+                    )
+                return self._every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
             values = self.scopes.bound_values(expression)
-            return bool(values) and all(self._in_memory(v, depth + 1) for v in values)
+            return bool(values) and all(
+                self._every_source(v, is_source, depth + 1) for v in values
+            )
         return False
 
     def _preprocessed_rows(
@@ -325,7 +431,8 @@ class DataLoaders:
 
     def is_returned(self, loader: DataLoaderConstruction) -> bool:
         """The loader is what its function returns (`return DataLoader(...)`, or the name bound
-        to it): a loader factory, whose callers iterate the batches."""
+        to it) or yields its batches (`yield from loader`): a loader factory, whose callers
+        iterate the batches."""
         parent = self.index.parents.get(loader.call)
         if isinstance(parent, cst.Return):
             return True
@@ -334,21 +441,25 @@ class DataLoaders:
         name = dotted_name(parent.targets[0].target)
         function = self.scopes.enclosing_function(parent)
         return name is not None and any(
-            isinstance(node, cst.Return)
-            and node.value is not None
-            and dotted_name(node.value) == name
+            isinstance(node, (cst.Return, cst.Yield))
+            and (value := _handed_out(node)) is not None
+            and dotted_name(value) == name
             and self.scopes.enclosing_function(node) is function
             for node in self.index.parents
         )
 
-    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+    def loader_hook_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        """The class whose `train_dataloader`-style method builds `node`, the hooks a
+        Lightning Trainer calls for its loaders (if the class derives from Lightning's)."""
         function = self.scopes.enclosing_function(node)
         if function is None or function.name.value not in _LIGHTNING_LOADER_HOOKS:
-            return False
-        owner = self.scopes.enclosing_class(function)
+            return None
+        return self.scopes.enclosing_class(function)
+
+    def _in_lightning_loader_hook(self, node: cst.CSTNode) -> bool:
+        owner = self.loader_hook_class(node)
         return owner is not None and any(
-            (self.names.qualified_name(base.value) or "").startswith(_LIGHTNING_ROOTS)
-            for base in owner.bases
+            is_lightning_name(self.names.qualified_name(base.value) or "") for base in owner.bases
         )
 
     def _is_accelerator(self, expression: cst.BaseExpression) -> bool:
@@ -362,7 +473,7 @@ class DataLoaders:
 
     def _sends_to_device(self, call: cst.Call, derived: set[str]) -> bool:
         func = call.func
-        if isinstance(func, cst.Attribute) and root_name(func.value) in derived:
+        if isinstance(func, cst.Attribute) and _part_of(func.value) in derived:
             if func.attr.value == "cuda":
                 return True
             if func.attr.value == "to":
@@ -429,6 +540,38 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
+
+
+def is_lightning_name(qualified: str) -> bool:
+    """A name from Lightning (`lightning.LightningDataModule`, `pytorch_lightning.Trainer`)."""
+    return qualified.startswith(_LIGHTNING_ROOTS)
+
+
+def _sample_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """A dataset class's `__getitem__` and `__iter__`, those it defines."""
+    return [
+        statement for statement in cls.body.body
+        if isinstance(statement, cst.FunctionDef)
+        and statement.name.value in ("__getitem__", "__iter__")
+    ]
+
+
+def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:
+    """What a `return` or `yield` gives its caller; for `yield from loader`, the loader."""
+    value = node.value
+    return value.item if isinstance(value, cst.From) else value
+
+
+def _part_of(expression: cst.BaseExpression) -> str | None:
+    """The name a value is taken from: `batch` for `batch["x"]`, `batch.x`, and also through
+    method calls, `batch.pop("x")`, `batch.get("x")`, `batch["x"].float()`."""
+    while True:
+        if isinstance(expression, (cst.Attribute, cst.Subscript)):
+            expression = expression.value
+        elif isinstance(expression, cst.Call) and isinstance(expression.func, cst.Attribute):
+            expression = expression.func.value
+        else:
+            return expression.value if isinstance(expression, cst.Name) else None
 
 
 def _derived_targets(node: cst.CSTNode, derived: set[str]) -> set[str]:

@@ -60,13 +60,53 @@ class Guards:
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
-        test may also be a name bound to such a test (`do_log = step % n == 0; if do_log:`)."""
+        test may also be a name bound to such a test (`do_log = step % n == 0; if do_log:`).
+        An early exit on the other steps before `node` in its block guards it too:
+        `if (step + 1) % accumulation != 0: continue` (or `return`)."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is within or isinstance(parent, ScopeNode):
                 return None
             if isinstance(parent, cst.If) and child is parent.body and self.is_periodic_test(parent.test):
                 return parent
+            exit_ = self._exit_off_period_before(parent, child)
+            if exit_ is not None:
+                return exit_
         return None
+
+    def _exit_off_period_before(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
+        """An `if <off-period test>: continue` (or `return`) among the statements of `block`
+        before `child`."""
+        statements = getattr(block, "body", None)
+        if not isinstance(statements, (list, tuple)) or child not in statements:
+            return None
+        for statement in statements[: statements.index(child)]:
+            if (
+                isinstance(statement, cst.If)
+                and statement.orelse is None
+                and _only_exits(statement.body)
+                and self._is_off_period_test(statement.test)
+            ):
+                return statement
+        return None
+
+    def _is_off_period_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """True on the steps between the periodic ones: `step % n != 0`, `step % n`, or an
+        `or` with one of those as an operand; also a name bound to one."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            return self._is_off_period_test(test.left, depth) or self._is_off_period_test(
+                test.right, depth
+            )
+        if _is_modulo(test):
+            return True
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            return isinstance(target.operator, cst.NotEqual) and (
+                _is_modulo(test.left) or _is_modulo(target.comparator)
+            )
+        if isinstance(test, cst.Name) and depth == 0:
+            values = self.scopes.bound_values(test)
+            return bool(values) and all(self._is_off_period_test(v, depth + 1) for v in values)
+        return False
 
     def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """A modulo test (`is_modulo_test`), or a name every value of which is one, also as
@@ -88,7 +128,8 @@ class Guards:
         prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
         (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
         operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
-        body assigns `attn`), which runs until its body has run once.
+        body assigns `attn`), which runs until its body has run once; or an early exit on the
+        other steps before `node` (`if (i + 1) % accumulation != 0: continue`).
         """
         counters = self.loop_counters(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -100,6 +141,9 @@ class Guards:
                 and (self._is_sparse_test(parent.test, counters) or _initializes_once(parent))
             ):
                 return parent
+            exit_ = self._exit_off_period_before(parent, child)
+            if exit_ is not None:
+                return exit_
         return None
 
     def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
@@ -151,6 +195,25 @@ class Guards:
                 return True
             if isinstance(parent, cst.If) and child is not parent.test:
                 return not (child is parent.body and is_main_test(parent.test))
+        return False
+
+    def under_opt_in(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only under `if flag:` where `flag` is a parameter of its function
+        that defaults to `False` (`def __call__(..., clear_cache=False)`): its callers opt in,
+        trading speed for something else on purpose."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return False
+        opt_ins = {
+            param.name.value
+            for param in (*function.params.params, *function.params.kwonly_params)
+            if param.default is not None and literal_value(param.default) is False
+        }
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and child is parent.body and _names_one_of(parent.test, opt_ins):
+                return True
         return False
 
     def under_main_guard(self, node: cst.CSTNode) -> bool:
@@ -321,7 +384,8 @@ def _increment(node: cst.CSTNode) -> str | None:
 
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
     """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since a counter never repeats;
-    `i < 5`, `step <= 4`, `5 > i`: true on a prefix of literal length."""
+    `i in thresholds`: true on the iterations a collection lists; `i < 5`, `step <= 4`,
+    `5 > i`: true on a prefix of literal length."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     operator = test.comparisons[0].operator
@@ -336,11 +400,31 @@ def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> boo
 
     if isinstance(operator, cst.Equal):
         return is_counter(test.left) or is_counter(right)
+    if isinstance(operator, cst.In):  # `i in refine_steps`: the iterations a collection lists
+        return is_counter(test.left)
     if isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
         return is_counter(test.left) and _is_count(right)
     if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
         return _is_count(test.left) and is_counter(right)
     return False
+
+
+def _only_exits(body: cst.BaseSuite) -> bool:
+    """A block that only leaves: `continue` or `return` (of anything)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if len(statements) != 1 or not isinstance(
+        statements[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)
+    ):
+        return False
+    small = statements[0].body
+    return len(small) == 1 and isinstance(small[0], (cst.Continue, cst.Return))
+
+
+def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
+    """`flag`, or an `and` with `flag` as an operand."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _names_one_of(test.left, names) or _names_one_of(test.right, names)
+    return isinstance(test, cst.Name) and test.value in names
 
 
 def _is_count(expression: cst.BaseExpression) -> bool:

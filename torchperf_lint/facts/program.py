@@ -40,6 +40,8 @@ class LoaderDescription:
 
     pins_memory: bool
     has_custom_collate: bool
+    # A framework copies its batches to the device itself (`accelerator.prepare(loader)`).
+    moved_by_a_framework: bool = False
 
 
 class ProgramAnswers:
@@ -59,6 +61,16 @@ class ProgramAnswers:
         """Whether `function` is run on every training or evaluation step by the program (called
         from such a loop, directly or through other functions, or a framework's per-step hook)."""
         return None
+
+    def runs_every_forward(self, function: cst.FunctionDef) -> bool:
+        """Whether a module's `forward` calls `function` on every pass, directly or through
+        other functions (`timestep_embedding(t, dim)` in a UNet's forward)."""
+        return False
+
+    def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether a caller passes `function` a tensor that may live on the device as
+        `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
+        return False
 
     def is_test_support(self) -> bool:
         """Whether only tests (and other test support) import this file, though its path does
@@ -90,6 +102,11 @@ class ProgramAnswers:
     def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
         """The DataLoader that the project function `call` runs returns (a loader factory)."""
         return None
+
+    def external_bases(self, cls: cst.ClassDef) -> list[str]:
+        """The qualified names of the classes outside the project that `cls` derives from,
+        also through project base classes in other files (`lightning.LightningDataModule`)."""
+        return []
 
 
 NO_PROGRAM = ProgramAnswers()

@@ -45,6 +45,10 @@ class Scopes:
                     value = assignment.value
                 key_scope = None if name.startswith("self.") else scope
                 self._bindings[(key_scope, name)].append(value)
+        for call in index.calls:
+            buffer = _registered_buffer(call)
+            if buffer is not None:
+                self._bindings[(None, f"self.{buffer[0]}")].append(buffer[1])
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """Parents of `node`, nearest first, up to the module."""
@@ -111,3 +115,21 @@ class Scopes:
         if local or self.is_parameter(name.split(".")[0], function):
             return local
         return self._bindings.get((None, name), [])
+
+
+def _registered_buffer(call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
+    """`self.register_buffer("name", value)`: a module attribute bound to a tensor, as
+    `self.name = value` would bind it."""
+    func = call.func
+    if not (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "register_buffer"
+        and dotted_name(func.value) == "self"
+        and len(call.args) >= 2
+        and all(arg.keyword is None and arg.star == "" for arg in call.args[:2])
+    ):
+        return None
+    name = call.args[0].value
+    if not isinstance(name, cst.SimpleString) or not isinstance(name.evaluated_value, str):
+        return None
+    return name.evaluated_value, call.args[1].value

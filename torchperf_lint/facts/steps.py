@@ -4,7 +4,8 @@ Code runs on every step when it is
 
 - in the body of a hot loop (a training loop, or a loop over a DataLoader) and not under a
   branch that runs on few of its iterations (`if step % 100 == 0:`, `if i == 0:`), or
-- in a function that runs on every step, outside such a branch: `forward` of a module; a
+- in a function that runs on every step, outside such a branch: `forward` of a module (and,
+  for `runs_per_step`, what a `forward` calls, through the program); a
   framework's per-step hook (`training_step` of a `LightningModule`, `compute_loss` of a
   `transformers.Trainer`, `valid_step` of a fairseq task); a function the program calls from a
   hot loop, directly or through other functions (`FileFacts.program`).
@@ -88,7 +89,7 @@ class Steps:
         function = self.scopes.enclosing_function(node)
         return (
             function is not None
-            and self.is_forward(function)
+            and (self.is_forward(function) or self.program.runs_every_forward(function))
             and self.guards.periodic_guard(node) is None
             and not self.on_error_path(node)
         )

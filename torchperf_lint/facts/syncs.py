@@ -10,13 +10,13 @@ Both lean towards *not a sync* when unsure, since they feed rules that report sy
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SyntaxIndex, descendants
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -82,6 +82,26 @@ class HostSync:
     description: str
 
 
+def _is_name_or_own_attribute(expression: cst.BaseExpression) -> bool:
+    """`loss` or `self.num_updates`."""
+    return isinstance(expression, cst.Name) or (
+        isinstance(expression, cst.Attribute)
+        and isinstance(expression.value, cst.Name)
+        and expression.value.value == "self"
+    )
+
+
+def _is_format_string(expression: cst.BaseExpression) -> bool:
+    """A string literal, or one built from literals: `"%11s" * 2 + "%11.4g" * 5`."""
+    if isinstance(expression, cst.BaseString):
+        return True
+    if isinstance(expression, cst.BinaryOperation) and isinstance(
+        expression.operator, (cst.Add, cst.Multiply)
+    ):
+        return _is_format_string(expression.left) or _is_format_string(expression.right)
+    return False
+
+
 class HostSyncs:
     """The places a module makes the host wait for the device."""
 
@@ -92,12 +112,15 @@ class HostSyncs:
         names: NameResolver,
         tensors: TensorExpressions,
         loops: Loops,
+        receives_tensor: Callable[[cst.FunctionDef, str], bool] = lambda function, name: False,
     ) -> None:
         self.index = index
         self.scopes = scopes
         self.names = names
         self.tensors = tensors
         self.loops = loops
+        # Whether the program's callers pass a function's parameter a device tensor.
+        self.receives_tensor = receives_tensor
 
     @cached_property
     def device_reads(self) -> list[HostSync]:
@@ -138,12 +161,21 @@ class HostSyncs:
 
     def _next_to_a_clock(self, call: cst.Call) -> bool:
         """The statement after the synchronize (or before it) reads a clock: it bounds a
-        timed interval, a measurement rather than a stray wait."""
+        timed interval, a measurement rather than a stray wait. A synchronize alone in an
+        `if` (`if device.type == "cuda": torch.cuda.synchronize()`) is judged by the
+        statements around that `if`."""
         line = self._line_of(call)
         block = self.index.parents.get(line)
         lines = list(getattr(block, "body", ()))
         if line not in lines:
             return False
+        branch = self.index.parents.get(block)
+        if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
+            line = branch
+            block = self.index.parents.get(branch)
+            lines = list(getattr(block, "body", ()))
+            if line not in lines:
+                return False
         position = lines.index(line)
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(
@@ -227,7 +259,56 @@ class HostSyncs:
 
         Known host values (`is_host_value`) and the raw batches a DataLoader loop yields are not.
         """
-        return not self.is_host_value(receiver) and not self.is_loader_batch(receiver)
+        return (
+            not self.is_host_value(receiver)
+            and not self.is_loader_batch(receiver)
+            and not self._converted_if_tensor(receiver)
+        )
+
+    def _converted_if_tensor(self, receiver: cst.BaseExpression) -> bool:
+        """`if isinstance(v, torch.Tensor): v = v.item()` on a parameter or a loop's value: a
+        helper that accepts numbers or tensors and reads only what its callers choose to pass
+        (a metric logger's `update(**kwargs)` given `loss.item()` reads nothing more). It
+        reads a device value when the program shows a caller passing that parameter a tensor
+        (`metric_logger.update(class_acc=class_acc)`)."""
+        if not (isinstance(receiver, cst.Name) and self._bound_elsewhere(receiver)):
+            return False
+        guarded = False
+        for parent in self.scopes.ancestors(receiver):
+            if isinstance(parent, ScopeNode):
+                break
+            if isinstance(parent, cst.If) and self._tests_is_tensor(parent.test, receiver.value):
+                guarded = True
+        if not guarded:
+            return False
+        function = self.scopes.enclosing_function(receiver)
+        parameter = self._parameter_behind(receiver, function)
+        return function is None or parameter is None or not self.receives_tensor(function, parameter)
+
+    def _parameter_behind(self, name: cst.Name, function: cst.FunctionDef | None) -> str | None:
+        """The parameter `name` is, or the one a loop around it iterates
+        (`for k, v in kwargs.items():` gives `kwargs` for `v`)."""
+        if self.scopes.is_parameter(name.value, function):
+            return name.value
+        for loop in self.loops.enclosing_loops(name):
+            if name.value not in loop.target_names or not isinstance(loop.node, cst.For):
+                continue
+            iterated = loop.node.iter
+            while isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute):
+                iterated = iterated.func.value  # `kwargs.items()`
+            if isinstance(iterated, cst.Name) and self.scopes.is_parameter(iterated.value, function):
+                return iterated.value
+        return None
+
+    def _tests_is_tensor(self, test: cst.BaseExpression, name: str) -> bool:
+        return (
+            isinstance(test, cst.Call)
+            and self.names.call_name(test) == "builtins.isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0].value, cst.Name)
+            and test.args[0].value.value == name
+            and self.names.qualified_name(test.args[1].value) == "torch.Tensor"
+        )
 
     def is_host_value(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """A value known to live in host memory, so reading it waits for nothing.
@@ -249,9 +330,19 @@ class HostSyncs:
                 )
             return last_identifier(expression.func) in READING_METHODS
         if isinstance(expression, cst.Name) and depth == 0:
+            if self._bound_elsewhere(expression):
+                return False
             values = self.scopes.bound_values(expression)
             return bool(values) and all(self.is_host_value(value, depth + 1) for value in values)
         return False
+
+    def _bound_elsewhere(self, name: cst.Name) -> bool:
+        """Whether `name` is also bound by what no assignment shows: a parameter of its function
+        or the target of a loop around it (`for k, v in ...: v = v.item()` reads a tensor first).
+        """
+        if self.scopes.is_parameter(name.value, self.scopes.enclosing_function(name)):
+            return True
+        return any(name.value in loop.target_names for loop in self.loops.enclosing_loops(name))
 
     def is_loader_batch(self, expression: cst.BaseExpression) -> bool:
         """A name a DataLoader loop binds (`for x, y in loader`) and its function never assigns.
@@ -316,6 +407,11 @@ class HostSyncs:
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
+        if qualified in ("builtins.min", "builtins.max") and len(call.args) >= 2 and any(
+            _is_name_or_own_attribute(a.value) and self._reads_device(a.value) for a in call.args
+        ):
+            # `min(self.decay, x)` compares with `<`: `bool()` of a tensor.
+            return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` comparing tensors")
         sink = self._formatting_sink(call)
         if sink is not None and any(
             self._reads_device(a.value) and not _is_string(a.value) for a in call.args
@@ -423,9 +519,10 @@ class HostSyncs:
         if (
             isinstance(node, cst.BinaryOperation)
             and isinstance(node.operator, cst.Modulo)
-            and isinstance(node.left, cst.BaseString)
+            and _is_format_string(node.left)
         ):
             right = node.right
+            # `"%g %g" % (*losses, n)`: a starred tensor is formatted element by element.
             values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
             return any(self._reads_device(value) for value in values)
         return False
@@ -440,15 +537,16 @@ class HostSyncs:
         """`torch.isnan(loss).any()`, `loss > best`, `found_inf`: the `if` must read the value
         on the host; an `assert` reads any tensor expression it is given.
 
-        Only calls and names are trusted as tensors here; an attribute such as
-        `model.training` is a Python flag far too often.
+        Only calls, names and a module's own attributes bound only to tensors (a buffer:
+        `self.register_buffer("num_updates", torch.tensor(0))`) are trusted as tensors here;
+        another attribute such as `model.training` is a Python flag far too often.
         """
         if isinstance(operand, cst.Comparison):
             if not self.tensors.is_tensor(operand):  # `x is None`, `k in batch`, plain numbers
                 return False
             sides = (operand.left, *(c.comparator for c in operand.comparisons))
             return any(
-                (isinstance(side, cst.Name) and self._reads_device(side))
+                (_is_name_or_own_attribute(side) and self._reads_device(side))
                 or self._is_tensor_predicate(side)
                 for side in sides
             )

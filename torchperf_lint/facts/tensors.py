@@ -142,32 +142,41 @@ class TensorExpressions:
             return self._is_tensor_call(expression, depth)
         if isinstance(expression, (cst.Name, cst.Attribute)):
             return self._is_tensor_name(expression, depth)
+        # Parts of an expression keep its depth: only a name's lookup goes deeper.
         if isinstance(expression, cst.Subscript):
-            return self.is_tensor(expression.value, depth + 1)
+            return self.is_tensor(expression.value, depth)
         if isinstance(expression, cst.BinaryOperation):
-            return self.is_tensor(expression.left, depth + 1) or self.is_tensor(
-                expression.right, depth + 1
+            return self.is_tensor(expression.left, depth) or self.is_tensor(
+                expression.right, depth
             )
         if isinstance(expression, cst.UnaryOperation):
-            return self.is_tensor(expression.expression, depth + 1)
+            return self.is_tensor(expression.expression, depth)
+        if isinstance(expression, cst.IfExp):
+            return self.is_tensor(expression.body, depth) or self.is_tensor(expression.orelse, depth)
         if isinstance(expression, cst.Comparison):
             # `pred == target` compares element-wise and gives a boolean tensor.
             if not is_elementwise_comparison(expression):
                 return False
             operands = (expression.left, *(c.comparator for c in expression.comparisons))
-            return any(self.is_tensor(operand, depth + 1) for operand in operands)
+            return any(self.is_tensor(operand, depth) for operand in operands)
         return False
 
     def is_definitely_tensor(self, expression: cst.BaseExpression) -> bool:
-        """A tensor expression; a name only when every value bound to it is one.
+        """A tensor expression; a name (or `self.attr`: a buffer, say) only when every value
+        bound to it is one.
 
         `loss = loss.item()` rebinds a tensor name to a float: `float(loss)` after it reads no
         device value, and the bindings do not say which one a given line sees.
         """
         if isinstance(expression, cst.Name):
-            values = self.scopes.bound_values(expression)
+            # `acc = None` then `acc = (pred == y).float().mean()`: a tensor wherever it is
+            # tested as one (`if acc:` reads it when it is not None).
+            values = [v for v in self.scopes.bound_values(expression) if not _is_none(v)]
             if not all(self.is_tensor(value) for value in values):
                 return False
+        elif (dotted_name(expression) or "").startswith("self."):
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self.is_tensor(value) for value in values)
         return self.is_tensor(expression)
 
     def _is_tensor_call(self, call: cst.Call, depth: int) -> bool:
@@ -180,7 +189,7 @@ class TensorExpressions:
         if isinstance(func, cst.Attribute):
             if func.attr.value in _NON_TENSOR_METHODS:
                 return False
-            return self.is_tensor(func.value, depth + 1)
+            return self.is_tensor(func.value, depth)
         return False
 
     def _is_tensor_name(self, expression: cst.Name | cst.Attribute, depth: int) -> bool:
@@ -196,7 +205,9 @@ class TensorExpressions:
                 return False  # `out.shape`, `x.device`: about the tensor, not its values.
             if self.qualified_torch_constant(expression):
                 return False
-            return self.is_tensor(expression.value, depth + 1)
+            if expression.attr.value == "grad":
+                return True  # `p.grad`: a parameter's gradient, whatever `p` was bound from
+            return self.is_tensor(expression.value, depth)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
 
     def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
@@ -240,3 +251,7 @@ def is_elementwise_comparison(comparison: cst.Comparison) -> bool:
         isinstance(target.operator, _NON_ELEMENTWISE_COMPARISONS)
         for target in comparison.comparisons
     )
+
+
+def _is_none(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.Name) and expression.value == "None"

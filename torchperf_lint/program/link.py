@@ -209,7 +209,9 @@ class ProgramFacts:
 
     def external_bases(self, cls: Target) -> list[str]:
         """The qualified names of the classes outside the project that `cls` derives from
-        (`lightning.pytorch.LightningModule`), through its project base classes."""
+        (`lightning.pytorch.LightningModule`), through its project base classes, whose own
+        qualified names are included: in a framework's own repository, its base classes
+        (`fairseq.tasks.fairseq_task.FairseqTask`) are the framework's."""
         if cls not in self._external_bases:
             self._external_bases[cls] = []  # A cycle of bases adds nothing.
             summary = self.summaries.get(cls.file)
@@ -218,6 +220,9 @@ class ProgramFacts:
             for ref in record.bases if record else ():
                 base = self.resolve(cls.file, ref)
                 if base is not None and base.kind == "class":
+                    module = self.modules.name_of.get(base.file)
+                    if module is not None:
+                        names.append(f"{module}.{base.qualname}")
                     names.extend(self.external_bases(base))
                 elif ref.startswith("import:") and not ref.startswith("import:."):
                     names.append(ref[len("import:"):])
@@ -359,6 +364,25 @@ class ProgramFacts:
                     if any(framework_hook_kind(base, method) == kind for base in bases):
                         found.append(Target(file, qualname, "function"))
         return found
+
+    @cached_property
+    def _per_forward(self) -> frozenset[Target]:
+        """The functions every forward pass runs: those a class's `forward` calls (outside
+        tests), directly or through other functions, outside sparse guards."""
+        found: set[Target] = set()
+        queue: deque[Target] = deque()
+        for file, function in self._functions:
+            if file not in self.tests and function.owner is not None and (
+                function.qualname.rsplit(".", 1)[-1] == "forward"
+            ):
+                queue.append(Target(file, function.qualname, "function"))
+        while queue:
+            current = queue.popleft()
+            for site, target in self._edges.get((current.file, current.qualname), ()):
+                if not site.sparse and target not in found:
+                    found.add(target)
+                    queue.append(target)
+        return frozenset(found)
 
     def per_step(self, target: Target) -> tuple[str, tuple[Hop, ...]] | None:
         """The kind of step ("train" first) and the call path of a per-step function."""
@@ -544,6 +568,26 @@ class ProgramFacts:
     def _returned_loader_of(self, target: Target) -> list | None:
         return self._returned_loaders.get(target)
 
+    def receives_tensor(self, target: Target, parameter: str) -> bool:
+        """Whether a caller outside tests passes a tensor that may live on the device as
+        `parameter` of `target`; for a `*args` or `**kwargs` parameter (one the summary does
+        not name), as any argument beyond the named ones."""
+        function = self.function(target)
+        if function is None:
+            return False
+        if parameter in function.parameters:
+            return any(
+                argument[0] == "tensor" for _, _, argument in self._arguments_for(target, parameter)
+            )
+        for _, _, site in self._callers.get(target, []):
+            skip_self = function.owner is not None and not site.callee.startswith("def:")
+            named = len(function.parameters) - (1 if skip_self else 0)
+            for key, argument in site.arguments.items():
+                extra = key not in function.parameters if not key.isdigit() else int(key) >= named
+                if extra and argument[0] == "tensor":
+                    return True
+        return False
+
     def _arguments_for(
         self, target: Target, parameter: str
     ) -> Iterator[tuple[str, FunctionSummary, list]]:
@@ -588,6 +632,12 @@ class ProgramFacts:
         kind, path = found
         return {"kind": kind, "path": [[hop.file, hop.call, hop.callee] for hop in path]}
 
+    def _answer_per_forward(self, file: str, qualname: str) -> bool:
+        return Target(file, qualname, "function") in self._per_forward
+
+    def _answer_receives_tensor(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.receives_tensor(Target(file, qualname, "function"), parameter)
+
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths
 
@@ -608,6 +658,9 @@ class ProgramFacts:
 
     def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
         return self.returned_loader(self.resolve(file, ref))
+
+    def _answer_external_bases(self, file: str, qualname: str) -> Answer:
+        return sorted(set(self.external_bases(Target(file, qualname, "class"))))
 
 
 def _solve(keys: list, compute, unknown: object) -> dict:

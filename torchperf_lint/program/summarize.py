@@ -313,6 +313,11 @@ class _Summarizer:
             return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
         if isinstance(expression, cst.Call):
             callee = self.refs.callee(expression)
+            if callee is not None and not is_external(callee):
+                return ["call", callee]
+        if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
+            return ["tensor"]  # or, bound to several values, may be one
+        if isinstance(expression, cst.Call):
             return None if callee is None else ["call", callee]
         if isinstance(expression, cst.Name):
             function = facts.scopes.enclosing_function(expression)

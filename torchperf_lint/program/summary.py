@@ -27,13 +27,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 3
+SUMMARY_FORMAT = 4
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
-# (["call", ref]), or a parameter passed through (["param", name]).
+# (["call", ref]), a parameter passed through (["param", name]), or a tensor that may live on
+# the device (["tensor"]).
 Value = list
+
 
 @dataclass
 class CallSite:

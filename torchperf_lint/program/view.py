@@ -64,6 +64,12 @@ class LinkedAnswers(ProgramAnswers):
         )
         return StepWitness(answer["kind"], path)
 
+    def runs_every_forward(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("per_forward", self.refs.qualname(function)))
+
+    def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("receives_tensor", self.refs.qualname(function), parameter))
+
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))
 
@@ -86,6 +92,10 @@ class LinkedAnswers(ProgramAnswers):
     def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
         ref = self._project_ref(call)
         return None if ref is None else _loader(self._ask("returned_loader", ref))
+
+    def external_bases(self, cls: cst.ClassDef) -> list[str]:
+        answer = self._ask("external_bases", self.refs.qualname(cls))
+        return [str(name) for name in answer] if isinstance(answer, list) else []
 
 
 def _loader(answer: Answer) -> LoaderDescription | None:

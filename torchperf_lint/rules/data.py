@@ -15,13 +15,15 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
     literal_value,
 )
-from torchperf_lint.facts.dataloaders import DataLoaderConstruction
+from torchperf_lint.facts.dataloaders import DataLoaderConstruction, is_lightning_name
 from torchperf_lint.facts.devices import (
     creates_cuda_tensor,
     is_accelerator_target,
     is_cpu_device,
     is_dtype,
 )
+from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword, replace_argument
@@ -58,11 +60,16 @@ class DataLoaderNoWorkers(Rule):
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
-    `__getitem__` calls nothing (it only indexes what it holds or returns constants), a
+    `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
+    indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
     one batch
-    (`next(iter(loader))`), and test files.
+    (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
+    training process: a dataset built from the running object's own state, a bound method
+    (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
+    experience with the current policy) or a replay buffer the training fills
+    (`RLDataset(self.buffer)`): workers would sample from stale copies of it.
 
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
@@ -116,6 +123,8 @@ class DataLoaderNoWorkers(Rule):
                 continue
             if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
                 continue
+            if loaders.reads_live_state(loader):
+                continue  # workers would sample from stale copies of the policy or buffer
             suggested = cst.Integer(str(SUGGESTED_WORKERS))
             passed = loader.argument("num_workers")
             new_call = (
@@ -149,16 +158,21 @@ class DataLoaderNoPinMemory(Rule):
     batch.items()}`, `send_to_device(batch, device)`), or a framework moves every batch
     itself: Accelerate (`accelerator.prepare(model, loader)`), Fabric
     (`fabric.setup_dataloaders(loader)`), Lightning (a loader built in the
-    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`). A loader
-    that its function returns (a loader factory, `return DataLoader(...)`) is iterated by the
-    program that calls it, and counts as reaching the device.
+    `train_dataloader`-style hooks of a `LightningModule` or `LightningDataModule`, also one
+    derived through the project's own base class in another module). A loader
+    that its function returns (a loader factory, `return DataLoader(...)`) or whose batches it
+    yields (`yield from loader`) is iterated by the program that calls it, and counts as
+    reaching the device.
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
-    values a framework moves out of sight); when the dataset is a class of the module whose
+    values a framework moves out of sight); when the loader's only loop is a pass that runs
+    once before its function's training loop (caching latents or embeddings); when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
     transformed on access), whose batches of token ids are too small for pinning to matter;
+    when the dataset is a class of the module that makes up its samples with PyTorch's random
+    factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
@@ -215,6 +229,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
+            if facts.dataloaders.makes_up_samples(loader):
+                continue  # random stand-ins for data: a demo's, a test's
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
@@ -229,15 +245,34 @@ def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) 
     this module does not construct (`for x, y in train_loader:` in `train(...)`)."""
     if facts.dataloaders.moved_by_a_framework(loader):
         return True
+    owner = facts.dataloaders.loader_hook_class(loader.call)
+    if owner is not None and any(map(is_lightning_name, facts.program.external_bases(owner))):
+        return True  # a DataModule whose Lightning base is reached through the project's
     if facts.dataloaders.is_returned(loader):
         return True  # a loader factory: the program's loop over it is elsewhere
     loops = [loop for loop in facts.loops.all if facts.dataloaders.loader_of(loop.node) == loader]
+    if loops and all(_one_pass_before_training(facts, loop) for loop in loops):
+        return False  # set-up: caching latents or embeddings once, before training starts
     if not loops:
         loops = [
             loop for loop in facts.loops.all
             if loop.iterates_dataloader and facts.dataloaders.loader_of(loop.node) is None
         ]
     return any(facts.dataloaders.moves_batches_to_device(loop.node) for loop in loops)
+
+
+def _one_pass_before_training(facts: FileFacts, loop: LoopFacts) -> bool:
+    """A loop over a loader that runs once, before the training loop of its function: not
+    inside another loop, training nothing itself (`for batch in cache_loader:` that encodes
+    and stores latents)."""
+    if facts.loops.enclosing_loops(loop.node) or loop.is_training:
+        return False
+    position = facts.loops.all.index(loop)
+    inside = set(descendants(loop.node))
+    return not any(other.is_training for other in facts.loops.all if other.node in inside) and any(
+        other.is_training and other.function is loop.function
+        for other in facts.loops.all[position + 1:]
+    )
 
 
 class DataLoaderWorkersNotPersistent(Rule):
@@ -336,10 +371,14 @@ class BlockingHostToDeviceCopy(Rule):
 
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
-    `DataLoader(..., pin_memory=True)`, without `non_blocking=True`. The loader may be built
+    `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
+    the loader pins when asked), without `non_blocking=True`. The loader may be built
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
     or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
     tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
+    A loader that Accelerate or Fabric prepares (`accelerator.prepare(loader)`) is not
+    checked: the framework copies its batches to the device, and a later `.to(device, dtype)`
+    only casts.
 
     Test files are not checked.
 
@@ -384,7 +423,7 @@ class BlockingHostToDeviceCopy(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
             loader = facts.loader_of(loop.node)
-            if loader is None or not loader.pins_memory:
+            if loader is None or not loader.pins_memory or loader.moved_by_a_framework:
                 continue
             for call in loop.own_calls:
                 if not self._is_host_to_device(facts, call):
@@ -428,6 +467,8 @@ _FACTORIES_RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
     "randint_like",
 })
+# Calls that move their receiver to a device: `.to(device)`, `.cuda()`, `.type_as(tensor)`.
+_MOVES = frozenset({"to", "cuda", "type_as"})
 # Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
 # the tensor it is called on, as `.to(ref_tensor)` converts to both.
 _NEW_METHODS = {"zeros": "new_zeros", "ones": "new_ones", "full": "new_full", "empty": "new_empty"}
@@ -439,8 +480,14 @@ class TensorCreatedThenMoved(Rule):
     ## What it does
     Checks for tensor factories whose result is immediately moved, in code that runs on every
     training or evaluation step (the body of a training loop or of a loop over a
-    `DataLoader`, `forward`, a framework's per-step hook such as `training_step`):
-    `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`.
+    `DataLoader`, `forward` and the functions it calls, also in other modules, a framework's
+    per-step hook such as `training_step`):
+    `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`. Also
+    a factory's result moved by the next statement (`z = torch.randn(n, d)` then
+    `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and
+    one computed on with PyTorch math and Python numbers before the move
+    (`torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`), which `device=`
+    would compute on the device; these two shapes get no fix.
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     start-up, a `__main__` block outside the training loop, an error path, a branch that runs
@@ -504,22 +551,22 @@ class TensorCreatedThenMoved(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:
             func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            if not isinstance(func, cst.Attribute) or func.attr.value not in _MOVES:
                 continue
-            factory = func.value
-            if not isinstance(factory, cst.Call):
-                continue
-            kind = _factory_kind(facts, factory)
-            if kind is None or any(
-                bound_argument(factory, keyword) is not None for keyword in ("device", "generator")
-            ):
+            if isinstance(func.value, cst.Call) and _host_factory(facts, func.value) is not None:
+                factory, reported = func.value, call
+            elif isinstance(func.value, cst.Name):  # `z = torch.randn(n)` then `z.type_as(x)`
+                factory = reported = _factory_just_before(facts, call, func.value)
+            else:  # `torch.exp(torch.arange(n)).to(d)`
+                factory, reported = _computed_from_a_host_factory(facts, func.value), call
+            if factory is None:
                 continue
             target = self._device_target(facts, call)
-            if target is None or _on_a_device_already(facts, factory) or _is_empty(factory):
+            if target is None or not facts.steps.runs_per_step(call):
                 continue
-            if not facts.steps.runs_per_step(call):
-                continue
-            yield self.finding(call, self._fix(facts, call, factory, kind, *target))
+            kind = _host_factory(facts, factory)
+            fixable = kind is not None and reported is call and factory is func.value
+            yield self.finding(reported, self._fix(facts, call, factory, kind, *target) if fixable else None)
 
     def _fix(
         self,
@@ -560,6 +607,11 @@ class TensorCreatedThenMoved(Rule):
         move (a dtype, `non_blocking`, `copy`): the move is flagged but no fix is offered."""
         if call.func.attr.value == "cuda":
             return (cst.SimpleString('"cuda"'), True) if not call.args else (None, False)
+        if call.func.attr.value == "type_as":  # to the type, and so the device, of a tensor
+            [reference] = call.args if len(call.args) == 1 else [None]
+            if reference is None or not facts.host_syncs.may_be_device_tensor(reference.value):
+                return None
+            return None, False
         device = bound_argument(call, "device", TO_SIGNATURE)
         if not isinstance(device, cst.Arg):
             return None
@@ -568,6 +620,84 @@ class TensorCreatedThenMoved(Rule):
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _host_factory(facts: FileFacts, call: cst.Call) -> str | None:
+    """The kind of factory (`_factory_kind`) when `call` creates a tensor with elements on the
+    host: no `device=` (nor `generator=`, a deliberate CPU stream), not `*_like` of a tensor
+    that may live elsewhere, not an empty placeholder."""
+    kind = _factory_kind(facts, call)
+    if kind is None or any(
+        bound_argument(call, keyword) is not None for keyword in ("device", "generator")
+    ):
+        return None
+    if _on_a_device_already(facts, call) or _is_empty(call):
+        return None
+    return kind
+
+
+def _factory_just_before(facts: FileFacts, move: cst.Call, name: cst.Name) -> cst.Call | None:
+    """The host factory the statement before `move`'s assigns to the name it moves:
+    `z = torch.randn(n, d)` then `z = z.type_as(imgs)` (or `.to(device)`)."""
+    statement = facts.scopes.ancestors(move)
+    line = next((node for node in statement if isinstance(node, cst.SimpleStatementLine)), None)
+    block = facts.index.parents.get(line) if line is not None else None
+    lines = list(getattr(block, "body", ()))
+    if line not in lines or lines.index(line) == 0:
+        return None
+    previous = lines[lines.index(line) - 1]
+    if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1):
+        return None
+    assignment = previous.body[0]
+    if not (
+        isinstance(assignment, cst.Assign)
+        and len(assignment.targets) == 1
+        and dotted_name(assignment.targets[0].target) == name.value
+        and isinstance(assignment.value, cst.Call)
+    ):
+        return None
+    return assignment.value if _host_factory(facts, assignment.value) is not None else None
+
+
+def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -> cst.Call | None:
+    """The host factory a moved value was computed from on the host, with PyTorch math and
+    Python numbers only, when the factory's `device=` would have computed it all on the
+    device: `torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`,
+    `torch.arange(n).float().to(d)`."""
+    if not isinstance(moved, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
+        return None
+    factories: list[cst.Call] = []
+
+    def host_math(node: cst.CSTNode) -> bool:
+        """Whether `node` computes on the host from one factory and Python values only."""
+        if isinstance(node, cst.Call) and _host_factory(facts, node) is not None:
+            factories.append(node)
+            return True
+        if isinstance(node, cst.Name):  # a Python value assigned here, not a parameter
+            if facts.scopes.is_parameter(node.value, facts.scopes.enclosing_function(node)):
+                return False
+            values = facts.scopes.bound_values(node)
+            return bool(values) and not any(facts.tensors.is_tensor(v) for v in values)
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return not facts.tensors.is_tensor(node)
+        if isinstance(node, cst.Call):
+            name = facts.names.call_name(node) or ""
+            if name.startswith("math."):
+                return True  # Python floats, whatever its arguments
+            if isinstance(node.func, cst.Attribute) and not name:
+                receiver_ok = isinstance(node.func.value, cst.Call) and host_math(node.func.value)
+            else:
+                receiver_ok = name.startswith("torch.") and not name.startswith("torch.nn.")
+            return receiver_ok and all(host_math(arg.value) for arg in node.args)
+        if isinstance(node, cst.BinaryOperation):
+            return host_math(node.left) and host_math(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return host_math(node.expression)
+        return isinstance(node, (cst.BaseNumber, cst.BaseString))
+
+    if not host_math(moved) or len(factories) != 1 or factories[0] is moved:
+        return None
+    return factories[0]
 
 
 def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:

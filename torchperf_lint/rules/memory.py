@@ -480,9 +480,11 @@ class EmptyCacheInLoop(Rule):
     Checks for `torch.cuda.empty_cache()` in code that runs on every step: inside a training
     loop or a loop over a `DataLoader`, in `forward`, or in a framework's per-step hook
     (`training_step`). It stays silent when the call runs only every N steps
-    (`if step % n == 0:`, `if step < 5:`), once per epoch, outside loops, or only on an error
-    path (in an `except` handler, the out-of-memory recovery pattern, or a branch that ends in
-    `raise`), and in test files.
+    (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
+    loops, only on an error path (in an `except` handler, the out-of-memory recovery pattern,
+    or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
+    a parameter that defaults to `False`: trading speed for memory on purpose), and in test
+    files.
 
     ## Why is this bad?
     `empty_cache()` synchronizes with the device and hands the caching allocator's free blocks
@@ -526,7 +528,9 @@ class EmptyCacheInLoop(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         flagged = [
             call for call in facts.index.calls
-            if facts.names.call_name(call) in EMPTY_CACHE and facts.steps.runs_per_step(call)
+            if facts.names.call_name(call) in EMPTY_CACHE
+            and facts.steps.runs_per_step(call)
+            and not facts.guards.under_opt_in(call)
         ]
         deleted = {facts.index.parents.get(call) for call in flagged}
         for call in flagged:

@@ -56,7 +56,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `logger.info("%s", loss)`; `debug` logging is off by default), a tensor used as a
     condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
-    written implicitly, and an explicit `torch.cuda.synchronize()` (or another backend's)
+    written implicitly, the builtin `min()` or `max()` of a tensor (`min(self.decay, x)`
+    compares with `<`), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
@@ -66,14 +67,18 @@ class SyncInTrainingLoop(_PerIterationRule):
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
     one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
-    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`) or a
+    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
+    an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`), or a
     lazy initialisation (`if buffer is None: buffer = ...`); on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
-    values handed to an environment (`env.step(action.item())`), CPU-only modules (or
+    values handed to an environment (`env.step(action.item())`), a helper's conversion of
+    what it is given only when that is a tensor (a metric logger's
+    `if isinstance(v, torch.Tensor): v = v.item()`) unless the program shows a caller passing
+    it a tensor (`metric_logger.update(acc=acc)`, not `update(loss=loss.item())`), CPU-only modules (or
     `target-device = "cpu"`), and test files, which read values on purpose. A flag or rank
     guard (`if rank == 0:`, `if args.verbose:`) still runs on every step and is reported.
 
