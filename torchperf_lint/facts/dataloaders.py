@@ -35,6 +35,9 @@ _ITERABLE_DATASETS = frozenset({
 # Datasets whose samples already sit in memory, and the wrappers that keep them there.
 _IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "builtins.range"})
 _DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.ConcatDataset"})
+# Datasets of 28×28 one-channel images, by name (torchvision's, and copies of them such as
+# Lightning's demo `MNIST`): a batch of 64 is 200 KB.
+_TINY_IMAGE_DATASETS = frozenset({"MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"})
 # Hugging Face `datasets` methods that return a dataset with the same rows, eagerly computed
 # (`map` runs the preprocessing once, ahead of training), and those that defer work to every
 # access (`with_transform`: decoding and augmentation per item).
@@ -249,6 +252,17 @@ class DataLoaders:
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
 
+    def tiny_images(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is one of the datasets of tiny images, by name (torchvision's MNIST and
+        its kin: 28×28 pixels, one channel), also through `Subset` and `random_split`: a batch
+        is a few hundred kilobytes, copied in microseconds pinned or not."""
+        dataset = loader.argument("dataset")
+        return dataset is not None and self._every_source(
+            dataset.value,
+            lambda expression: isinstance(expression, cst.Call)
+            and last_identifier(expression.func) in _TINY_IMAGE_DATASETS,
+        )
+
     def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
         """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
         (`load_dataset(...).map(tokenize)`, indexed by split) and not transformed on access:
@@ -297,11 +311,30 @@ class DataLoaders:
                 return self._every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
-            values = self.scopes.bound_values(expression)
+            values = self.scopes.bound_values(expression) or self._split_from(expression)
             return bool(values) and all(
                 self._every_source(v, is_source, depth + 1) for v in values
             )
         return False
+
+    def _split_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The dataset a `random_split` gave `expression` a part of:
+        `self.train, self.val = random_split(dataset, [55000, 5000])` gives `dataset`."""
+        name = dotted_name(expression)
+        for assignment in self.index.assigns:
+            if not isinstance(assignment, cst.Assign) or not isinstance(assignment.value, cst.Call):
+                continue
+            value = assignment.value
+            if self.names.call_name(value) != "torch.utils.data.random_split" or not value.args:
+                continue
+            targets = [target.target for target in assignment.targets]
+            if any(
+                isinstance(target, (cst.Tuple, cst.List))
+                and name in (dotted_name(element.value) for element in target.elements)
+                for target in targets
+            ):
+                return [value.args[0].value]
+        return []
 
     def _preprocessed_rows(
         self, expression: cst.BaseExpression, mapped: bool = False, depth: int = 0

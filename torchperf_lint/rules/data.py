@@ -173,6 +173,9 @@ class DataLoaderNoPinMemory(Rule):
     transformed on access), whose batches of token ids are too small for pinning to matter;
     when the dataset is a class of the module that makes up its samples with PyTorch's random
     factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
+    when it is one of the datasets of tiny images (MNIST and its kin: 28×28 pixels, one
+    channel; also through `Subset` and `random_split`), whose batches copy in microseconds
+    either way (CIFAR's, six times larger, are still reported);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
@@ -231,6 +234,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # prompts and indices: no tensor to pin
             if facts.dataloaders.makes_up_samples(loader):
                 continue  # random stand-ins for data: a demo's, a test's
+            if facts.dataloaders.tiny_images(loader):
+                continue  # MNIST: batches copied in microseconds, pinned or not
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
