@@ -91,3 +91,11 @@ def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path):
 
 def test_the_verify_line_of_help_is_the_commands_own():
     assert cli.VERIFY_HELP == verify.help.split("\n\n")[0].strip()
+
+
+def test_the_catalog_is_the_rule_classes_metadata_and_leads_to_them():
+    """`catalog.py` is generated (`python -m torchperf_lint.docs`); a stale one fails here."""
+    from torchperf_lint import registry, rules
+
+    assert list(registry.ALL_RULES) == [registry.info_of(rule) for rule in rules.ALL_RULES]
+    assert all(info.implementation() is rules.BY_CODE[info.code] for info in registry.ALL_RULES)

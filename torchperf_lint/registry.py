@@ -58,8 +58,16 @@ class RuleInfo:
 
     def implementation(self) -> type[Rule]:
         """The rule's class (importing its family's module, and LibCST, on first use)."""
-        module = importlib.import_module(f"torchperf_lint.rules.{self.family}")
-        return next(rule for rule in module.RULES if rule.code == self.code)
+        found = _IMPLEMENTATIONS.get(self.code)
+        if found is None:
+            module = importlib.import_module(f"torchperf_lint.rules.{self.family}")
+            found = next(rule for rule in module.RULES if rule.code == self.code)
+            _IMPLEMENTATIONS[self.code] = found
+        return found
+
+
+# Rule classes by code, once imported (`implementation` is asked per rule and per file).
+_IMPLEMENTATIONS: dict[str, type[Rule]] = {}
 
 
 def info_of(rule: type[Rule]) -> RuleInfo:
