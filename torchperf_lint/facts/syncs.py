@@ -82,6 +82,13 @@ class HostSync:
     description: str
 
 
+def _statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
+    """The statements of a block (a module, an indented block); none for anything else (an
+    `if` holding an `elif`)."""
+    body = getattr(block, "body", ())
+    return list(body) if isinstance(body, (list, tuple)) else []
+
+
 def _is_name_or_own_attribute(expression: cst.BaseExpression) -> bool:
     """`loss` or `self.num_updates`."""
     return isinstance(expression, cst.Name) or (
@@ -166,14 +173,13 @@ class HostSyncs:
         statements around that `if`."""
         line = self._line_of(call)
         block = self.index.parents.get(line)
-        lines = list(getattr(block, "body", ()))
+        lines = _statements_of(block)
         if line not in lines:
             return False
         branch = self.index.parents.get(block)
         if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
             line = branch
-            block = self.index.parents.get(branch)
-            lines = list(getattr(block, "body", ()))
+            lines = _statements_of(self.index.parents.get(branch))
             if line not in lines:
                 return False
         position = lines.index(line)
@@ -192,7 +198,7 @@ class HostSyncs:
             return False
         line = self._line_of(site.node)
         block = self.index.parents.get(line)
-        lines = list(getattr(block, "body", ()))
+        lines = _statements_of(block)
         if line not in lines:
             return False
         for previous in reversed(lines[: lines.index(line)]):
