@@ -141,7 +141,14 @@ class FileFacts:
             return None
         values = [iterated] if isinstance(iterated, cst.Call) else self.scopes.bound_values(iterated)
         if len(values) == 1 and isinstance(values[0], cst.Call):
-            return self.program.returned_loader(values[0])
+            returned = self.program.returned_loader(values[0])
+            if (
+                returned is not None
+                and isinstance(iterated, (cst.Name, cst.Attribute))
+                and self.dataloaders.prepared_by_a_framework(iterated)
+            ):
+                return LoaderDescription(returned.pins_memory, returned.has_custom_collate, True)
+            return returned
         function = self.scopes.enclosing_function(loop)
         if not values and isinstance(iterated, cst.Name) and self.scopes.is_parameter(
             iterated.value, function

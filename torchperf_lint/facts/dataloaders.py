@@ -450,17 +450,31 @@ class DataLoaders:
         (`accelerator.prepare(model, loader)`), Fabric (`fabric.setup_dataloaders(loader)`),
         or Lightning (a loader built in a `train_dataloader`-style hook of a
         `LightningModule` or `LightningDataModule`, which the Trainer iterates)."""
+        return self._handed_to_a_framework(
+            lambda expression: self.construction(expression) == loader
+        ) or self._in_lightning_loader_hook(loader.call)
+
+    def prepared_by_a_framework(self, name: cst.Name | cst.Attribute) -> bool:
+        """The loader bound to `name` (built elsewhere: `loader = build_loader(args)`) is
+        handed to `accelerator.prepare(...)` or `fabric.setup_dataloaders(...)` in the
+        function that reads `name`."""
+        dotted = dotted_name(name)
+        function = self.scopes.enclosing_function(name)
+        return self._handed_to_a_framework(
+            lambda expression: dotted_name(expression) == dotted
+            and self.scopes.enclosing_function(expression) is function
+        )
+
+    def _handed_to_a_framework(self, is_loader: Callable[[cst.BaseExpression], bool]) -> bool:
         for call in self.index.calls:
             func = call.func
-            if not isinstance(func, cst.Attribute) or not any(
-                self.construction(arg.value) == loader for arg in call.args
-            ):
+            if not isinstance(func, cst.Attribute) or not any(is_loader(arg.value) for arg in call.args):
                 continue
             if func.attr.value == "setup_dataloaders":
                 return True
             if func.attr.value == "prepare" and self._is_accelerator(func.value):
                 return True
-        return self._in_lightning_loader_hook(loader.call)
+        return False
 
     def is_returned(self, loader: DataLoaderConstruction) -> bool:
         """The loader is what its function returns (`return DataLoader(...)`, or the name bound

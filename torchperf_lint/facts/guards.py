@@ -91,8 +91,9 @@ class Guards:
 
     def _is_off_period_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """True on the steps between the periodic ones: `step % n != 0`, `step % n`, or an
-        `or` with one of those as an operand; also a name bound to one."""
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        `or` or `and` with one of those as an operand (`if skip_batch and skip_time: return`:
+        the other reasons to skip are rarer still); also a name bound to one."""
+        if isinstance(test, cst.BooleanOperation):
             return self._is_off_period_test(test.left, depth) or self._is_off_period_test(
                 test.right, depth
             )

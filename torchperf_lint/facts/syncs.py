@@ -82,6 +82,19 @@ class HostSync:
     description: str
 
 
+def _picks_an_action(function_name: str) -> bool:
+    """`get_action`, `select_action`, `act`: a reinforcement-learning agent's choice."""
+    name = function_name.lower().strip("_")
+    return name == "act" or name.endswith("_action") or name.startswith("act_")
+
+
+def _statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
+    """The statements of a block (a module, an indented block); none for anything else (an
+    `if` holding an `elif`)."""
+    body = getattr(block, "body", ())
+    return list(body) if isinstance(body, (list, tuple)) else []
+
+
 def _is_name_or_own_attribute(expression: cst.BaseExpression) -> bool:
     """`loss` or `self.num_updates`."""
     return isinstance(expression, cst.Name) or (
@@ -166,14 +179,13 @@ class HostSyncs:
         statements around that `if`."""
         line = self._line_of(call)
         block = self.index.parents.get(line)
-        lines = list(getattr(block, "body", ()))
+        lines = _statements_of(block)
         if line not in lines:
             return False
         branch = self.index.parents.get(block)
         if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
             line = branch
-            block = self.index.parents.get(branch)
-            lines = list(getattr(block, "body", ()))
+            lines = _statements_of(self.index.parents.get(branch))
             if line not in lines:
                 return False
         position = lines.index(line)
@@ -192,7 +204,7 @@ class HostSyncs:
             return False
         line = self._line_of(site.node)
         block = self.index.parents.get(line)
-        lines = list(getattr(block, "body", ()))
+        lines = _statements_of(block)
         if line not in lines:
             return False
         for previous in reversed(lines[: lines.index(line)]):
@@ -435,10 +447,15 @@ class HostSyncs:
         return None
 
     def _feeds_an_environment(self, call: cst.Call) -> bool:
-        """`env.step(action.item())`, or `action = q.argmax().item()` then `env.step(action)`.
+        """`env.step(action.item())`, `action = q.argmax().item()` then `env.step(action)`, or
+        any read in a function that picks an agent's action (`get_action`, `select_action`,
+        `act`), whose caller hands it to the environment.
 
         A simulator on the host needs the value now: that read is the algorithm, not overhead.
         """
+        function = self.scopes.enclosing_function(call)
+        if function is not None and _picks_an_action(function.name.value):
+            return True
         statement: cst.CSTNode = call
         for parent in self.scopes.ancestors(call):
             if isinstance(parent, cst.Call) and self._is_environment_step(parent):

@@ -151,8 +151,8 @@ class TensorExpressions:
             )
         if isinstance(expression, cst.UnaryOperation):
             return self.is_tensor(expression.expression, depth)
-        if isinstance(expression, cst.IfExp):
-            return self.is_tensor(expression.body, depth) or self.is_tensor(expression.orelse, depth)
+        if isinstance(expression, cst.IfExp):  # `x.item() if isinstance(x, Tensor) else x`: no
+            return self.is_tensor(expression.body, depth) and self.is_tensor(expression.orelse, depth)
         if isinstance(expression, cst.Comparison):
             # `pred == target` compares element-wise and gives a boolean tensor.
             if not is_elementwise_comparison(expression):

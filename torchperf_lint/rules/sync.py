@@ -68,14 +68,16 @@ class SyncInTrainingLoop(_PerIterationRule):
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
     one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
     own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
-    an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`), or a
+    an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
+    `if skip_batch and skip_time: return` with `skip_batch` such a test), or a
     lazy initialisation (`if buffer is None: buffer = ...`); on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
-    values handed to an environment (`env.step(action.item())`), a helper's conversion of
+    values handed to an environment (`env.step(action.item())`, or read in a function that
+    picks an agent's action: `get_action`, `select_action`, `act`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
     `if isinstance(v, torch.Tensor): v = v.item()`) unless the program shows a caller passing
     it a tensor (`metric_logger.update(acc=acc)`, not `update(loss=loss.item())`), CPU-only modules (or
