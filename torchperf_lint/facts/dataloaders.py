@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from dataclasses import dataclass
 
 import libcst as cst
