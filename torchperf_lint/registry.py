@@ -10,6 +10,7 @@ alone.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -81,7 +82,8 @@ def info_of(rule: type[Rule]) -> RuleInfo:
         fix_applicability=rule.fix_applicability,
         gains_only_on_cuda=rule.gains_only_on_cuda,
         checks_test_files=rule.checks_test_files,
-        doc=rule.__doc__ or "",
+        # Python 3.13 strips docstrings' indentation at compile time: the same text everywhere.
+        doc=inspect.cleandoc(rule.__doc__ or ""),
     )
 
 
