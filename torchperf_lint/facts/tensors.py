@@ -66,6 +66,7 @@ class TensorExpressions:
     def __init__(self, index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> None:
         self.scopes = scopes
         self.names = names
+        self._tensor_answers: dict[tuple[cst.BaseExpression, int], bool] = {}
         self.module_names = self._module_constructions(index)
         # Functions and methods the module defines: calling one runs code, not a model object.
         self.function_names = {function.name.value for function in index.functions}
@@ -138,6 +139,14 @@ class TensorExpressions:
     def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
             return False
+        # A name bound many times is looked up through each of its values, which may name it
+        # again (`x = x + 1`): each (node, depth) is answered once.
+        key = (expression, depth)
+        if key not in self._tensor_answers:
+            self._tensor_answers[key] = self._is_tensor(expression, depth)
+        return self._tensor_answers[key]
+
+    def _is_tensor(self, expression: cst.BaseExpression, depth: int) -> bool:
         if isinstance(expression, cst.Call):
             return self._is_tensor_call(expression, depth)
         if isinstance(expression, (cst.Name, cst.Attribute)):
