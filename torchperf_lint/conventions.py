@@ -26,6 +26,13 @@ def is_test_file(path: PurePath) -> bool:
 
 
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
+
+
+def is_lightning_name(qualified: str) -> bool:
+    """A name from Lightning (`lightning.LightningDataModule`, `pytorch_lightning.Trainer`)."""
+    return qualified.startswith(_LIGHTNING_ROOTS)
+
+
 # Methods a framework calls on every batch, by the base class that declares them.
 _LIGHTNING_MODULE_HOOKS = {
     "training_step": "train",
@@ -58,7 +65,7 @@ def framework_hook_kind(base: str, method: str) -> str | None:
     """The kind of step ("train" or "eval") on which a framework runs `method` of a class
     derived from `base` (a qualified name), or None when it does not run it on every step."""
     last = base.rsplit(".", 1)[-1]
-    if base.startswith(_LIGHTNING_ROOTS):
+    if is_lightning_name(base):
         if last == "LightningModule":
             return _LIGHTNING_MODULE_HOOKS.get(method)
         if last == "Callback":

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchperf_lint.conventions import is_lightning_name
 from torchperf_lint.facts.arguments import (
     MISSING,
     SIGNATURES,
@@ -50,7 +51,6 @@ _DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
 _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
 })
-_LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
 
 # What a dataset's `__getitem__` may call and still only index or make up its samples.
 _FACTORIES = frozenset({
@@ -586,11 +586,6 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
-
-
-def is_lightning_name(qualified: str) -> bool:
-    """A name from Lightning (`lightning.LightningDataModule`, `pytorch_lightning.Trainer`)."""
-    return qualified.startswith(_LIGHTNING_ROOTS)
 
 
 def _sample_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:

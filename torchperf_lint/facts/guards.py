@@ -8,7 +8,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.index import ScopeNode, descendants, statements_of
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
@@ -76,8 +76,8 @@ class Guards:
     def _exit_off_period_before(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
         """An `if <off-period test>: continue` (or `return`) among the statements of `block`
         before `child`."""
-        statements = getattr(block, "body", None)
-        if not isinstance(statements, (list, tuple)) or child not in statements:
+        statements = statements_of(block)
+        if child not in statements:
             return None
         for statement in statements[: statements.index(child)]:
             if (

@@ -156,6 +156,13 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         pending.extend(below)
 
 
+def statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
+    """The statements of a block (a module, an indented block, a one-line suite); none for
+    anything else (an `if` holding an `elif`)."""
+    body = getattr(block, "body", ())
+    return list(body) if isinstance(body, (list, tuple)) else []
+
+
 def nearest_ancestor(
     parents: dict[cst.CSTNode, cst.CSTNode],
     memo: dict[cst.CSTNode, cst.CSTNode | None],

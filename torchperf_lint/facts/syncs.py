@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, statements_of
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -86,13 +86,6 @@ def _picks_an_action(function_name: str) -> bool:
     """`get_action`, `select_action`, `act`: a reinforcement-learning agent's choice."""
     name = function_name.lower().strip("_")
     return name == "act" or name.endswith("_action") or name.startswith("act_")
-
-
-def _statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
-    """The statements of a block (a module, an indented block); none for anything else (an
-    `if` holding an `elif`)."""
-    body = getattr(block, "body", ())
-    return list(body) if isinstance(body, (list, tuple)) else []
 
 
 def _is_name_or_own_attribute(expression: cst.BaseExpression) -> bool:
@@ -179,13 +172,13 @@ class HostSyncs:
         statements around that `if`."""
         line = self._line_of(call)
         block = self.index.parents.get(line)
-        lines = _statements_of(block)
+        lines = statements_of(block)
         if line not in lines:
             return False
         branch = self.index.parents.get(block)
         if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
             line = branch
-            lines = _statements_of(self.index.parents.get(branch))
+            lines = statements_of(self.index.parents.get(branch))
             if line not in lines:
                 return False
         position = lines.index(line)
@@ -204,7 +197,7 @@ class HostSyncs:
             return False
         line = self._line_of(site.node)
         block = self.index.parents.get(line)
-        lines = _statements_of(block)
+        lines = statements_of(block)
         if line not in lines:
             return False
         for previous in reversed(lines[: lines.index(line)]):

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from torchperf_lint.conventions import is_lightning_name
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import (
@@ -15,14 +16,14 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
     literal_value,
 )
-from torchperf_lint.facts.dataloaders import DataLoaderConstruction, is_lightning_name
+from torchperf_lint.facts.dataloaders import DataLoaderConstruction
 from torchperf_lint.facts.devices import (
     creates_cuda_tensor,
     is_accelerator_target,
     is_cpu_device,
     is_dtype,
 )
-from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
@@ -647,7 +648,7 @@ def _factory_just_before(facts: FileFacts, move: cst.Call, name: cst.Name) -> cs
     statement = facts.scopes.ancestors(move)
     line = next((node for node in statement if isinstance(node, cst.SimpleStatementLine)), None)
     block = facts.index.parents.get(line) if line is not None else None
-    lines = list(getattr(block, "body", ()))
+    lines = statements_of(block)
     if line not in lines or lines.index(line) == 0:
         return None
     previous = lines[lines.index(line) - 1]
