@@ -318,11 +318,16 @@ def _wait_for_workers(group: int) -> None:
 def test_ctrl_c_exits_130_and_stops_the_workers(tmp_path):
     _large_tree(tmp_path)
     # A terminal's foreground job gets Ctrl-C; a background job of a script (as CI runs the
-    # suites side by side) inherits SIGINT ignored, and Python then keeps ignoring it.
-    process = subprocess.Popen([EXECUTABLE, "--no-cache", "-j", "2", "."], cwd=tmp_path,
+    # suites side by side) inherits SIGINT ignored, and Python then keeps ignoring it: the
+    # linter is started through `exec` with SIGINT's default restored.
+    with_default_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execvp(sys.argv[1], sys.argv[1:])"
+    )
+    process = subprocess.Popen([sys.executable, "-c", with_default_sigint, EXECUTABLE,
+                                "--no-cache", "-j", "2", "."], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               start_new_session=True)
     _wait_for_workers(process.pid)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal sends it: to the whole group
     code = process.wait(timeout=60)
