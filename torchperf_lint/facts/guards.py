@@ -57,6 +57,8 @@ class Guards:
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
         self._counters: dict[cst.For | cst.While, frozenset[str]] = {}
+        # Per block, its first early exit on the other steps (`_exit_off_period_before`).
+        self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
@@ -76,18 +78,26 @@ class Guards:
     def _exit_off_period_before(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
         """An `if <off-period test>: continue` (or `return`) among the statements of `block`
         before `child`."""
-        statements = statements_of(block)
-        if child not in statements:
+        # Every call asks about every block around it: each block is scanned once.
+        if block not in self._first_exits:
+            statements = statements_of(block)
+            self._first_exits[block] = next(
+                (
+                    (position, statement)
+                    for position, statement in enumerate(statements)
+                    if isinstance(statement, cst.If)
+                    and statement.orelse is None
+                    and _only_exits(statement.body)
+                    and self._is_off_period_test(statement.test)
+                ),
+                None,
+            )
+        first = self._first_exits[block]
+        if first is None:
             return None
-        for statement in statements[: statements.index(child)]:
-            if (
-                isinstance(statement, cst.If)
-                and statement.orelse is None
-                and _only_exits(statement.body)
-                and self._is_off_period_test(statement.test)
-            ):
-                return statement
-        return None
+        position, statement = first
+        statements = statements_of(block)
+        return statement if child in statements[position + 1:] else None
 
     def _is_off_period_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """True on the steps between the periodic ones: `step % n != 0`, `step % n`, or an
