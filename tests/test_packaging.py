@@ -87,24 +87,16 @@ def test_the_sdist_carries_its_tests_and_they_pass(sdist, tmp_path):
     (unpacked,) = tmp_path.iterdir()
     # The sdist's own package comes first, so its tests run against the code it ships.
     environment = dict(os.environ, PYTHONPATH=str(unpacked))
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only"],
-        cwd=unpacked,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+
+    def pytest(*arguments: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments],
+            cwd=unpacked, env=environment, capture_output=True, text=True, timeout=600,
+            check=False,
+        )
+
+    collected = pytest("--collect-only")
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
-    ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SDIST_TESTS],
-        cwd=unpacked,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    ran = pytest(*SDIST_TESTS)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert " passed" in ran.stdout.splitlines()[-1]

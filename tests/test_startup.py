@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import torchperf_lint, write_files
+from test_cache import CALLER as TRAIN
+from test_cache import HELPERS
 
 from torchperf_lint import cli
 from torchperf_lint.verify.command import verify
@@ -26,25 +28,6 @@ heavy = sorted(name for name in ("libcst", "torchperf_lint.engine", "torchperf_l
                if name in sys.modules)
 sys.stderr.write("\\nimported: " + ",".join(heavy) + "\\n")
 """
-
-TRAIN = """import torch
-from torch.utils.data import DataLoader
-from helpers import log
-
-loader = DataLoader(ds)
-for x in loader:
-    loss = model(x.cuda())
-    loss.backward()
-    opt.step()
-    log(loss)
-"""
-HELPERS = """import torch
-
-
-def log(loss):
-    print(loss.item())
-"""
-
 
 def probe(*args: str, cwd: Path) -> tuple[str, str]:
     """The command's stdout, and the heavy modules it imported."""
