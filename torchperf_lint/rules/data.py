@@ -559,7 +559,9 @@ class TensorCreatedThenMoved(Rule):
             func = call.func
             if not isinstance(func, cst.Attribute) or func.attr.value not in _MOVES:
                 continue
-            if isinstance(func.value, cst.Call) and _host_factory(facts, func.value) is not None:
+            # Only the factory moved in the same expression gets a fix (its kind).
+            kind = _host_factory(facts, func.value) if isinstance(func.value, cst.Call) else None
+            if kind is not None:
                 factory, reported = func.value, call
             elif isinstance(func.value, cst.Name):  # `z = torch.randn(n)` then `z.type_as(x)`
                 factory = reported = _factory_just_before(facts, call, func.value)
@@ -570,9 +572,8 @@ class TensorCreatedThenMoved(Rule):
             target = self._device_target(facts, call)
             if target is None or not facts.steps.runs_per_step(call):
                 continue
-            kind = _host_factory(facts, factory)
-            fixable = kind is not None and reported is call and factory is func.value
-            yield self.finding(reported, self._fix(facts, call, factory, kind, *target) if fixable else None)
+            fix = self._fix(facts, call, factory, kind, *target) if kind is not None else None
+            yield self.finding(reported, fix)
 
     def _fix(
         self,
