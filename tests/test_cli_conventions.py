@@ -9,7 +9,6 @@ import subprocess
 
 from cli_helpers import torchperf_lint, write_files
 
-# TPL105 (safe fix) at 3:5.
 # TPL105 (a safe fix) on every iteration of a loop over a loader.
 MOVED_TENSOR = "import torch\n\nfor x in loader: x = torch.zeros(3).cuda()\n"
 # TPL101 (no safe fix) at 6:12.
