@@ -154,7 +154,7 @@ class DataLoaders:
         constants (`PromptDataset` returning `{"prompt": self.prompt, "index": index}`) or
         makes up samples (`yield torch.randn(self.size)`)."""
         cls = self._dataset_class(construction)
-        methods = _sample_methods(cls) if cls is not None else []
+        methods = _methods_of(cls, ("__getitem__", "__iter__")) if cls is not None else []
         return bool(methods) and all(
             self._in_memory_call(node)
             for method in methods
@@ -172,10 +172,7 @@ class DataLoaders:
             return False
         values = [dataset.value, *self.scopes.bound_values(dataset.value)]
         cls = self.scopes.enclosing_class(loader.call)
-        methods = {
-            statement.name.value for statement in (cls.body.body if cls is not None else ())
-            if isinstance(statement, cst.FunctionDef)
-        }
+        methods = {method.name.value for method in (_methods_of(cls) if cls is not None else ())}
         for value in values:
             for arg in value.args if isinstance(value, cst.Call) else ():
                 name = dotted_name(arg.value) or ""
@@ -243,10 +240,7 @@ class DataLoaders:
         cls = self._dataset_class(construction)
         if cls is None:
             return False
-        methods = [
-            statement for statement in cls.body.body
-            if isinstance(statement, cst.FunctionDef) and statement.name.value == method
-        ]
+        methods = _methods_of(cls, (method,))
         return len(methods) == 1 and not any(
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
@@ -588,12 +582,12 @@ def _called_with(
     return None
 
 
-def _sample_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    """A dataset class's `__getitem__` and `__iter__`, those it defines."""
+def _methods_of(cls: cst.ClassDef, names: tuple[str, ...] | None = None) -> list[cst.FunctionDef]:
+    """The methods `cls` defines in its own body (those named `names`, when given)."""
     return [
         statement for statement in cls.body.body
         if isinstance(statement, cst.FunctionDef)
-        and statement.name.value in ("__getitem__", "__iter__")
+        and (names is None or statement.name.value in names)
     ]
 
 
