@@ -497,7 +497,9 @@ class TensorCreatedThenMoved(Rule):
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     start-up, a `__main__` block outside the training loop, an error path, a branch that runs
-    every N steps); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
+    every N steps, the set-up of a loop that runs a model with autograd off: buffers a
+    decoding or sampling function allocates before its loop, or lazily in it under `if attn
+    is None:`, once per call and shared by the loop's model calls); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
     choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
