@@ -229,6 +229,28 @@ class ProgramFacts:
             self._external_bases[cls] = names
         return self._external_bases[cls]
 
+    def dataset_samples(self, target: Target | None, depth: int = 0) -> str | None:
+        """What the dataset a project class builds, or a project function returns, holds
+        when no file is read for a sample: "made_up", "in_memory" (the class's own summary),
+        "rows" (a Hugging Face dataset preprocessed ahead of training), or None. A function
+        answers when all its returns agree."""
+        if target is None or depth > MAX_DEPTH:
+            return None
+        summary = self.summaries.get(target.file)
+        if summary is None:
+            return None
+        if target.kind == "class":
+            record = summary.classes.get(target.qualname)
+            return record.samples if record is not None else None
+        function = summary.functions.get(target.qualname)
+        kinds = set()
+        for value in function.returns if function is not None else ():
+            if value[0] == "call":
+                kinds.add(self.dataset_samples(self.resolve(target.file, value[1]), depth + 1))
+            else:
+                kinds.add("rows" if value[0] == "rows" else None)
+        return kinds.pop() if len(kinds) == 1 else None
+
     def function(self, target: Target) -> FunctionSummary | None:
         summary = self.summaries.get(target.file)
         return summary.functions.get(target.qualname) if summary else None
@@ -649,6 +671,9 @@ class ProgramFacts:
 
     def _answer_no_grad(self, file: str, ref: Ref) -> bool:
         return self.is_no_grad_wrapper(self.resolve(file, ref))
+
+    def _answer_dataset_samples(self, file: str, ref: Ref) -> Answer:
+        return self.dataset_samples(self.resolve(file, ref))
 
     def _answer_callers_no_grad(self, file: str, qualname: str) -> bool:
         return self.always_without_grad(Target(file, qualname, "function"))

@@ -215,7 +215,9 @@ class _Summarizer:
         for cls in facts.index.classes:
             qualname = self.refs.qualname(cls)
             bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
-            summary.classes[qualname] = ClassSummary(qualname, [b for b in bases if b])
+            summary.classes[qualname] = ClassSummary(
+                qualname, [b for b in bases if b], facts.dataloaders.class_samples(cls)
+            )
         for loop in facts.loops.all:
             owner = summary.functions[self.refs.qualname(loop.function)]
             owner.loops.append(self._loop(loop))
@@ -315,6 +317,8 @@ class _Summarizer:
             callee = self.refs.callee(expression)
             if callee is not None and not is_external(callee):
                 return ["call", callee]
+        if facts.dataloaders.is_preprocessed(expression):
+            return ["rows"]
         if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
             return ["tensor"]  # or, bound to several values, may be one
         if isinstance(expression, cst.Call):

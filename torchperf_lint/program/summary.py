@@ -27,13 +27,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 4
+SUMMARY_FORMAT = 5
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
-# (["call", ref]), a parameter passed through (["param", name]), or a tensor that may live on
-# the device (["tensor"]).
+# (["call", ref]), a parameter passed through (["param", name]), a tensor that may live on
+# the device (["tensor"]), or a Hugging Face dataset preprocessed ahead of training
+# (["rows"]: `load_dataset(...).map(tokenize)`).
 Value = list
 
 
@@ -80,6 +81,9 @@ class FunctionSummary:
 class ClassSummary:
     qualname: str
     bases: list[Ref] = field(default_factory=list)
+    # For a dataset class, what its samples are when no file is read to make them:
+    # "made_up" (PyTorch's random factories), "in_memory" (indexing what it holds), or None.
+    samples: str | None = None
 
 
 @dataclass

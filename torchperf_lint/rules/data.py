@@ -64,8 +64,10 @@ class DataLoaderNoWorkers(Rule):
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
     indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
-    access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
-    one batch
+    access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
+    dataset-returning function of another module of the project counts by what it does
+    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`),
+    loaders only read for one batch
     (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
     training process: a dataset built from the running object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
@@ -122,7 +124,9 @@ class DataLoaderNoWorkers(Rule):
             workers = loader.value("num_workers")
             if workers is not MISSING and workers != 0:
                 continue
-            if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
+            if loaders.dataset_in_memory(loader, facts.program.dataset_samples):
+                continue
+            if loaders.read_once(loader):
                 continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
@@ -174,8 +178,10 @@ class DataLoaderNoPinMemory(Rule):
     transformed on access), whose batches of token ids are too small for pinning to matter;
     when the dataset is a class of the module that makes up its samples with PyTorch's random
     factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
-    when it is one of the datasets of tiny images (MNIST and its kin: 28×28 pixels, one
-    channel; also through `Subset` and `random_split`), whose batches copy in microseconds
+    these last two also when the class, or a function that returns such a dataset, is in
+    another module of the project (`DataLoader(RandomTokenDataset(...))`,
+    `DataLoader(get_dataset(tokenizer))`); when it is one of the datasets of tiny images
+    (MNIST and its kin: 28×28 pixels, one channel; also through `Subset` and `random_split`), whose batches copy in microseconds
     either way (CIFAR's, six times larger, are still reported);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
@@ -229,11 +235,12 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
-            if facts.dataloaders.preprocessed_rows(loader):
+            elsewhere = facts.program.dataset_samples
+            if facts.dataloaders.preprocessed_rows(loader, elsewhere):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
-            if facts.dataloaders.makes_up_samples(loader):
+            if facts.dataloaders.makes_up_samples(loader, elsewhere):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
                 continue  # MNIST: batches copied in microseconds, pinned or not
