@@ -75,7 +75,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
-    DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
+    DataLoader yields before they are moved, tensors built without `device=`, NumPy values,
+    a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
+    already made: `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
+    and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
     values handed to an environment (`env.step(action.item())`, or read in a function that
     picks an agent's action: `get_action`, `select_action`, `act`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
