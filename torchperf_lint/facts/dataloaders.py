@@ -65,6 +65,18 @@ _PLAIN_BUILTINS = frozenset({
 })
 # Words in an attribute's name that say it holds what the training collects as it runs.
 _LIVE_STATE = ("buffer", "replay")
+# Hugging Face's collators of text: their batches are token ids, masks and labels.
+_TEXT_COLLATORS = frozenset({
+    "DataCollatorWithPadding", "DataCollatorForLanguageModeling", "DataCollatorForSeq2Seq",
+    "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask",
+    "DataCollatorForPermutationLanguageModeling", "DataCollatorForCompletionOnlyLM",
+    # torchtune's collate functions of token sequences.
+    "padded_collate", "padded_collate_sft", "padded_collate_dpo", "padded_collate_packed",
+})
+# A tokenizer's padding id, handed to a collate function that pads token sequences.
+_PADDING_IDS = frozenset({"pad_token_id", "pad_id", "padding_idx", "pad_idx"})
+# Words that say a collate function also handles images or audio.
+_PIXEL_WORDS = ("image", "pixel", "processor", "audio", "feature", "video")
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -289,6 +301,42 @@ class DataLoaders:
         return len(methods) == 1 and not any(
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
+
+    def collates_token_ids(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of
+        Hugging Face's text collators (`DataCollatorWithPadding(tokenizer)`,
+        `DataCollatorForLanguageModeling`, ...), a collate function built from a tokenizer's
+        padding id and nothing bigger (`partial(padded_collate_sft,
+        padding_idx=tokenizer.pad_id)`, `DataCollatorForRollout(tokenizer.pad_token_id)`),
+        or `list`, which hands the loop its samples as they are (prompts)."""
+        collate = loader.argument("collate_fn")
+        return collate is not None and self._collates_token_ids(collate.value, 0)
+
+    def _collates_token_ids(self, expression: cst.BaseExpression, depth: int) -> bool:
+        if self.names.qualified_name(expression) == "builtins.list":
+            return True
+        if last_identifier(expression) in _TEXT_COLLATORS:
+            return True  # torchtune's `padded_collate_sft`, passed as it is
+        if isinstance(expression, cst.IfExp):
+            return all(
+                self._collates_token_ids(branch, depth) for branch in (expression.body, expression.orelse)
+            )
+        if isinstance(expression, cst.Call):
+            if last_identifier(expression.func) in _TEXT_COLLATORS:
+                return True
+            return any(
+                last_identifier(node) in _PADDING_IDS
+                for node in descendants(expression)
+                if isinstance(node, (cst.Name, cst.Attribute))
+            ) and not any(
+                any(word in (last_identifier(node) or "").lower() for word in _PIXEL_WORDS)
+                for node in descendants(expression)
+                if isinstance(node, (cst.Name, cst.Attribute))
+            )
+        if isinstance(expression, (cst.Name, cst.Attribute)) and depth < 3:
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self._collates_token_ids(v, depth + 1) for v in values)
+        return False
 
     def tiny_images(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is one of the datasets of tiny images, by name (torchvision's MNIST and

@@ -180,7 +180,13 @@ class DataLoaderNoPinMemory(Rule):
     factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
     these last two also when the class, or a function that returns such a dataset, is in
     another module of the project (`DataLoader(RandomTokenDataset(...))`,
-    `DataLoader(get_dataset(tokenizer))`); when it is one of the datasets of tiny images
+    `DataLoader(get_dataset(tokenizer))`);
+    when the collate function makes batches of token ids (Hugging Face's text collators
+    such as `DataCollatorWithPadding(tokenizer)`, a collate function given a tokenizer's
+    padding id and nothing about images or audio: `partial(padded_collate_sft,
+    padding_idx=tokenizer.pad_id)`) or no batch at all (`collate_fn=list` hands over the
+    samples, prompts, as they are);
+    when it is one of the datasets of tiny images
     (MNIST and its kin: 28×28 pixels, one channel; also through `Subset` and `random_split`), whose batches copy in microseconds
     either way (CIFAR's, six times larger, are still reported);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
@@ -240,6 +246,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
+            if facts.dataloaders.collates_token_ids(loader):
+                continue  # padded token ids: kilobytes per batch
             if facts.dataloaders.makes_up_samples(loader, elsewhere):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
