@@ -469,7 +469,9 @@ class ProgramFacts:
         """The files of training programs that run on CUDA. A program is what an entry (a file
         no other file imports: a script, a notebook) imports, directly or not; it trains when
         one of its files has a training loop or a training hook, and runs on CUDA when one of
-        its files uses CUDA."""
+        its files uses CUDA. A notebook runs on CUDA only by its own evidence: it states its
+        device in its own cells (a CPU-only tutorial that imports a CUDA library stays on the
+        CPU)."""
         files, reach = self._reach
         importers = {imported for file in files for imported in self._imports.get(file, ())}
         entries = [file for file in files if file not in importers] + sorted(self._training_files)
@@ -480,7 +482,11 @@ class ProgramFacts:
             program = reach[entry]
             if program & training and program & cuda:
                 found |= program
-        return frozenset(self._files_of(found))
+        return frozenset(
+            file
+            for file in self._files_of(found)
+            if not file.endswith(".ipynb") or file in self._cuda_evidence
+        )
 
     @cached_property
     def cuda_files(self) -> frozenset[str]:
