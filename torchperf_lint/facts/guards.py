@@ -43,6 +43,15 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
     )
 
 
+# Names of flags that say a step trains (`self.training`, `is_train`).
+_TRAINING_FLAGS = frozenset({"training", "is_train", "is_training", "train_mode"})
+# Constants that name a stage that does not train.
+_EVALUATION_STAGES = frozenset({
+    "valid", "val", "validation", "validate", "test", "eval", "evaluation", "predict",
+    "inference",
+})
+
+
 class Guards:
     """Answers "does this run every iteration?" and "is autograd recording here?"."""
 
@@ -227,6 +236,17 @@ class Guards:
                 return True
         return False
 
+    def evaluation_only(self, node: cst.CSTNode) -> bool:
+        """Whether `node` sits in a branch of its function that runs only when not training
+        (`if stage != sb.Stage.TRAIN:`, `if not self.training:`, see `is_evaluation_branch`):
+        a step function shared by training and evaluation runs it on evaluation steps only."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and is_evaluation_branch(parent, child):
+                return True
+        return False
+
     def under_main_guard(self, node: cst.CSTNode) -> bool:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -320,6 +340,52 @@ class Guards:
             ):
                 return True
         return False
+
+
+def is_evaluation_branch(branch: cst.If, child: cst.CSTNode) -> bool:
+    """Whether `child` of `branch` runs only when not training, by its test's own words: the
+    body of `if stage != Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, or the
+    `else` of `if stage == Stage.TRAIN:` / `if self.training:`."""
+    if child is branch.body:
+        return _tests_not_training(branch.test)
+    return child is branch.orelse and _tests_training(branch.test)
+
+
+def _tests_training(test: cst.BaseExpression) -> bool:
+    """`self.training`, `stage == Stage.TRAIN`, `mode == "train"`, `is_train`."""
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return (last_identifier(test) or "").lower() in _TRAINING_FLAGS
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        return isinstance(comparison.operator, cst.Equal) and _stage(comparison.comparator) == "train"
+    return False
+
+
+def _tests_not_training(test: cst.BaseExpression) -> bool:
+    """`not self.training`, `stage != Stage.TRAIN`, `stage == Stage.VALID`, `mode == "test"`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_training(test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        stage = _stage(comparison.comparator)
+        if isinstance(comparison.operator, cst.NotEqual):
+            return stage == "train"
+        return isinstance(comparison.operator, cst.Equal) and stage == "eval"
+    return False
+
+
+def _stage(expression: cst.BaseExpression) -> str | None:
+    """"train" or "eval" for a constant that names a stage: `Stage.TRAIN`, `"valid"`."""
+    if isinstance(expression, cst.SimpleString) and isinstance(expression.evaluated_value, str):
+        word = expression.evaluated_value
+    elif isinstance(expression, cst.Attribute):
+        word = expression.attr.value
+    else:
+        return None
+    word = word.lower()
+    if word in ("train", "training", "fit"):
+        return "train"
+    return "eval" if word in _EVALUATION_STAGES else None
 
 
 def is_main_test(test: cst.BaseExpression) -> bool:

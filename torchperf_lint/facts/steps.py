@@ -121,7 +121,12 @@ class Steps:
         if function is None or self.guards.periodic_guard(node) is not None:
             return None
         witness = self.witness(function)
-        return None if witness is None else Step(None, witness)
+        if witness is None:
+            return None
+        if witness.kind == "train" and self.guards.evaluation_only(node):
+            # `if stage != Stage.TRAIN:` in a step function training and evaluation share.
+            return Step(None, StepWitness("eval", witness.path))
+        return Step(None, witness)
 
     def in_model_loop(self, node: cst.CSTNode) -> bool:
         """In the body of a loop that runs a model on every iteration, outside sparse guards

@@ -364,6 +364,8 @@ class ProgramFacts:
                 for site, target in self._edges.get((current.file, current.qualname), ()):
                     if site.sparse or target in paths:
                         continue
+                    if kind == "train" and site.evaluation_only:
+                        continue  # `if stage != Stage.TRAIN: save(...)`: evaluation steps only
                     paths[target] = (*paths[current], Hop(current.file, site.ordinal, target.qualname))
                     queue.append(target)
             result[kind] = paths

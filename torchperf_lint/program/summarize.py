@@ -292,6 +292,7 @@ class _Summarizer:
                 loop=-1 if loop is None else self.loop_ordinals[loop.node],
                 sparse=sparse or facts.steps.on_error_path(call),
                 no_grad=facts.guards.grad_disabled(call),
+                evaluation_only=facts.guards.evaluation_only(call),
                 arguments=self._arguments(call),
             )
         )

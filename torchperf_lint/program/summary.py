@@ -49,6 +49,8 @@ class CallSite:
     # or counter guard, or on an error path.
     sparse: bool = False
     no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
+    # In a branch that runs only when not training (`if stage != Stage.TRAIN:`).
+    evaluation_only: bool = False
     # Arguments the program may follow (loaders, factory results, pass-through parameters):
     # by position ("0", "1", ...) or keyword.
     arguments: dict[str, Value] = field(default_factory=dict)

@@ -70,7 +70,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), or a
-    lazy initialisation (`if buffer is None: buffer = ...`); on
+    lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
+    that training and evaluation share which runs only when not training
+    (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
+    what that branch calls; on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
