@@ -43,6 +43,8 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
     )
 
 
+# The objects that hold a run's settings (`args.flag`, `self.config.level`).
+_SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
 # Names of flags that say a step trains (`self.training`, `is_train`).
 _TRAINING_FLAGS = frozenset({"training", "is_train", "is_training", "train_mode"})
 # Constants that name a stage that does not train.
@@ -219,8 +221,10 @@ class Guards:
 
     def under_opt_in(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under `if flag:` where `flag` is a parameter of its function
-        that defaults to `False` (`def __call__(..., clear_cache=False)`): its callers opt in,
-        trading speed for something else on purpose."""
+        that defaults to `False` (`def __call__(..., clear_cache=False)`), or a setting of the
+        run's configuration (`if self.args.enable_sleep_mode:`,
+        `if args.empty_unused_memory_level >= 1:`): its callers, or its users, opt in, trading
+        speed for something else on purpose."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return False
@@ -232,7 +236,9 @@ class Guards:
         for parent, child in self.scopes.ancestors_with_child(node):
             if isinstance(parent, ScopeNode):
                 return False
-            if isinstance(parent, cst.If) and child is parent.body and _names_one_of(parent.test, opt_ins):
+            if isinstance(parent, cst.If) and child is parent.body and (
+                _names_one_of(parent.test, opt_ins) or _tests_a_setting(parent.test)
+            ):
                 return True
         return False
 
@@ -502,6 +508,21 @@ def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _names_one_of(test.left, names) or _names_one_of(test.right, names)
     return isinstance(test, cst.Name) and test.value in names
+
+
+def _tests_a_setting(test: cst.BaseExpression) -> bool:
+    """`args.flag`, `self.config.level >= 1`, `cfg.x and cfg.y`: a test of the run's settings
+    only (attributes of `args`, `config`, `cfg`, `opt`, `hparams`, also on `self`)."""
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_a_setting(test.left) and _tests_a_setting(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _tests_a_setting(test.left) and literal_value(test.comparisons[0].comparator) is not None
+    name = dotted_name(test) if isinstance(test, cst.Attribute) else None
+    if name is None:
+        return False
+    parts = name.split(".")
+    owner = parts[1] if parts[0] == "self" and len(parts) > 2 else parts[0]
+    return owner in _SETTINGS_OBJECTS
 
 
 def _is_count(expression: cst.BaseExpression) -> bool:

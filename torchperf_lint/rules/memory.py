@@ -511,8 +511,10 @@ class EmptyCacheInLoop(Rule):
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
     loops, only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
-    a parameter that defaults to `False`: trading speed for memory on purpose), and in test
-    files.
+    a parameter that defaults to `False`) or the run's settings do (`if
+    self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
+    for memory on purpose, or handing the memory to another allocator. A bare flag parameter
+    (`if low_memory:`) is still reported. Test files are not checked.
 
     ## Why is this bad?
     `empty_cache()` synchronizes with the device and hands the caching allocator's free blocks
