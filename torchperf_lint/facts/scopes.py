@@ -123,8 +123,20 @@ class Scopes:
         goes through last, in straight-line code of its function: the nearest earlier
         statement of an enclosing block that binds the name, when that statement is such an
         assignment. None when the nearest binding is of another kind (a branch, a loop, an
-        unpacking) or when a loop around the use binds the name again (its next iteration
-        reads that value)."""
+        unpacking), when a loop around the use binds the name again (its next iteration
+        reads that value), or when nothing before the use binds it."""
+        statement = self._nearest_binding(name)
+        return _assigned_value(statement, name.value) if isinstance(statement, cst.CSTNode) else None
+
+    def unbound_before(self, name: cst.Name) -> bool:
+        """Nothing in its function binds `name` before this use (nor a loop around it): a
+        parameter still holds its argument, whatever the function binds it to later."""
+        return self._nearest_binding(name) is None
+
+    def _nearest_binding(self, name: cst.Name) -> cst.CSTNode | bool | None:
+        """The nearest earlier statement of an enclosing block that binds `name`; True when a
+        loop around the use binds it (the value may come from an earlier iteration); None
+        when nothing before the use in its function binds it."""
         for parent, child in self.ancestors_with_child(name):
             if isinstance(parent, ScopeNode):
                 return None
@@ -133,14 +145,13 @@ class Scopes:
                 and child is parent.body
                 and self._binds(parent.body, name.value)
             ):
-                return None
+                return True
             body = getattr(parent, "body", None)
             if not isinstance(body, (list, tuple)) or child not in body:
                 continue
             for statement in reversed(body[: body.index(child)]):
-                if not self._binds(statement, name.value):
-                    continue
-                return _assigned_value(statement, name.value)
+                if self._binds(statement, name.value):
+                    return statement
         return None
 
     def _binds(self, node: cst.CSTNode, name: str) -> bool:

@@ -373,11 +373,16 @@ class HostSyncs:
             if qualified.startswith(_HOST_LIBRARIES):
                 return True
             factory = qualified.removeprefix("torch.")
+            moved = any(
+                (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
+                for arg in call.args
+            )
             if factory in _FACTORIES:
-                return not any(
-                    (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
-                    for arg in call.args
-                )
+                return not moved
+            if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
+                # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host
+                # when what it computes from is.
+                return self._host_operands(call.args[0].value, depth)
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
         func = call.func
@@ -390,6 +395,15 @@ class HostSyncs:
             return False
         # A tensor method of a host tensor computes in host memory.
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
+
+    def _host_operands(self, expression: cst.BaseExpression, depth: int) -> bool:
+        """A host tensor, or a list or tuple of host tensors only."""
+        if isinstance(expression, (cst.List, cst.Tuple)):
+            return bool(expression.elements) and all(
+                self.is_host_value(element.value, depth, containers=False)
+                for element in expression.elements
+            )
+        return self.is_host_value(expression, depth, containers=False)
 
     def _converts_only(self, call: cst.Call) -> bool:
         """`.to(torch.long)`, `.to(dtype=...)`: a conversion that moves nothing."""
