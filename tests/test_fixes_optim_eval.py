@@ -219,7 +219,7 @@ def test_module_level_loop_is_wrapped_in_place() -> None:
     "source",
     [
         # Not in one loop: nothing to wrap.
-        "import torch\nmodel.eval()\nout = model(x)\n",
+        "import torch\nmodel.eval()\nfor x in a:\n    model(x)\nfor y in b:\n    model(y)\n",
         # No module-level name for torch.
         "from torch import nn\n\ndef ev(model, x):\n    model.eval()\n    return model(x)\n",
         # `no_grad` would not stay active across `await`.
