@@ -58,7 +58,7 @@ def main() -> None:
     val_loader = DataLoader(SyntheticImages(128), batch_size=64)
 
     model = SmallNet().to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=0.05)
     criterion = nn.CrossEntropyLoss()
     scaler = GradScaler()
 
