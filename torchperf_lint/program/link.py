@@ -356,7 +356,10 @@ class ProgramFacts:
                 for site, target in self._edges[(file, function.qualname)]:
                     if site.loop == -1 or site.sparse or target in paths:
                         continue
-                    if self._loop_kind(file, function, site.loop) == kind:
+                    loop_kind = self._loop_kind(file, function, site.loop)
+                    if loop_kind == "train" and self._evaluates(site, target):
+                        loop_kind = "eval"  # `test()` with autograd off, every epoch
+                    if loop_kind == kind:
                         paths[target] = (Hop(file, site.ordinal, target.qualname),)
                         queue.append(target)
             while queue:
@@ -364,12 +367,20 @@ class ProgramFacts:
                 for site, target in self._edges.get((current.file, current.qualname), ()):
                     if site.sparse or target in paths:
                         continue
-                    if kind == "train" and site.evaluation_only:
+                    if kind == "train" and (site.evaluation_only or self._evaluates(site, target)):
                         continue  # `if stage != Stage.TRAIN: save(...)`: evaluation steps only
                     paths[target] = (*paths[current], Hop(current.file, site.ordinal, target.qualname))
                     queue.append(target)
             result[kind] = paths
         return result
+
+    def _evaluates(self, site: CallSite, target: Target) -> bool:
+        """The call runs an evaluation: a callee that switches a model to eval mode
+        (`model.eval()`) and trains nothing itself. Its reads are an evaluation step's, even
+        when a training loop makes the call (`test()` in the epoch loop of a full-batch
+        training)."""
+        callee = self.function(target)
+        return callee is not None and callee.evaluates and not callee.steps
 
     def _hooks(self, kind: str) -> list[Target]:
         """Methods a framework runs on every step of this kind (outside test files)."""

@@ -278,6 +278,8 @@ class _Summarizer:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
             owner.steps = True
+        if method == "eval" and not call.args:
+            owner.evaluates = True
         callee = self.refs.callee(call)
         if callee is None or is_external(callee):
             return

@@ -73,7 +73,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
     that training and evaluation share which runs only when not training
     (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
-    what that branch calls; on
+    what that branch calls; in an evaluation the training loop runs (a function that calls
+    `model.eval()` and trains nothing: `test()` in the epoch loop of a full-batch training),
+    whose reads belong to TPL202; on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
