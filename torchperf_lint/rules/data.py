@@ -27,7 +27,7 @@ from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
-from torchperf_lint.rules.edits import add_keyword, replace_argument
+from torchperf_lint.rules.edits import add_keyword
 
 DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
 PIN_DOCS = "https://pytorch.org/docs/stable/data.html#memory-pinning"
@@ -56,11 +56,14 @@ class DataLoaderNoWorkers(Rule):
     """`DataLoader` loads every batch in the training process (`num_workers` is 0).
 
     ## What it does
-    Checks for `DataLoader(...)` calls whose `num_workers` is missing or the literal `0`.
+    Checks for `DataLoader(...)` calls without `num_workers`. An explicit `num_workers=0` is a
+    decision (debugging, a platform without `fork`, a dataset that must stay in the process)
+    and is left alone, like an explicit `pin_memory=False` for TPL102.
 
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
-    stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
+    stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
+    batch_size=1024)` over node indices), a dataset class of the module whose
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
     indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
@@ -121,22 +124,18 @@ class DataLoaderNoWorkers(Rule):
         guarded = not trains_at_import_time(facts)
         loaders = facts.dataloaders
         for loader in loaders.constructions:
-            workers = loader.value("num_workers")
-            if workers is not MISSING and workers != 0:
-                continue
+            if loader.value("num_workers") is not MISSING:
+                continue  # `num_workers=0` written out is a decision, like any other value
             if loaders.dataset_in_memory(loader, facts.program.dataset_samples):
                 continue
+            dataset = loader.argument("dataset")
+            if dataset is not None and facts.tensors.is_tensor(dataset.value):
+                continue  # a tensor of indices or samples: batches are slices of it
             if loaders.read_once(loader):
                 continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
-            suggested = cst.Integer(str(SUGGESTED_WORKERS))
-            passed = loader.argument("num_workers")
-            new_call = (
-                replace_argument(loader.call, passed, suggested)
-                if passed is not None
-                else add_keyword(loader.call, "num_workers", suggested)
-            )
+            new_call = add_keyword(loader.call, "num_workers", cst.Integer(str(SUGGESTED_WORKERS)))
             if loader.value("persistent_workers") is MISSING:
                 new_call = add_keyword(new_call, "persistent_workers", cst.Name("True"))
             applicable = guarded and not loaders.iterable_dataset_without_sharding(loader)
