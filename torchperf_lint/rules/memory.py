@@ -244,6 +244,7 @@ class LossGraphRetained(Rule):
     (`.mean()`, `.cpu()`, `.to(...)`) on one.
 
     It stays silent on detached values (`.item()`, `.detach()`, `float(...)`, `.data`),
+    stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad`, accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
@@ -320,6 +321,8 @@ class LossGraphRetained(Rule):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
                 continue
+            if facts.guards.grad_disabled(store.statement):
+                continue  # `with torch.no_grad(): total += loss`: the sum records no graph
             if not facts.tensors.is_tensor(store.value) or not graphs.carries_graph(store.value, loop):
                 continue
             fix = self.replace(
