@@ -197,6 +197,7 @@ def lint_program(
     keys = {job.display_name: job_key(cache, job) for job in jobs}
     others = [job for job in context if job.display_name not in keys]
     summary_keys = {job.display_name: summary_key(cache, job.path) for job in others}
+    cache.digests.save()
     verdict = None
     if all(key is not None for key in keys.values()):
         verdict = cache.program_key([
