@@ -56,6 +56,16 @@ def test_commands_that_parse_nothing_import_neither_libcst_nor_the_rules(tmp_pat
     assert imported == ""
 
 
+def test_the_command_answers_version_as_click_does_without_importing_it(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys; from torchperf_lint.__main__ import main; main(); "
+         "print('click' in sys.modules)", "--version"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )
+    assert completed.stdout == probe("--version", cwd=tmp_path)[0] + "False\n"
+    assert torchperf_lint("--version", cwd=tmp_path).stdout == probe("--version", cwd=tmp_path)[0]
+
+
 def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path):
     write_files(tmp_path, {"train.py": TRAIN, "helpers.py": HELPERS, "pyproject.toml": ""})
     first = torchperf_lint("--output-format", "concise", ".", cwd=tmp_path)
