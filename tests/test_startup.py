@@ -57,9 +57,9 @@ def test_commands_that_parse_nothing_import_neither_libcst_nor_the_rules(tmp_pat
 
 
 def test_the_command_answers_version_as_click_does_without_importing_it(tmp_path):
+    script = "import sys; from torchperf_lint.__main__ import main; main(); print('click' in sys.modules)"
     completed = subprocess.run(
-        [sys.executable, "-c", "import sys; from torchperf_lint.__main__ import main; main(); "
-         "print('click' in sys.modules)", "--version"],
+        [sys.executable, "-c", script, "--version"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     )
     assert completed.stdout == probe("--version", cwd=tmp_path)[0] + "False\n"
