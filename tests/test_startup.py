@@ -24,8 +24,8 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = sorted(name for name in ("libcst", "torchperf_lint.engine", "torchperf_lint.rules.base")
-               if name in sys.modules)
+heavy = sorted(name for name in ("libcst", "torchperf_lint.engine", "torchperf_lint.rules.base",
+                                "torchperf_lint.workers") if name in sys.modules)
 sys.stderr.write("\\nimported: " + ",".join(heavy) + "\\n")
 """
 
