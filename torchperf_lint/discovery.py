@@ -89,9 +89,9 @@ class IgnoreFile:
             return None
         return _AnyPattern(self.patterns)
 
-    def verdict(self, path: Path, is_dir: bool) -> bool | None:
-        """True (ignored), False (re-included by `!`) or None (no pattern speaks of `path`)."""
-        relative = path.relative_to(self.directory).as_posix()
+    def verdict(self, relative: str, is_dir: bool) -> bool | None:
+        """True (ignored), False (re-included by `!`) or None (no pattern speaks of the path
+        `relative` to the `.gitignore`'s folder, in POSIX form)."""
         if self._without_negation is not None:
             return True if self._without_negation.matches(relative, is_dir) else None
         for pattern in reversed(self.patterns):
@@ -129,14 +129,25 @@ class _AnyPattern:
         )
 
 
-def is_gitignored(path: Path, is_dir: bool, ignore_files: Sequence[IgnoreFile]) -> bool:
-    """Git's precedence: the deepest `.gitignore` that speaks of `path` decides, and within
-    one file the last matching line does."""
-    for ignore_file in reversed(ignore_files):
-        verdict = ignore_file.verdict(path, is_dir)
+def is_gitignored(
+    name: str, is_dir: bool, ignore_files: Sequence[IgnoreFile], folders: Sequence[str]
+) -> bool:
+    """Whether the entry `name` of a folder is ignored, the folder being `folders[i]` relative
+    to `ignore_files[i]`'s (`""`, or ending with `/`). Git's precedence: the deepest
+    `.gitignore` that speaks of the entry decides, and within one file the last matching line
+    does."""
+    for ignore_file, folder in zip(reversed(ignore_files), reversed(folders)):
+        verdict = ignore_file.verdict(folder + name, is_dir)
         if verdict is not None:
             return verdict
     return False
+
+
+def _folder_in(directory: Path, ignore_file: IgnoreFile) -> str:
+    """Where `directory` is relative to the folder of `ignore_file`, as `is_gitignored` takes
+    it."""
+    relative = directory.relative_to(ignore_file.directory).as_posix()
+    return "" if relative == "." else relative + "/"
 
 
 def ancestor_ignore_files(directory: Path) -> tuple[IgnoreFile, ...]:
@@ -269,19 +280,29 @@ def _walk(
     except OSError as error:
         unreadable[directory] = error
         return
+    folders = [_folder_in(directory, ignore_file) for ignore_file in ignore_files]
     for entry in entries:
-        path = Path(entry.path)
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        # Neither a directory nor a source (`Path.suffix`: `.py` alone has none): nothing to
+        # ask of it (most files of a tree).
+        if not is_dir and (
+            not entry.name.endswith(SOURCE_SUFFIXES) or entry.name in SOURCE_SUFFIXES
+        ):
+            continue
+        try:
             linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
         except OSError:
-            is_dir = linked_dir = False
+            linked_dir = False
+        path = Path(entry.path)
         if linked_dir or excluded.matches(path):
             continue
-        if is_gitignored(path, is_dir, ignore_files):
+        if is_gitignored(entry.name, is_dir, ignore_files, folders):
             continue
         if is_dir:
             if not is_virtualenv(path):
                 yield from _walk(path, configuration, ignore_files, unreadable)
-        elif path.suffix in SOURCE_SUFFIXES:
+        else:
             yield path
