@@ -430,10 +430,15 @@ def run_jobs(
 
 def display_name(path: Path, cwd: Path) -> str:
     """How a file is named in the output: relative to the working directory when under it."""
+    text, folder = str(path), str(cwd)
+    # A run names every file of its project: a prefix is found faster than `relative_to`
+    # compares parts, which still decides the rest (on Windows, a case that differs).
+    if not folder.endswith(os.sep) and text.startswith(folder + os.sep):
+        return text[len(folder) + 1 :]
     try:
         return str(path.relative_to(cwd))
     except ValueError:
-        return str(path)
+        return text
 
 
 def default_jobs() -> int:
