@@ -320,8 +320,8 @@ class FileDigests:
         return self.source_digest(Path(path), None)
 
     def source_digest(self, path: Path, limits: SourceLimits | None) -> str:
-        """The `content_digest` of the bytes `read_source(path, limits)` gives (any limits with
-        None), and raises what it raises."""
+        """The `content_digest` of the bytes `read_source(path, limits)` gives (of any size when
+        `limits` is None), raising what it raises."""
         status = os.stat(path)
         if limits is not None:
             check_file_size(path, status.st_size, limits)

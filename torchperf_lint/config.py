@@ -301,8 +301,8 @@ class Config:
 class PathPatterns:
     """Whether any of some `PathPattern`s (globs, relative to `root`) matches a path: a set of
     names for the globs that are plain names (all the default excludes), one regex for the
-    other globs of names and one for the globs of paths (a walk asks this of every entry of
-    the tree, and compiling a regex per glob took longer than the rest of a cached run)."""
+    other globs of names and one for the globs of paths: a walk asks this of every entry of
+    the tree, and a match per glob per entry was a tenth of a cached run in a large tree."""
 
     def __init__(self, globs: Sequence[str], root: Path) -> None:
         self.root = root

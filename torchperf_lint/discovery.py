@@ -107,10 +107,18 @@ class _AnyPattern:
     a third of a cached run; compiling it as one expression still took a tenth)."""
 
     def __init__(self, patterns: Sequence[IgnorePattern]) -> None:
-        def any_of(anchored: bool, directories: bool) -> tuple[frozenset[str], re.Pattern[str] | None]:
-            kind = [p.regex_source for p in patterns if p.anchored == anchored and p.directory_only == directories]
+        def any_of(
+            anchored: bool, directories: bool
+        ) -> tuple[frozenset[str], re.Pattern[str] | None]:
+            kind = [
+                p.regex_source
+                for p in patterns
+                if p.anchored == anchored and p.directory_only == directories
+            ]
             literal = frozenset(source for source in kind if is_literal(source))
-            sources = [glob_source(source, False, git=True) for source in kind if source not in literal]
+            sources = [
+                glob_source(source, False, git=True) for source in kind if source not in literal
+            ]
             return literal, re.compile("|".join(f"(?:{s})" for s in sources)) if sources else None
 
         self.paths = any_of(anchored=True, directories=False)
