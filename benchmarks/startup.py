@@ -13,7 +13,7 @@ LibCST.
 With `--checkout DIR` (twice or more: source trees holding `torchperf_lint/`, e.g. main and a
 branch extracted with `git archive`), each command runs from every checkout in turn
 (`PYTHONPATH=DIR`, interleaved, so a busy machine slows them alike), and the table gives each
-checkout's median and its ratio to the first's.
+checkout's median wall time and its ratio to the first's, and the last checkout's CPU time.
 
 This prints numbers; it asserts nothing. Tests never time anything.
 """
@@ -115,6 +115,7 @@ def main() -> None:
         for index, checkout in enumerate(checkouts):
             name = "installed" if checkout is None else checkout.name
             header += f"{name[:14]:>16}" + ("" if index == 0 else f"{'ratio':>7}")
+        # CPU time (steadier than wall time on a busy machine) of the last checkout.
         print(header + f"{'cpu s':>8}  libcst imported")
         for name, (command, probe_args) in commands.items():
             walls: list[list[float]] = [[] for _ in checkouts]
