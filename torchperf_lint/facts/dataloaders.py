@@ -302,6 +302,15 @@ class DataLoaders:
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
 
+    def built_by_a_dataset(self, loader: DataLoaderConstruction) -> bool:
+        """A method of a dataset class builds the loader (PyG's `process()` running a feature
+        extractor over the raw data once, when the dataset is first made): preprocessing,
+        not the training's loader."""
+        cls = self.scopes.enclosing_class(loader.call)
+        return cls is not None and any(
+            "Dataset" in (last_identifier(base.value) or "") for base in cls.bases
+        )
+
     def collates_token_ids(self, loader: DataLoaderConstruction) -> bool:
         """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of
         Hugging Face's text collators (`DataCollatorWithPadding(tokenizer)`,

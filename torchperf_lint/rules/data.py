@@ -70,7 +70,8 @@ class DataLoaderNoWorkers(Rule):
     access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
     there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`),
-    loaders only read for one batch
+    loaders only read for one batch, loaders a dataset class builds in its own methods (PyG's
+    `process()` running a feature extractor once over the raw data)
     (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
     training process: a dataset built from the running object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
@@ -131,7 +132,7 @@ class DataLoaderNoWorkers(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and facts.tensors.is_tensor(dataset.value):
                 continue  # a tensor of indices or samples: batches are slices of it
-            if loaders.read_once(loader):
+            if loaders.read_once(loader) or loaders.built_by_a_dataset(loader):
                 continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
@@ -170,7 +171,7 @@ class DataLoaderNoPinMemory(Rule):
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight); when the loader's only loop is a pass that runs
-    once before its function's training loop (caching latents or embeddings); when the dataset is a class of the module whose
+    once before its function's training loop (caching latents or embeddings), or a dataset class builds it in its own methods (PyG's `process()`, once over the raw data); when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
@@ -247,6 +248,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # prompts and indices: no tensor to pin
             if facts.dataloaders.collates_token_ids(loader):
                 continue  # padded token ids: kilobytes per batch
+            if facts.dataloaders.built_by_a_dataset(loader):
+                continue  # a dataset's one-time preprocessing pass
             if facts.dataloaders.makes_up_samples(loader, elsewhere):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
