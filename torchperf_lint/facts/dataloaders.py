@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
@@ -459,15 +460,25 @@ class DataLoaders:
         )
 
     def _handed_to_a_framework(self, is_loader: Callable[[cst.BaseExpression], bool]) -> bool:
-        for call in self.index.calls:
-            func = call.func
-            if not isinstance(func, cst.Attribute) or not any(is_loader(arg.value) for arg in call.args):
+        for call in self._framework_calls:
+            if not any(is_loader(arg.value) for arg in call.args):
                 continue
-            if func.attr.value == "setup_dataloaders":
+            if call.func.attr.value == "setup_dataloaders":
                 return True
-            if func.attr.value == "prepare" and self._is_accelerator(func.value):
+            if self._is_accelerator(call.func.value):
                 return True
         return False
+
+    @cached_property
+    def _framework_calls(self) -> list[cst.Call]:
+        """The `x.prepare(...)` and `x.setup_dataloaders(...)` calls: found once, since every
+        loader asks about them."""
+        return [
+            call
+            for call in self.index.calls
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in ("prepare", "setup_dataloaders")
+        ]
 
     def is_returned(self, loader: DataLoaderConstruction) -> bool:
         """The loader is what its function returns (`return DataLoader(...)`, or the name bound
@@ -481,12 +492,22 @@ class DataLoaders:
         name = dotted_name(parent.targets[0].target)
         function = self.scopes.enclosing_function(parent)
         return name is not None and any(
-            isinstance(node, (cst.Return, cst.Yield))
-            and (value := _handed_out(node)) is not None
-            and dotted_name(value) == name
-            and self.scopes.enclosing_function(node) is function
-            for node in self.index.parents
+            self.scopes.enclosing_function(node) is function
+            for node in self._handing_out.get(name, ())
         )
+
+    @cached_property
+    def _handing_out(self) -> dict[str, list[cst.Return | cst.Yield]]:
+        """The `return` and `yield` statements of the module by the dotted name they hand out
+        (`return loader`, `yield from self.loader`): found once, since every loader asks."""
+        found: dict[str, list[cst.Return | cst.Yield]] = {}
+        for node in self.index.parents:
+            if isinstance(node, (cst.Return, cst.Yield)):
+                value = _handed_out(node)
+                name = dotted_name(value) if value is not None else None
+                if name is not None:
+                    found.setdefault(name, []).append(node)
+        return found
 
     def loader_hook_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose `train_dataloader`-style method builds `node`, the hooks a
