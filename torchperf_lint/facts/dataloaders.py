@@ -113,6 +113,9 @@ class DataLoaders:
             if names.call_name(call) == DATALOADER
         ]
         self._by_call = {c.call: c for c in self.constructions}
+        # Rules ask about every loop for every loader: the answers per loop are kept.
+        self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
+        self._moves_batches: dict[LoopNode, bool] = {}
 
     def construction(self, expression: cst.BaseExpression) -> DataLoaderConstruction | None:
         """The DataLoader construction `expression` evaluates to, when it can be known."""
@@ -125,8 +128,10 @@ class DataLoaders:
 
     def loader_of(self, loop: LoopNode) -> DataLoaderConstruction | None:
         """The construction a loop iterates (`for x in loader`, `enumerate(loader)`)."""
-        iterated = iterated_expression(loop)
-        return None if iterated is None else self.construction(iterated)
+        if loop not in self._loader_of:
+            iterated = iterated_expression(loop)
+            self._loader_of[loop] = None if iterated is None else self.construction(iterated)
+        return self._loader_of[loop]
 
     def iterates_a_loader(self, loop: LoopNode) -> bool:
         """Iterates a known construction, or a name that says it is one (`train_loader`)."""
@@ -423,6 +428,11 @@ class DataLoaders:
         batch value and a device (`send_to_device(batch, device)`), where `x` is a loop target
         or a value the loop derives from one (`x, y = batch`, `{k: v.to(device) for k, v in
         batch.items()}`)."""
+        if loop not in self._moves_batches:
+            self._moves_batches[loop] = self._moves_batches_to_device(loop)
+        return self._moves_batches[loop]
+
+    def _moves_batches_to_device(self, loop: LoopNode) -> bool:
         if not isinstance(loop, cst.For):
             return False
         body = [node for node in descendants(loop.body) if self.scopes.within_same_scope(node, loop)]
