@@ -27,14 +27,21 @@ errors, since a text that does not parse is never re-parsed in part.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import libcst as cst
+from libcst._position import CodePosition, CodeRange
 
 from torchperf_lint.facts.index import descendants
+from torchperf_lint.positions import node_positions
 from torchperf_lint.source import SourceError
+
+# Where LibCST (and Python) break lines.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -68,6 +75,82 @@ class ParsedText:
                 len(body),
             )
         return self._first_block
+
+    @cached_property
+    def statement_index(self) -> dict[cst.CSTNode, int]:
+        """The position of each top-level statement in the module's body."""
+        return {statement: index for index, statement in enumerate(self.module.body)}
+
+    @cached_property
+    def _line_ends(self) -> list[int]:
+        return [match.end() for match in _LINE_BREAK.finditer(self.text)]
+
+    def line_at(self, offset: int) -> int:
+        """The 1-based line of the text that `offset` is on."""
+        return bisect_right(self._line_ends, offset) + 1
+
+
+class EditedText:
+    """A file the editor keeps changing. Each new text is parsed by re-using the last parse
+    (`parsed_again`), and the positions of the nodes findings name are kept per top-level
+    statement: those of a statement the edit did not touch (the same node) only move by the
+    lines added or removed above it."""
+
+    def __init__(self, parse: Callable[[str], cst.Module]) -> None:
+        self._parse = parse
+        self.last: ParsedText | None = None
+        # Per top-level statement, the ranges of its nodes asked for, lines counted from the
+        # statement's first line.
+        self._ranges: dict[cst.CSTNode, dict[cst.CSTNode, CodeRange]] = {}
+
+    def parse(self, text: str) -> cst.Module:
+        """`text` parsed, re-using the last parse where it can; raises what `parse` raises."""
+        parsed = parsed_again(self.last, text, self._parse) if self.last is not None else None
+        if parsed is None:
+            parsed = ParsedText(text, self._parse(text))
+        self.last = parsed
+        return parsed.module
+
+    def positions(
+        self,
+        module: cst.Module,
+        nodes: Collection[cst.CSTNode],
+        parents: Mapping[cst.CSTNode, cst.CSTNode],
+    ) -> dict[cst.CSTNode, CodeRange]:
+        """`node_positions(module, nodes)`, rendering only the top-level statements holding
+        `nodes` whose ranges are not known yet; `parents` maps each node to its parent."""
+        parsed = self.last
+        starts = parsed.starts if parsed is not None and parsed.module is module else None
+        if starts is None:
+            return node_positions(module, nodes)
+        wanted: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        for node in nodes:
+            statement, parent = node, parents.get(node)
+            while parent is not None and parent is not module:
+                statement, parent = parent, parents.get(parent)
+            if parent is None:
+                return node_positions(module, nodes)  # the module itself
+            wanted.setdefault(statement, []).append(node)
+        known: dict[cst.CSTNode, dict[cst.CSTNode, CodeRange]] = {}
+        found: dict[cst.CSTNode, CodeRange] = {}
+        for statement, its_nodes in wanted.items():
+            ranges = self._ranges.get(statement, {})
+            if any(node not in ranges for node in its_nodes):
+                ranges = node_positions(module, {*ranges, *its_nodes}, statement)
+            known[statement] = ranges
+            shift = parsed.line_at(starts[parsed.statement_index[statement]]) - 1
+            for node in its_nodes:
+                if node in ranges:
+                    found[node] = _moved(ranges[node], shift)
+        self._ranges = known
+        return found
+
+
+def _moved(span: CodeRange, lines: int) -> CodeRange:
+    return CodeRange(
+        CodePosition(span.start.line + lines, span.start.column),
+        CodePosition(span.end.line + lines, span.end.column),
+    )
 
 
 def parsed_again(previous: ParsedText, text: str, parse: Callable[[str], cst.Module]) -> ParsedText | None:
