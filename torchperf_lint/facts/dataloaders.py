@@ -17,7 +17,7 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
-from torchperf_lint.facts.index import SyntaxIndex, descendants
+from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope
 from torchperf_lint.facts.loops import LoopNode, iterated_expression
 from torchperf_lint.facts.names import (
     NameResolver,
@@ -392,9 +392,8 @@ class DataLoaders:
         bound = parent.targets[0].target
         function = self.scopes.enclosing_function(parent)
         reads = [
-            name for name in self.index.names
-            if name.value == bound.value
-            and name is not bound
+            name for name in self._names_by_identifier.get(bound.value, ())
+            if name is not bound
             and self.scopes.enclosing_function(name) is function
         ]
         return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
@@ -435,7 +434,7 @@ class DataLoaders:
     def _moves_batches_to_device(self, loop: LoopNode) -> bool:
         if not isinstance(loop, cst.For):
             return False
-        body = [node for node in descendants(loop.body) if self.scopes.within_same_scope(node, loop)]
+        body = list(descendants_in_scope(loop.body))
         derived = target_names(loop.target)
         changed = True
         while changed:
@@ -478,6 +477,14 @@ class DataLoaders:
             if self._is_accelerator(call.func.value):
                 return True
         return False
+
+    @cached_property
+    def _names_by_identifier(self) -> dict[str, list[cst.Name]]:
+        """The module's names by identifier: every loader bound to a name asks for its reads."""
+        found: dict[str, list[cst.Name]] = {}
+        for name in self.index.names:
+            found.setdefault(name.value, []).append(name)
+        return found
 
     @cached_property
     def _framework_calls(self) -> list[cst.Call]:

@@ -44,12 +44,8 @@ class ExecutionOrder:
 
     def __init__(self, facts: FileFacts) -> None:
         self.parents = facts.index.parents
-        self.preorder = {node: position for position, node in enumerate(self.parents)}
-        self.subtree_end = dict(self.preorder)
-        for node in reversed(list(self.parents)):
-            parent = self.parents[node]
-            if parent in self.subtree_end and self.subtree_end[node] > self.subtree_end[parent]:
-                self.subtree_end[parent] = self.subtree_end[node]
+        self.preorder = facts.index.preorder
+        self.subtree_end = facts.index.subtree_end
         # The calls and binary operations (what may run inside a timed interval), in pre-order.
         self._operations = sorted(
             [*facts.index.calls, *facts.index.binary_operations], key=self.preorder.__getitem__

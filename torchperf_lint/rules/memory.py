@@ -342,6 +342,11 @@ class _GradOff:
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self._called: dict[cst.FunctionDef, bool] = {}
+        self._calls_by_identifier: dict[str, list[cst.Call]] = {}
+        for call in facts.index.calls:
+            identifier = last_identifier(call.func)
+            if identifier is not None:
+                self._calls_by_identifier.setdefault(identifier, []).append(call)
 
     def called_with_grad_disabled(self, function: cst.FunctionDef | None) -> bool:
         """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`,
@@ -351,8 +356,8 @@ class _GradOff:
         if function not in self._called:
             facts = self.facts
             self._called[function] = facts.program.always_called_without_grad(function) or any(
-                last_identifier(call.func) == function.name.value and facts.guards.grad_disabled(call)
-                for call in facts.index.calls
+                facts.guards.grad_disabled(call)
+                for call in self._calls_by_identifier.get(function.name.value, ())
             )
         return self._called[function]
 
@@ -632,7 +637,7 @@ class RetainGraphInLoop(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.training_loops:
             backwards = [
-                call for call in facts.index.calls
+                call for call in facts.index.inside(facts.index.calls, loop.node)
                 if facts.scopes.within_same_scope(call, loop.node)
                 and (
                     (isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward")
