@@ -19,10 +19,15 @@ full parse (`None`):
   is its first newline; nodes that differ from them spell theirs out. The re-parsed text must
   agree with the module on both, and the file's first indented block must still be where it
   was (or be in the re-parsed text).
+- Statements are found in the text by the length of their code, so the re-parsed text must
+  come back exactly from its tree (LibCST does not always give back a line continuation).
 
 `parsed_again` is equal to `engine.parse` of the new text whenever it returns a module (the
 tests compare them on edits everywhere in real files); `engine.parse` still reports syntax
 errors, since a text that does not parse is never re-parsed in part.
+
+`EditedText` is what the language server keeps of an open file between changes: its last
+parse, and the positions of the nodes its findings name, per top-level statement.
 """
 
 from __future__ import annotations
