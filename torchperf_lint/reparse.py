@@ -70,6 +70,11 @@ class ParsedText:
         return self._starts
 
     @property
+    def laid_out(self) -> bool:
+        """Whether `starts` was computed (it is, from the last one, for a text parsed in part)."""
+        return self._laid_out
+
+    @property
     def first_block(self) -> int:
         """The index of the first top-level statement holding an indented block (the one the
         module's default indentation comes from); the number of statements when none does."""
@@ -123,9 +128,14 @@ class EditedText:
         parents: Mapping[cst.CSTNode, cst.CSTNode],
     ) -> dict[cst.CSTNode, CodeRange]:
         """`node_positions(module, nodes)`, rendering only the top-level statements holding
-        `nodes` whose ranges are not known yet; `parents` maps each node to its parent."""
+        `nodes` whose ranges are not known yet; `parents` maps each node to its parent.
+
+        A text parsed in full is rendered in full: finding where its statements start would
+        render it once more (the next edit does, to re-parse it in part)."""
         parsed = self.last
-        starts = parsed.starts if parsed is not None and parsed.module is module else None
+        if parsed is None or parsed.module is not module or not parsed.laid_out:
+            return node_positions(module, nodes)
+        starts = parsed.starts
         if starts is None:
             return node_positions(module, nodes)
         wanted: dict[cst.CSTNode, list[cst.CSTNode]] = {}
