@@ -35,7 +35,7 @@ def fixes_of(code: str, source: str) -> list:
 
 
 def test_adam_fix_is_unsafe_and_only_with_unsafe_fixes() -> None:
-    source = "import torch\nopt = torch.optim.Adam(params, weight_decay=1e-4)\n"
+    source = "import torch\nopt = torch.optim.Adam(params, weight_decay=0.05)\n"
     (fix,) = fixes_of("TPL601", source)
     assert fix.applicability is Applicability.UNSAFE
     settings = LintSettings(rules=rules_for(["TPL601"]))
@@ -46,32 +46,32 @@ def test_adam_fix_is_unsafe_and_only_with_unsafe_fixes() -> None:
     ("before", "after"),
     [
         (
-            "import torch\nopt = torch.optim.Adam(p, lr=1e-3, weight_decay=1e-4)\n",
-            "import torch\nopt = torch.optim.AdamW(p, lr=1e-3, weight_decay=1e-4)\n",
+            "import torch\nopt = torch.optim.Adam(p, lr=1e-3, weight_decay=0.05)\n",
+            "import torch\nopt = torch.optim.AdamW(p, lr=1e-3, weight_decay=0.05)\n",
         ),
         (
             "from torch import optim\nopt = optim.Adam(p, 1e-3, (0.9, 0.99), 1e-8, 0.05)\n",
             "from torch import optim\nopt = optim.AdamW(p, 1e-3, (0.9, 0.99), 1e-8, 0.05)\n",
         ),
         (
-            "from torch.optim import Adam\nopt = Adam(p, weight_decay=wd)\n",
-            "from torch.optim import Adam, AdamW\nopt = AdamW(p, weight_decay=wd)\n",
+            "from torch.optim import Adam\nopt = Adam(p, weight_decay=0.05)\n",
+            "from torch.optim import Adam, AdamW\nopt = AdamW(p, weight_decay=0.05)\n",
         ),
         (
-            "from torch.optim import Adam, AdamW\nopt = Adam(p, weight_decay=wd)\n",
-            "from torch.optim import Adam, AdamW\nopt = AdamW(p, weight_decay=wd)\n",
+            "from torch.optim import Adam, AdamW\nopt = Adam(p, weight_decay=0.05)\n",
+            "from torch.optim import Adam, AdamW\nopt = AdamW(p, weight_decay=0.05)\n",
         ),
         (
-            "from torch.optim import (\n    Adam,\n)\nopt = Adam(p, weight_decay=wd)\n",
-            "from torch.optim import (\n    Adam, AdamW,\n)\nopt = AdamW(p, weight_decay=wd)\n",
+            "from torch.optim import (\n    Adam,\n)\nopt = Adam(p, weight_decay=0.05)\n",
+            "from torch.optim import (\n    Adam, AdamW,\n)\nopt = AdamW(p, weight_decay=0.05)\n",
         ),
         (
-            TIMM_ADAMW + "opt = Adam(p, weight_decay=wd)\n",
-            TIMM_ADAMW + "opt = T.optim.AdamW(p, weight_decay=wd)\n",
+            TIMM_ADAMW + "opt = Adam(p, weight_decay=0.05)\n",
+            TIMM_ADAMW + "opt = T.optim.AdamW(p, weight_decay=0.05)\n",
         ),
         (
-            "import torch\nopt = torch.optim.Adam(p, weight_decay=wd, decoupled_weight_decay=False)\n",
-            "import torch\nopt = torch.optim.AdamW(p, weight_decay=wd)\n",
+            "import torch\nopt = torch.optim.Adam(p, weight_decay=0.05, decoupled_weight_decay=False)\n",
+            "import torch\nopt = torch.optim.AdamW(p, weight_decay=0.05)\n",
         ),
     ],
 )
@@ -80,7 +80,7 @@ def test_adam_becomes_adamw(before: str, after: str) -> None:
 
 
 def test_adam_without_a_way_to_name_adamw_is_not_rewritten() -> None:
-    source = "from torch.optim import Adam\nfrom timm.optim import AdamW\nopt = Adam(p, weight_decay=wd)\n"
+    source = "from torch.optim import Adam\nfrom timm.optim import AdamW\nopt = Adam(p, weight_decay=0.05)\n"
     assert fixes_of("TPL601", source) == [None]
     assert fixed("TPL601", source) == source
 
@@ -94,13 +94,13 @@ def test_rewritten_adam_runs_and_keeps_weight_decay() -> None:
         """\
         from torch.optim import Adam
         params = [torch.nn.Parameter(torch.zeros(2))]
-        opt = Adam(params, lr=0.1, weight_decay=1e-4)
+        opt = Adam(params, lr=0.1, weight_decay=0.05)
         """,
     )
     namespace: dict = {"torch": torch}
     exec(compile(source, "train.py", "exec"), namespace)  # noqa: S102 - our own fixed snippet
     assert type(namespace["opt"]) is torch.optim.AdamW
-    assert namespace["opt"].param_groups[0]["weight_decay"] == 1e-4
+    assert namespace["opt"].param_groups[0]["weight_decay"] == 0.05
 
 
 # TPL602
@@ -219,7 +219,7 @@ def test_module_level_loop_is_wrapped_in_place() -> None:
     "source",
     [
         # Not in one loop: nothing to wrap.
-        "import torch\nmodel.eval()\nout = model(x)\n",
+        "import torch\nmodel.eval()\nfor x in a:\n    model(x)\nfor y in b:\n    model(y)\n",
         # No module-level name for torch.
         "from torch import nn\n\ndef ev(model, x):\n    model.eval()\n    return model(x)\n",
         # `no_grad` would not stay active across `await`.

@@ -56,7 +56,7 @@ NOTEBOOK = {
             "source": [
                 "import torch\n",
                 "from torch.utils.data import DataLoader\n",
-                "loader = DataLoader(torch.arange(8))",
+                "loader = DataLoader(images)",
             ],
         },
     ],
@@ -145,7 +145,7 @@ def test_sarif_levels_and_notebook_region(project):
         "startLine": row,
         "startColumn": column + 9,
         "endLine": row,
-        "endColumn": column + 36,
+        "endColumn": column + 27,
     }
 
 

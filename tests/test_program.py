@@ -7,6 +7,7 @@ and every other line must stay silent when the whole project is linted.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -40,19 +41,31 @@ def lint_project(root: Path, cache: Path | None = None, paths: list[Path] | None
 
 
 def findings(run: Run) -> list[tuple[str, str, int, int]]:
+    """(file, code, row, column) of every finding; a notebook's file is `name.ipynb:N`, its
+    N-th code cell, where the row counts."""
     return sorted(
-        (d.filename, d.code, d.location.row, d.location.column)
+        (d.filename if d.cell is None else f"{d.filename}:{d.cell}", d.code, d.location.row, d.location.column)
         for result in run.outcomes
         for d in result.diagnostics
     )
 
 
 def annotated(root: Path) -> list[tuple[str, str, int, int]]:
+    """The `# error:` annotations of the project's files (of each code cell of a notebook)."""
     return sorted(
-        (path.relative_to(root).as_posix(), code, row, column)
-        for path in root.rglob("*.py")
-        for code, row, column in expected_findings(path.read_text(encoding="utf-8"))
+        (name, code, row, column)
+        for path in (*root.rglob("*.py"), *root.rglob("*.ipynb"))
+        for name, text in annotated_texts(path, path.relative_to(root).as_posix())
+        for code, row, column in expected_findings(text)
     )
+
+
+def annotated_texts(path: Path, name: str) -> list[tuple[str, str]]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".ipynb":
+        return [(name, text)]
+    cells = [cell for cell in json.loads(text)["cells"] if cell["cell_type"] == "code"]
+    return [(f"{name}:{number}", "".join(cell["source"])) for number, cell in enumerate(cells, 1)]
 
 
 def diagnostic(run: Run, filename: str, code: str, row: int) -> Diagnostic:
@@ -114,7 +127,6 @@ def test_the_cli_prints_the_path_and_json_carries_it(tmp_path: Path) -> None:
     assert "   = note: engine.py:12:9: calls `check_finite` on every training step\n" in full.stdout
     sarif = torchperf_lint(".", "--no-cache", "--select", "TPL201", "--output-format", "sarif",
                            cwd=root)
-    import json
 
     [first, _] = json.loads(sarif.stdout)["runs"][0]["results"]
     assert first["relatedLocations"] == [
@@ -167,3 +179,11 @@ def test_fix_relinks_the_program_so_one_files_fix_enables_anothers(tmp_path: Pat
     assert '        x = x.to("cuda", non_blocking=True)  # error: TPL104:13\n' in (
         (root / "engine.py").read_text()
     )
+
+
+def test_a_notebook_runs_on_cuda_only_by_its_own_cells() -> None:
+    """A CPU-only tutorial that imports a library training on CUDA stays on the CPU: its
+    `.item()` waits for nothing. The same loop in a notebook that moves to CUDA is reported."""
+    found = findings(lint_project(PROJECTS / "cpu_notebook"))
+    assert [f for f in found if f[0].startswith("cpu_tutorial.ipynb")] == []
+    assert ("gpu_tutorial.ipynb:2", "TPL201", 8, 11) in found

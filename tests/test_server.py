@@ -43,7 +43,7 @@ import torch
 
 
 def build(model):
-    return torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    return torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=0.05)
 """
 
 

@@ -18,6 +18,7 @@ from torchperf_lint.verify.command import verify
 SCRIPT = textwrap.dedent(
     """\
     import argparse
+    import math
 
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -28,8 +29,8 @@ SCRIPT = textwrap.dedent(
             return 256
 
         def __getitem__(self, index):
-            generator = torch.Generator().manual_seed(index)
-            return torch.randn(8, generator=generator), torch.randn(1, generator=generator)
+            features = [math.sin(index * 0.37 + k) for k in range(8)]
+            return torch.tensor(features), torch.tensor([math.cos(index * 0.11)])
 
 
     def main(lr: float) -> None:
@@ -74,8 +75,8 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert (report["steps"], report["warmup"], report["repeats"]) == (3, 1, 1)
     assert report["args"] == ["--lr", "0.1"]
     assert [(f["code"], f["row"], f["fix"]) for f in report["findings"]] == [
-        ("TPL101", 18, "unsafe"),
-        ("TPL601", 20, "unsafe"),
+        ("TPL101", 19, "unsafe"),
+        ("TPL601", 21, "unsafe"),
     ]
     baseline, fixed = report["variants"]
     assert (baseline["name"], baseline["verdict"]) == ("as written", None)
@@ -86,7 +87,7 @@ def test_verify_measures_and_flags_a_fix_that_changes_results(script: Path) -> N
     assert fixed["losses_agree"] is False
     assert fixed["speedup"] > 0 and fixed["speedup_ci"][0] <= fixed["speedup_ci"][1]
     assert report["evidence"] == [
-        {"row": 27, "call": "item", "count": 3, "steps": 3, "per_step": 1.0, "codes": []}
+        {"row": 28, "call": "item", "count": 3, "steps": 3, "per_step": 1.0, "codes": []}
     ]
     assert report["nproc_per_node"] is None
     assert [len(run["step_times_s"]) for run in fixed["runs"]] == [3, 3]

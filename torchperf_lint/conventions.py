@@ -15,12 +15,13 @@ _TEST_SUPPORT_FILES = frozenset({"conftest.py", "testing_utils.py"})
 def is_test_file(path: PurePath) -> bool:
     """A test or test-support file: under a `tests/`, `test/`, `testing/` or `fixtures/`
     folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
-    `*_test.py`, `conftest.py` or `testing_utils.py`."""
+    `*_test.py`, `conftest.py`, `testing_utils.py` or `*fixtures.py` (a test suite's or a
+    doctest run's fixtures: `doctest_fixtures.py`)."""
     name = path.name
     return (
         any(part in _TEST_FOLDERS or part.startswith("test_utils") for part in path.parts[:-1])
         or name.startswith("test_")
-        or name.endswith("_test.py")
+        or name.endswith(("_test.py", "fixtures.py"))
         or name in _TEST_SUPPORT_FILES
     )
 

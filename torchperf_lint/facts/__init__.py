@@ -92,6 +92,7 @@ class FileFacts:
         return Steps(
             self.scopes, self.names, self.loops, self.guards, self.program,
             runs_a_model=self.tensors.is_module_call,
+            holds_a_model=self.tensors.is_module_reference,
         )
 
     @cached_property

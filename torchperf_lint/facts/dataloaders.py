@@ -66,6 +66,18 @@ _PLAIN_BUILTINS = frozenset({
 })
 # Words in an attribute's name that say it holds what the training collects as it runs.
 _LIVE_STATE = ("buffer", "replay")
+# Hugging Face's collators of text: their batches are token ids, masks and labels.
+_TEXT_COLLATORS = frozenset({
+    "DataCollatorWithPadding", "DataCollatorForLanguageModeling", "DataCollatorForSeq2Seq",
+    "DataCollatorForTokenClassification", "DataCollatorForWholeWordMask",
+    "DataCollatorForPermutationLanguageModeling", "DataCollatorForCompletionOnlyLM",
+    # torchtune's collate functions of token sequences.
+    "padded_collate", "padded_collate_sft", "padded_collate_dpo", "padded_collate_packed",
+})
+# A tokenizer's padding id, handed to a collate function that pads token sequences.
+_PADDING_IDS = frozenset({"pad_token_id", "pad_id", "padding_idx", "pad_idx"})
+# Words that say a collate function also handles images or audio.
+_PIXEL_WORDS = ("image", "pixel", "processor", "audio", "feature", "video")
 # Words in a class name that say the dataset stands in for real data.
 _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
@@ -100,8 +112,20 @@ class DataLoaderConstruction:
         return collate is not MISSING and collate is not None
 
 
+# What the program says a dataset built or returned by a call of another module holds
+# (`ProgramAnswers.dataset_samples`): "made_up", "in_memory", "rows", or None.
+SamplesElsewhere = Callable[[cst.Call], "str | None"]
+
+
+def _unknown_elsewhere(call: cst.Call) -> str | None:
+    return None
+
+
 class DataLoaders:
-    """Every DataLoader construction of the module, and which loop iterates which."""
+    """Every DataLoader construction of the module, and which loop iterates which.
+
+    Questions about a loader's dataset take `elsewhere`, what the program says of datasets
+    that classes and functions of other modules build (these facts read one file only)."""
 
     def __init__(self, index: SyntaxIndex, scopes: Scopes, names: NameResolver) -> None:
         self.index = index
@@ -144,29 +168,48 @@ class DataLoaders:
         identifier = last_identifier(iterated) or ""
         return "loader" in identifier.lower() and dotted_name(iterated) is not None
 
-    def dataset_in_memory(self, loader: DataLoaderConstruction) -> bool:
+    def dataset_in_memory(
+        self, loader: DataLoaderConstruction, elsewhere: SamplesElsewhere = _unknown_elsewhere
+    ) -> bool:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
         a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
         `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins
         (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
-        transformed on access, or a `Subset`/`ConcatDataset` of those."""
+        transformed on access, a class or function of another module that the program says
+        builds one of those, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
-        return dataset is not None and self._in_memory(dataset.value)
+        return dataset is not None and self.every_source(
+            dataset.value,
+            lambda source: self._held_in_memory(source)
+            or isinstance(source, cst.Call) and elsewhere(source) is not None,
+        )
 
     def _samples_in_memory(self, construction: cst.Call) -> bool:
-        """An instance of a dataset class of this module whose `__getitem__` (or `__iter__`)
-        calls nothing but PyTorch's factories and builtins: it indexes what it holds, returns
-        constants (`PromptDataset` returning `{"prompt": self.prompt, "index": index}`) or
-        makes up samples (`yield torch.randn(self.size)`)."""
+        """An instance of a dataset class of this module whose samples are in memory
+        (`_class_samples_in_memory`)."""
         cls = self._dataset_class(construction)
-        methods = _methods_of(cls, ("__getitem__", "__iter__")) if cls is not None else []
+        return cls is not None and self._class_samples_in_memory(cls)
+
+    def _class_samples_in_memory(self, cls: cst.ClassDef) -> bool:
+        """`__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins:
+        it indexes what it holds, returns constants (`PromptDataset` returning `{"prompt":
+        self.prompt, "index": index}`) or makes up samples (`yield torch.randn(self.size)`)."""
+        methods = _methods_of(cls, ("__getitem__", "__iter__"))
         return bool(methods) and all(
             self._in_memory_call(node)
             for method in methods
             for node in descendants(method.body)
             if isinstance(node, cst.Call)
         )
+
+    def class_samples(self, cls: cst.ClassDef) -> str | None:
+        """What the samples of dataset class `cls` are, when making them reads no file:
+        "made_up" (`_makes_up`), "in_memory" (`_class_samples_in_memory`), else None. The
+        program answers it for classes of other modules (`ProgramAnswers.dataset_samples`)."""
+        if not self._class_samples_in_memory(cls):
+            return None
+        return "made_up" if self._makes_up(cls) else "in_memory"
 
     def reads_live_state(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is built from the running object's own state: a bound method of the
@@ -189,18 +232,27 @@ class DataLoaders:
                     return True
         return False
 
-    def makes_up_samples(self, loader: DataLoaderConstruction) -> bool:
+    def makes_up_samples(
+        self, loader: DataLoaderConstruction, elsewhere: SamplesElsewhere = _unknown_elsewhere
+    ) -> bool:
         """The dataset (also through `Subset`, `ConcatDataset` and the names bound to it) is a
-        class of this module that makes up its samples with PyTorch's random factories and
-        reads nothing (`RandomDataset`: `self.data = torch.randn(n, size)`): a demo's or a
-        test's stand-in for data."""
+        class of this module, or of another module by the program's word, that makes up its
+        samples with PyTorch's random factories and reads nothing (`RandomDataset`:
+        `self.data = torch.randn(n, size)`): a demo's or a test's stand-in for data."""
         dataset = loader.argument("dataset")
-        return dataset is not None and self._every_source(dataset.value, self._made_up)
+        return dataset is not None and self.every_source(
+            dataset.value,
+            lambda source: self._made_up(source)
+            or isinstance(source, cst.Call) and elsewhere(source) == "made_up",
+        )
 
     def _made_up(self, expression: cst.BaseExpression) -> bool:
         cls = self._dataset_class(expression) if isinstance(expression, cst.Call) else None
-        if cls is None or not self._samples_in_memory(expression):
-            return False
+        return cls is not None and self._class_samples_in_memory(cls) and self._makes_up(cls)
+
+    def _makes_up(self, cls: cst.ClassDef) -> bool:
+        """Every call of the class is a PyTorch factory or a builtin, and some call is a
+        random factory."""
         calls = [node for node in descendants(cls.body) if isinstance(node, cst.Call)]
         return all(self._in_memory_call(call) for call in calls) and any(
             (self.names.call_name(call) or "").removeprefix("torch.") in _RANDOM_FACTORIES
@@ -209,14 +261,19 @@ class DataLoaders:
 
     def _in_memory_call(self, call: cst.Call) -> bool:
         """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
-        `range` or `len` (`super().__init__()` too)."""
+        `range` or `len` (`super().__init__()` too), or a seeded generator
+        (`torch.Generator().manual_seed(42)`)."""
         qualified = self.names.call_name(call) or ""
         if qualified.startswith("torch."):
             return qualified.removeprefix("torch.") in _FACTORIES
-        return qualified.removeprefix("builtins.") in _PLAIN_BUILTINS or (
-            isinstance(call.func, cst.Attribute)
-            and isinstance(call.func.value, cst.Call)
-            and self.names.call_name(call.func.value) == "builtins.super"
+        if qualified.removeprefix("builtins.") in _PLAIN_BUILTINS:
+            return True
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)):
+            return False
+        made_by = self.names.call_name(func.value)
+        return made_by == "builtins.super" or (
+            made_by == "torch.Generator" and func.attr.value == "manual_seed"
         )
 
     def _dataset_class(self, construction: cst.Call) -> cst.ClassDef | None:
@@ -251,32 +308,74 @@ class DataLoaders:
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
 
+    def collates_token_ids(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of
+        Hugging Face's text collators (`DataCollatorWithPadding(tokenizer)`,
+        `DataCollatorForLanguageModeling`, ...), a collate function built from a tokenizer's
+        padding id and nothing bigger (`partial(padded_collate_sft,
+        padding_idx=tokenizer.pad_id)`, `DataCollatorForRollout(tokenizer.pad_token_id)`),
+        or `list`, which hands the loop its samples as they are (prompts)."""
+        collate = loader.argument("collate_fn")
+        return collate is not None and self._collates_token_ids(collate.value, 0)
+
+    def _collates_token_ids(self, expression: cst.BaseExpression, depth: int) -> bool:
+        if self.names.qualified_name(expression) == "builtins.list":
+            return True
+        if last_identifier(expression) in _TEXT_COLLATORS:
+            return True  # torchtune's `padded_collate_sft`, passed as it is
+        if isinstance(expression, cst.IfExp):
+            return all(
+                self._collates_token_ids(branch, depth) for branch in (expression.body, expression.orelse)
+            )
+        if isinstance(expression, cst.Call):
+            if last_identifier(expression.func) in _TEXT_COLLATORS:
+                return True
+            return any(
+                last_identifier(node) in _PADDING_IDS
+                for node in descendants(expression)
+                if isinstance(node, (cst.Name, cst.Attribute))
+            ) and not any(
+                any(word in (last_identifier(node) or "").lower() for word in _PIXEL_WORDS)
+                for node in descendants(expression)
+                if isinstance(node, (cst.Name, cst.Attribute))
+            )
+        if isinstance(expression, (cst.Name, cst.Attribute)) and depth < 3:
+            values = self.scopes.bound_values(expression)
+            return bool(values) and all(self._collates_token_ids(v, depth + 1) for v in values)
+        return False
+
     def tiny_images(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is one of the datasets of tiny images, by name (torchvision's MNIST and
         its kin: 28×28 pixels, one channel), also through `Subset` and `random_split`: a batch
         is a few hundred kilobytes, copied in microseconds pinned or not."""
         dataset = loader.argument("dataset")
-        return dataset is not None and self._every_source(
+        return dataset is not None and self.every_source(
             dataset.value,
             lambda expression: isinstance(expression, cst.Call)
             and last_identifier(expression.func) in _TINY_IMAGE_DATASETS,
         )
 
-    def preprocessed_rows(self, loader: DataLoaderConstruction) -> bool:
+    def preprocessed_rows(
+        self, loader: DataLoaderConstruction, elsewhere: SamplesElsewhere = _unknown_elsewhere
+    ) -> bool:
         """The loader's dataset is a Hugging Face dataset preprocessed ahead of training
         (`load_dataset(...).map(tokenize)`, indexed by split) and not transformed on access:
-        stored rows, usually token ids."""
+        stored rows, usually token ids. Also one that a function of another module returns
+        (`dataset = get_dataset(tokenizer)`), by the program's word."""
         dataset = loader.argument("dataset")
-        return dataset is not None and self._preprocessed(dataset.value)
+        return dataset is not None and self.every_source(
+            dataset.value,
+            lambda source: self.is_preprocessed(source)
+            or isinstance(source, cst.Call) and elsewhere(source) == "rows",
+        )
 
-    def _preprocessed(self, expression: cst.BaseExpression) -> bool:
+    def is_preprocessed(self, expression: cst.BaseExpression) -> bool:
+        """`expression` is a Hugging Face dataset preprocessed ahead of training and not
+        transformed on access (`preprocessed_rows`)."""
         return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
 
-    def _in_memory(self, expression: cst.BaseExpression) -> bool:
-        return self._every_source(expression, self._held_in_memory)
-
     def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
-        if isinstance(expression, _LITERALS) or self._preprocessed(expression):
+        if isinstance(expression, _LITERALS) or self.is_preprocessed(expression):
             return True
         if not isinstance(expression, cst.Call):
             return False
@@ -287,7 +386,7 @@ class DataLoaders:
             return True
         return self._samples_in_memory(expression)
 
-    def _every_source(
+    def every_source(
         self,
         expression: cst.BaseExpression,
         is_source: Callable[[cst.BaseExpression], bool],
@@ -305,14 +404,14 @@ class DataLoaders:
                 parts = expression.args[0].value
                 if isinstance(parts, (cst.List, cst.Tuple)):
                     return all(
-                        self._every_source(e.value, is_source, depth + 1) for e in parts.elements
+                        self.every_source(e.value, is_source, depth + 1) for e in parts.elements
                     )
-                return self._every_source(parts, is_source, depth + 1)
+                return self.every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
             values = self.scopes.bound_values(expression) or self._split_from(expression)
             return bool(values) and all(
-                self._every_source(v, is_source, depth + 1) for v in values
+                self.every_source(v, is_source, depth + 1) for v in values
             )
         return False
 

@@ -43,6 +43,17 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
     )
 
 
+# The objects that hold a run's settings (`args.flag`, `self.config.level`).
+_SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# Names of flags that say a step trains (`self.training`, `is_train`).
+_TRAINING_FLAGS = frozenset({"training", "is_train", "is_training", "train_mode"})
+# Constants that name a stage that does not train.
+_EVALUATION_STAGES = frozenset({
+    "valid", "val", "validation", "validate", "test", "eval", "evaluation", "predict",
+    "inference",
+})
+
+
 class Guards:
     """Answers "does this run every iteration?" and "is autograd recording here?"."""
 
@@ -210,8 +221,10 @@ class Guards:
 
     def under_opt_in(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under `if flag:` where `flag` is a parameter of its function
-        that defaults to `False` (`def __call__(..., clear_cache=False)`): its callers opt in,
-        trading speed for something else on purpose."""
+        that defaults to `False` (`def __call__(..., clear_cache=False)`), or a setting of the
+        run's configuration (`if self.args.enable_sleep_mode:`,
+        `if args.empty_unused_memory_level >= 1:`): its callers, or its users, opt in, trading
+        speed for something else on purpose."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return False
@@ -223,7 +236,20 @@ class Guards:
         for parent, child in self.scopes.ancestors_with_child(node):
             if isinstance(parent, ScopeNode):
                 return False
-            if isinstance(parent, cst.If) and child is parent.body and _names_one_of(parent.test, opt_ins):
+            if isinstance(parent, cst.If) and child is parent.body and (
+                _names_one_of(parent.test, opt_ins) or _tests_a_setting(parent.test)
+            ):
+                return True
+        return False
+
+    def evaluation_only(self, node: cst.CSTNode) -> bool:
+        """Whether `node` sits in a branch of its function that runs only when not training
+        (`if stage != sb.Stage.TRAIN:`, `if not self.training:`, see `is_evaluation_branch`):
+        a step function shared by training and evaluation runs it on evaluation steps only."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and is_evaluation_branch(parent, child):
                 return True
         return False
 
@@ -320,6 +346,52 @@ class Guards:
             ):
                 return True
         return False
+
+
+def is_evaluation_branch(branch: cst.If, child: cst.CSTNode) -> bool:
+    """Whether `child` of `branch` runs only when not training, by its test's own words: the
+    body of `if stage != Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, or the
+    `else` of `if stage == Stage.TRAIN:` / `if self.training:`."""
+    if child is branch.body:
+        return _tests_not_training(branch.test)
+    return child is branch.orelse and _tests_training(branch.test)
+
+
+def _tests_training(test: cst.BaseExpression) -> bool:
+    """`self.training`, `stage == Stage.TRAIN`, `mode == "train"`, `is_train`."""
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return (last_identifier(test) or "").lower() in _TRAINING_FLAGS
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        return isinstance(comparison.operator, cst.Equal) and _stage(comparison.comparator) == "train"
+    return False
+
+
+def _tests_not_training(test: cst.BaseExpression) -> bool:
+    """`not self.training`, `stage != Stage.TRAIN`, `stage == Stage.VALID`, `mode == "test"`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_training(test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        stage = _stage(comparison.comparator)
+        if isinstance(comparison.operator, cst.NotEqual):
+            return stage == "train"
+        return isinstance(comparison.operator, cst.Equal) and stage == "eval"
+    return False
+
+
+def _stage(expression: cst.BaseExpression) -> str | None:
+    """"train" or "eval" for a constant that names a stage: `Stage.TRAIN`, `"valid"`."""
+    if isinstance(expression, cst.SimpleString) and isinstance(expression.evaluated_value, str):
+        word = expression.evaluated_value
+    elif isinstance(expression, cst.Attribute):
+        word = expression.attr.value
+    else:
+        return None
+    word = word.lower()
+    if word in ("train", "training", "fit"):
+        return "train"
+    return "eval" if word in _EVALUATION_STAGES else None
 
 
 def is_main_test(test: cst.BaseExpression) -> bool:
@@ -436,6 +508,21 @@ def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _names_one_of(test.left, names) or _names_one_of(test.right, names)
     return isinstance(test, cst.Name) and test.value in names
+
+
+def _tests_a_setting(test: cst.BaseExpression) -> bool:
+    """`args.flag`, `self.config.level >= 1`, `cfg.x and cfg.y`: a test of the run's settings
+    only (attributes of `args`, `config`, `cfg`, `opt`, `hparams`, also on `self`)."""
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_a_setting(test.left) and _tests_a_setting(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        return _tests_a_setting(test.left) and literal_value(test.comparisons[0].comparator) is not None
+    name = dotted_name(test) if isinstance(test, cst.Attribute) else None
+    if name is None:
+        return False
+    parts = name.split(".")
+    owner = parts[1] if parts[0] == "self" and len(parts) > 2 else parts[0]
+    return owner in _SETTINGS_OBJECTS
 
 
 def _is_count(expression: cst.BaseExpression) -> bool:

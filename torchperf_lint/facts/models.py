@@ -21,6 +21,12 @@ from torchperf_lint.facts.scopes import Scopes
 _DISTRIBUTED_WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel"})
 
 
+# Calls that fetch a model's published weights.
+_WEIGHT_DOWNLOADS = frozenset({
+    "load_state_dict_from_url", "load_url", "hf_hub_download", "from_pretrained",
+})
+
+
 @dataclass(frozen=True)
 class BiasReads:
     """Which layers have their `.bias` read where nothing checks that there is one.
@@ -66,6 +72,22 @@ class ModelUse:
             if name.rsplit(".", 1)[-1] in _DISTRIBUTED_WRAPPERS:
                 return True
         return False
+
+    @cached_property
+    def loads_released_weights(self) -> bool:
+        """The module downloads published weights into its models
+        (`load_state_dict_from_url(...)`, `hf_hub_download(...)`, `Model.from_pretrained(...)`),
+        or its classes and functions take a `pretrained` switch: their layers' parameters are
+        the checkpoints' keys."""
+        if any(
+            last_identifier(call.func) in _WEIGHT_DOWNLOADS for call in self.index.calls
+        ):
+            return True
+        return any(
+            param.name.value == "pretrained"
+            for function in self.index.functions
+            for param in (*function.params.params, *function.params.kwonly_params)
+        )
 
     @cached_property
     def bias_reads(self) -> BiasReads:

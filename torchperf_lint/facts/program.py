@@ -103,6 +103,13 @@ class ProgramAnswers:
         """The DataLoader that the project function `call` runs returns (a loader factory)."""
         return None
 
+    def dataset_samples(self, call: cst.Call) -> str | None:
+        """What the dataset that `call` builds (a project class) or returns (a project
+        function) holds, when no file is read for a sample: "made_up" (random stand-ins),
+        "in_memory" (indexing what it holds), "rows" (a Hugging Face dataset preprocessed
+        ahead of training), or None when the program does not say."""
+        return None
+
     def external_bases(self, cls: cst.ClassDef) -> list[str]:
         """The qualified names of the classes outside the project that `cls` derives from,
         also through project base classes in other files (`lightning.LightningDataModule`)."""

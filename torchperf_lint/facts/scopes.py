@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, nearest_ancestor
-from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, nearest_ancestor
+from torchperf_lint.facts.names import dotted_name, target_names
 
 _FUNCTION = frozenset({cst.FunctionDef})
 
@@ -20,6 +20,7 @@ class Scopes:
         self.parents = index.parents
         # For `enclosing_function` (see `nearest_ancestor`).
         self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
+        self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
         self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
             defaultdict(list)
@@ -115,6 +116,81 @@ class Scopes:
         if local or self.is_parameter(name.split(".")[0], function):
             return local
         return self._bindings.get((None, name), [])
+
+
+    def reaching_value(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of the assignment `name = value` that every path to this use of `name`
+        goes through last, in straight-line code of its function: the nearest earlier
+        statement of an enclosing block that binds the name, when that statement is such an
+        assignment. None when the nearest binding is of another kind (a branch, a loop, an
+        unpacking), when a loop around the use binds the name again (its next iteration
+        reads that value), or when nothing before the use binds it."""
+        statement = self._nearest_binding(name)
+        return _assigned_value(statement, name.value) if isinstance(statement, cst.CSTNode) else None
+
+    def unbound_before(self, name: cst.Name) -> bool:
+        """Nothing in its function binds `name` before this use (nor a loop around it): a
+        parameter still holds its argument, whatever the function binds it to later."""
+        return self._nearest_binding(name) is None
+
+    def _nearest_binding(self, name: cst.Name) -> cst.CSTNode | bool | None:
+        """The nearest earlier statement of an enclosing block that binds `name`; True when a
+        loop around the use binds it (the value may come from an earlier iteration); None
+        when nothing before the use in its function binds it."""
+        for parent, child in self.ancestors_with_child(name):
+            if isinstance(parent, ScopeNode):
+                return None
+            if (
+                isinstance(parent, (cst.For, cst.While))
+                and child is parent.body
+                and self._binds(parent.body, name.value)
+            ):
+                return True
+            body = getattr(parent, "body", None)
+            if not isinstance(body, (list, tuple)) or child not in body:
+                continue
+            for statement in reversed(body[: body.index(child)]):
+                if self._binds(statement, name.value):
+                    return statement
+        return None
+
+    def _binds(self, node: cst.CSTNode, name: str) -> bool:
+        key = (node, name)
+        if key not in self._binding_statements:
+            self._binding_statements[key] = _binds(node, name)
+        return self._binding_statements[key]
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """Whether `node` (or a function nested in it) binds `name`: an assignment, a loop or
+    `with` target, an augmented assignment or a walrus."""
+    for child in (node, *descendants(node)):
+        if isinstance(child, cst.AssignTarget) and name in target_names(child.target):
+            return True
+        if isinstance(child, (cst.AugAssign, cst.AnnAssign, cst.For)) and name in target_names(
+            child.target
+        ):
+            return True
+        if isinstance(child, cst.AsName) and name in target_names(child.name):
+            return True
+        if isinstance(child, cst.NamedExpr) and name in target_names(child.target):
+            return True
+    return False
+
+
+def _assigned_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """`value` when `statement` is the line `name = value` (one target, one statement)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assignment = statement.body[0]
+    if (
+        isinstance(assignment, cst.Assign)
+        and len(assignment.targets) == 1
+        and isinstance(assignment.targets[0].target, cst.Name)
+        and assignment.targets[0].target.value == name
+    ):
+        return assignment.value
+    return None
 
 
 def _registered_buffer(call: cst.Call) -> tuple[str, cst.BaseExpression] | None:

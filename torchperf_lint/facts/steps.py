@@ -12,7 +12,10 @@ Code runs on every step when it is
 
 `runs_per_step` also counts each iteration of a loop that runs a model (a sampling or
 denoising loop, a generation loop, a timed benchmark): a step of inference, where a per-step
-cost is paid as many times as the loop runs.
+cost is paid as many times as the loop runs. The set-up of such a loop, when it runs with
+autograd off (what its function does before or after it, or lazily inside it), runs once per
+call, its cost shared by the loop's model calls: for `runs_per_step` it is not per step, even
+in a function that runs on every evaluation step or forward (a beam search's buffers).
 
 Code on an error path (a branch that ends in `raise` or `sys.exit()`, an `except` handler) is
 never per step: it runs when something went wrong, not on every batch.
@@ -29,7 +32,7 @@ from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.loops import LoopFacts, Loops
-from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.names import NameResolver, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
 from torchperf_lint.facts.scopes import Scopes
 
@@ -69,6 +72,7 @@ class Steps:
         guards: Guards,
         program: ProgramAnswers,
         runs_a_model: Callable[[cst.Call], bool] = lambda call: False,
+        holds_a_model: Callable[[cst.BaseExpression], bool] = lambda expression: False,
     ) -> None:
         self.scopes = scopes
         self.names = names
@@ -77,14 +81,19 @@ class Steps:
         self.program = program
         # Whether a call runs a model (`model(x)`, `self.unet(latents, t)`).
         self.runs_a_model = runs_a_model
+        # Whether a name or attribute holds a model (`self.model`, `decoder`).
+        self.holds_a_model = holds_a_model
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
+        self._model_loops: dict[cst.FunctionDef, list[LoopFacts]] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
         every iteration of a loop that runs a model (see the module's docs)."""
-        if self.step_of(node) is not None:
-            return True
         if self.in_model_loop(node):
+            return True
+        if self.sets_up_a_model_loop(node):
+            return False
+        if self.step_of(node) is not None:
             return True
         function = self.scopes.enclosing_function(node)
         return (
@@ -112,7 +121,12 @@ class Steps:
         if function is None or self.guards.periodic_guard(node) is not None:
             return None
         witness = self.witness(function)
-        return None if witness is None else Step(None, witness)
+        if witness is None:
+            return None
+        if witness.kind == "train" and self.guards.evaluation_only(node):
+            # `if stage != Stage.TRAIN:` in a step function training and evaluation share.
+            return Step(None, StepWitness("eval", witness.path))
+        return Step(None, witness)
 
     def in_model_loop(self, node: cst.CSTNode) -> bool:
         """In the body of a loop that runs a model on every iteration, outside sparse guards
@@ -125,6 +139,46 @@ class Steps:
             any(self.runs_a_model(call) for call in loop.own_calls)
             and self.guards.sparse_guard(node, loop.node) is None
             for loop in self.loops.enclosing_loops(node)
+        )
+
+    def sets_up_a_model_loop(self, node: cst.CSTNode) -> bool:
+        """In a function that runs a model in a loop of its own for inference (a decoding or
+        sampling loop, with autograd off), but not on every iteration of that loop: before or
+        after it, or under a guard that runs on few of its iterations (`if attn is None: attn =
+        torch.empty(...)`). Such set-up runs once per call, and its cost is shared by every
+        model call of the loop. With autograd on, the loop is part of a training step (an RNN's
+        time steps in `forward`), whose set-up is paid on every step."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or not (
+            self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
+        ):
+            return False
+        if function not in self._model_loops:
+            self._model_loops[function] = [
+                loop for loop in self.loops.all
+                if loop.function is function and self._repeats_a_model(loop)
+            ]
+        loops = self._model_loops[function]
+        enclosing = self.loops.enclosing_loops(node)
+        return bool(loops) and not any(
+            loop in enclosing and self.guards.sparse_guard(node, loop.node) is None
+            for loop in loops
+        )
+
+    def _repeats_a_model(self, loop: LoopFacts) -> bool:
+        """Runs a model, or a method of one (`self.model.forward_decoder(...)`), on each
+        iteration, and trains nothing (the micro-batches of a gradient-accumulation loop are
+        parts of one step). A module the loop iterates over (`for layer in self.layers:`) is
+        no model that repeats."""
+        if loop.is_training:
+            return False
+        return any(
+            (
+                self.runs_a_model(call)
+                or isinstance(call.func, cst.Attribute) and self.holds_a_model(call.func.value)
+            )
+            and root_name(call.func) not in loop.target_names
+            for call in loop.own_calls
         )
 
     def witness(self, function: cst.FunctionDef) -> StepWitness | None:

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchperf_lint.facts.devices import is_dtype
 from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, statements_of
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
@@ -37,6 +38,10 @@ CLOCKS = frozenset({
 })
 # Libraries whose results live in host memory.
 _HOST_LIBRARIES = ("numpy.", "math.")
+# Methods that may put their result on a device (`.to()` unless it only converts).
+_DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
+# How many names deep a host value is followed (`b = a[0]`, `c = b.sum()`).
+_MAX_HOST_DEPTH = 4
 # Tensor factories: without `device=` they build the tensor in host memory.
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
@@ -315,31 +320,142 @@ class HostSyncs:
             and self.names.qualified_name(test.args[1].value) == "torch.Tensor"
         )
 
-    def is_host_value(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+    def is_host_value(
+        self, expression: cst.BaseExpression, depth: int = 0, containers: bool = True
+    ) -> bool:
         """A value known to live in host memory, so reading it waits for nothing.
 
         Literals, NumPy and `math` results, values already copied out (`x.cpu()`, `t.tolist()`),
-        tensors built without `device=` (`torch.randperm(n)`), and names bound only to these.
+        tensors built without `device=` (`torch.randperm(n)`), what a tokenizer or processor
+        returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), and what
+        is computed from a host tensor without moving it (`x.cpu().sum(dim=1)`, `row[mask]`,
+        `.to(torch.long)`); a name whose reaching assignment is one of these
+        (`ids = input_ids.detach().cpu()`, even for a parameter rebound so), or bound only to
+        these, and a loop's name for the items of a host tensor (`for row in ids_cpu:`).
+        `containers=False` excludes literal lists, tuples and dicts, whose items may be device
+        tensors (`{"loss": loss}["loss"]`).
         """
-        if isinstance(expression, (cst.BaseNumber, cst.BaseString, cst.List, cst.Tuple, cst.Dict)):
+        if isinstance(expression, (cst.BaseNumber, cst.BaseString)):
             return True
+        if isinstance(expression, (cst.List, cst.Tuple, cst.Dict)):
+            return containers
+        if isinstance(expression, cst.Subscript):
+            return self.is_host_value(expression.value, depth, containers=False)
+        if isinstance(expression, cst.BinaryOperation):
+            return self.is_host_value(expression.left, depth, False) and self.is_host_value(
+                expression.right, depth, False
+            )
+        if isinstance(expression, cst.Comparison):
+            return self.is_host_value(expression.left, depth, False) and all(
+                self.is_host_value(target.comparator, depth, False)
+                for target in expression.comparisons
+            )
         if isinstance(expression, cst.Call):
-            qualified = self.names.call_name(expression)
-            if qualified is not None:
-                if qualified.startswith(_HOST_LIBRARIES):
-                    return True
-                factory = qualified.removeprefix("torch.")
-                return factory in _FACTORIES and not any(
-                    (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
-                    for arg in expression.args
-                )
-            return last_identifier(expression.func) in READING_METHODS
-        if isinstance(expression, cst.Name) and depth == 0:
+            return self._returns_host_value(expression, depth)
+        if isinstance(expression, cst.Name) and depth < _MAX_HOST_DEPTH:
+            reaching = self.scopes.reaching_value(expression)
+            if reaching is not None:
+                return self.is_host_value(reaching, depth + 1, containers)
+            item_of = self._iterated_for(expression)
+            if item_of is not None:
+                return self.is_host_value(item_of, depth + 1, containers=False)
             if self._bound_elsewhere(expression):
                 return False
             values = self.scopes.bound_values(expression)
-            return bool(values) and all(self.is_host_value(value, depth + 1) for value in values)
+            return bool(values) and all(
+                self.is_host_value(value, depth + 1, containers) for value in values
+            )
         return False
+
+    def _returns_host_value(self, call: cst.Call, depth: int) -> bool:
+        qualified = self.names.call_name(call)
+        if qualified is not None:
+            if qualified.startswith(_HOST_LIBRARIES):
+                return True
+            factory = qualified.removeprefix("torch.")
+            moved = any(
+                (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
+                for arg in call.args
+            )
+            if factory in _FACTORIES:
+                return not moved
+            if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
+                # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host
+                # when what it computes from is.
+                return self._host_operands(call.args[0].value, depth)
+        if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
+            return True  # a tokenizer's or processor's encoding, in host memory
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        if method in READING_METHODS:
+            return True
+        if method in _DEVICE_MOVES and not (method == "to" and self._converts_only(call)):
+            return False
+        # A tensor method of a host tensor computes in host memory.
+        return qualified is None and self.is_host_value(func.value, depth, containers=False)
+
+    def _host_operands(self, expression: cst.BaseExpression, depth: int) -> bool:
+        """A host tensor, or a list or tuple of host tensors only."""
+        if isinstance(expression, (cst.List, cst.Tuple)):
+            return bool(expression.elements) and all(
+                self.is_host_value(element.value, depth, containers=False)
+                for element in expression.elements
+            )
+        return self.is_host_value(expression, depth, containers=False)
+
+    def _converts_only(self, call: cst.Call) -> bool:
+        """`.to(torch.long)`, `.to(dtype=...)`: a conversion that moves nothing."""
+        return bool(call.args) and all(
+            (arg.keyword is not None and arg.keyword.value == "dtype")
+            or (arg.keyword is None and is_dtype(arg.value, self.names))
+            for arg in call.args
+        )
+
+    def _iterated_for(self, name: cst.Name) -> cst.BaseExpression | None:
+        """What a loop or comprehension around `name` iterates to bind it: `ids` for `row` in
+        `for row in ids:` or `[row.tolist() for row in ids]`, `masks` for `mask` in
+        `for row, mask in zip(ids, masks):` (and `enumerate(...)`)."""
+        for target, iterated in self._iterations_around(name):
+            if name.value not in target_names(target):
+                continue
+            if (
+                isinstance(iterated, cst.Call)
+                and self.names.call_name(iterated) == "builtins.enumerate"
+                and iterated.args
+                and isinstance(target, (cst.Tuple, cst.List))
+                and len(target.elements) == 2
+            ):
+                target, iterated = target.elements[1].value, iterated.args[0].value
+            if isinstance(target, cst.Name):
+                return iterated if target.value == name.value else None
+            if (
+                isinstance(iterated, cst.Call)
+                and self.names.call_name(iterated) == "builtins.zip"
+                and isinstance(target, (cst.Tuple, cst.List))
+            ):
+                for element, arg in zip(target.elements, iterated.args):
+                    if isinstance(element.value, cst.Name) and element.value.value == name.value:
+                        return None if arg.star else arg.value
+            return None
+        return None
+
+    def _iterations_around(
+        self, name: cst.Name
+    ) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """(target, iterable) of each `for` loop and comprehension around `name`, innermost
+        first, within its function."""
+        for parent in self.scopes.ancestors(name):
+            if isinstance(parent, ScopeNode):
+                return
+            if isinstance(parent, cst.For):
+                yield parent.target, parent.iter
+            elif isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                clause: cst.CompFor | None = parent.for_in
+                while clause is not None:
+                    yield clause.target, clause.iter
+                    clause = clause.inner_for_in
 
     def _bound_elsewhere(self, name: cst.Name) -> bool:
         """Whether `name` is also bound by what no assignment shows: a parameter of its function

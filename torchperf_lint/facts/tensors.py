@@ -217,6 +217,14 @@ class TensorExpressions:
             if expression.attr.value == "grad":
                 return True  # `p.grad`: a parameter's gradient, whatever `p` was bound from
             return self.is_tensor(expression.value, depth)
+        if isinstance(expression, cst.Name) and self.scopes.is_parameter(name, function):
+            # `if beta == 0:` before the `beta = torch.tensor(beta)` of another branch: the
+            # parameter still holds its argument there.
+            if self.scopes.unbound_before(expression):
+                return False
+            reaching = self.scopes.reaching_value(expression)
+            if reaching is not None:
+                return self.is_tensor(reaching, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
 
     def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:

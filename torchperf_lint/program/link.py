@@ -229,6 +229,28 @@ class ProgramFacts:
             self._external_bases[cls] = names
         return self._external_bases[cls]
 
+    def dataset_samples(self, target: Target | None, depth: int = 0) -> str | None:
+        """What the dataset a project class builds, or a project function returns, holds
+        when no file is read for a sample: "made_up", "in_memory" (the class's own summary),
+        "rows" (a Hugging Face dataset preprocessed ahead of training), or None. A function
+        answers when all its returns agree."""
+        if target is None or depth > MAX_DEPTH:
+            return None
+        summary = self.summaries.get(target.file)
+        if summary is None:
+            return None
+        if target.kind == "class":
+            record = summary.classes.get(target.qualname)
+            return record.samples if record is not None else None
+        function = summary.functions.get(target.qualname)
+        kinds = set()
+        for value in function.returns if function is not None else ():
+            if value[0] == "call":
+                kinds.add(self.dataset_samples(self.resolve(target.file, value[1]), depth + 1))
+            else:
+                kinds.add("rows" if value[0] == "rows" else None)
+        return kinds.pop() if len(kinds) == 1 else None
+
     def function(self, target: Target) -> FunctionSummary | None:
         summary = self.summaries.get(target.file)
         return summary.functions.get(target.qualname) if summary else None
@@ -334,7 +356,10 @@ class ProgramFacts:
                 for site, target in self._edges[(file, function.qualname)]:
                     if site.loop == -1 or site.sparse or target in paths:
                         continue
-                    if self._loop_kind(file, function, site.loop) == kind:
+                    loop_kind = self._loop_kind(file, function, site.loop)
+                    if loop_kind == "train" and self._evaluates(site, target):
+                        loop_kind = "eval"  # `test()` with autograd off, every epoch
+                    if loop_kind == kind:
                         paths[target] = (Hop(file, site.ordinal, target.qualname),)
                         queue.append(target)
             while queue:
@@ -342,10 +367,20 @@ class ProgramFacts:
                 for site, target in self._edges.get((current.file, current.qualname), ()):
                     if site.sparse or target in paths:
                         continue
+                    if kind == "train" and (site.evaluation_only or self._evaluates(site, target)):
+                        continue  # `if stage != Stage.TRAIN: save(...)`: evaluation steps only
                     paths[target] = (*paths[current], Hop(current.file, site.ordinal, target.qualname))
                     queue.append(target)
             result[kind] = paths
         return result
+
+    def _evaluates(self, site: CallSite, target: Target) -> bool:
+        """The call runs an evaluation: a callee that switches a model to eval mode
+        (`model.eval()`) and trains nothing itself. Its reads are an evaluation step's, even
+        when a training loop makes the call (`test()` in the epoch loop of a full-batch
+        training)."""
+        callee = self.function(target)
+        return callee is not None and callee.evaluates and not callee.steps
 
     def _hooks(self, kind: str) -> list[Target]:
         """Methods a framework runs on every step of this kind (outside test files)."""
@@ -447,7 +482,9 @@ class ProgramFacts:
         """The files of training programs that run on CUDA. A program is what an entry (a file
         no other file imports: a script, a notebook) imports, directly or not; it trains when
         one of its files has a training loop or a training hook, and runs on CUDA when one of
-        its files uses CUDA."""
+        its files uses CUDA. A notebook runs on CUDA only by its own evidence: it states its
+        device in its own cells (a CPU-only tutorial that imports a CUDA library stays on the
+        CPU)."""
         files, reach = self._reach
         importers = {imported for file in files for imported in self._imports.get(file, ())}
         entries = [file for file in files if file not in importers] + sorted(self._training_files)
@@ -458,7 +495,11 @@ class ProgramFacts:
             program = reach[entry]
             if program & training and program & cuda:
                 found |= program
-        return frozenset(self._files_of(found))
+        return frozenset(
+            file
+            for file in self._files_of(found)
+            if not file.endswith(".ipynb") or file in self._cuda_evidence
+        )
 
     @cached_property
     def cuda_files(self) -> frozenset[str]:
@@ -649,6 +690,9 @@ class ProgramFacts:
 
     def _answer_no_grad(self, file: str, ref: Ref) -> bool:
         return self.is_no_grad_wrapper(self.resolve(file, ref))
+
+    def _answer_dataset_samples(self, file: str, ref: Ref) -> Answer:
+        return self.dataset_samples(self.resolve(file, ref))
 
     def _answer_callers_no_grad(self, file: str, qualname: str) -> bool:
         return self.always_without_grad(Target(file, qualname, "function"))

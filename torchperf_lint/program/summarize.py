@@ -215,7 +215,9 @@ class _Summarizer:
         for cls in facts.index.classes:
             qualname = self.refs.qualname(cls)
             bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
-            summary.classes[qualname] = ClassSummary(qualname, [b for b in bases if b])
+            summary.classes[qualname] = ClassSummary(
+                qualname, [b for b in bases if b], facts.dataloaders.class_samples(cls)
+            )
         for loop in facts.loops.all:
             owner = summary.functions[self.refs.qualname(loop.function)]
             owner.loops.append(self._loop(loop))
@@ -276,6 +278,8 @@ class _Summarizer:
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
             owner.steps = True
+        if method == "eval" and not call.args:
+            owner.evaluates = True
         callee = self.refs.callee(call)
         if callee is None or is_external(callee):
             return
@@ -290,6 +294,7 @@ class _Summarizer:
                 loop=-1 if loop is None else self.loop_ordinals[loop.node],
                 sparse=sparse or facts.steps.on_error_path(call),
                 no_grad=facts.guards.grad_disabled(call),
+                evaluation_only=facts.guards.evaluation_only(call),
                 arguments=self._arguments(call),
             )
         )
@@ -315,6 +320,8 @@ class _Summarizer:
             callee = self.refs.callee(expression)
             if callee is not None and not is_external(callee):
                 return ["call", callee]
+        if facts.dataloaders.is_preprocessed(expression):
+            return ["rows"]
         if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
             return ["tensor"]  # or, bound to several values, may be one
         if isinstance(expression, cst.Call):

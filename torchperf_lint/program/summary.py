@@ -27,13 +27,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 4
+SUMMARY_FORMAT = 5
 
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
-# (["call", ref]), a parameter passed through (["param", name]), or a tensor that may live on
-# the device (["tensor"]).
+# (["call", ref]), a parameter passed through (["param", name]), a tensor that may live on
+# the device (["tensor"]), or a Hugging Face dataset preprocessed ahead of training
+# (["rows"]: `load_dataset(...).map(tokenize)`).
 Value = list
 
 
@@ -48,6 +49,8 @@ class CallSite:
     # or counter guard, or on an error path.
     sparse: bool = False
     no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
+    # In a branch that runs only when not training (`if stage != Stage.TRAIN:`).
+    evaluation_only: bool = False
     # Arguments the program may follow (loaders, factory results, pass-through parameters):
     # by position ("0", "1", ...) or keyword.
     arguments: dict[str, Value] = field(default_factory=dict)
@@ -68,6 +71,7 @@ class FunctionSummary:
     decorators: list[Ref] = field(default_factory=list)
     grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
     steps: bool = False  # Calls backward or an optimizer step outside any loop of its own.
+    evaluates: bool = False  # Switches a model to eval mode (`model.eval()`).
     wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
     returns_cuda_device: bool = False
     returns: list[Value] = field(default_factory=list)
@@ -80,6 +84,9 @@ class FunctionSummary:
 class ClassSummary:
     qualname: str
     bases: list[Ref] = field(default_factory=list)
+    # For a dataset class, what its samples are when no file is read to make them:
+    # "made_up" (PyTorch's random factories), "in_memory" (indexing what it holds), or None.
+    samples: str | None = None
 
 
 @dataclass

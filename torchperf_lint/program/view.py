@@ -93,6 +93,11 @@ class LinkedAnswers(ProgramAnswers):
         ref = self._project_ref(call)
         return None if ref is None else _loader(self._ask("returned_loader", ref))
 
+    def dataset_samples(self, call: cst.Call) -> str | None:
+        ref = self._project_ref(call)
+        answer = None if ref is None else self._ask("dataset_samples", ref)
+        return answer if isinstance(answer, str) else None
+
     def external_bases(self, cls: cst.ClassDef) -> list[str]:
         answer = self._ask("external_bases", self.refs.qualname(cls))
         return [str(name) for name in answer] if isinstance(answer, list) else []

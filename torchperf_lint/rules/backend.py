@@ -272,6 +272,8 @@ class _BiasBeforeBatchNorm(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        if facts.models.loads_released_weights:
+            return  # `bias=False` would break loading the published checkpoints
         bias_reads = facts.models.bias_reads
         for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
             qualified = facts.names.call_name(layer) or ""
@@ -299,7 +301,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     Checks for a convolution constructed with a bias (the default) whose output goes
     straight into a BatchNorm: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
-    Test files are not checked.
+    It stays silent in a module that loads published weights into its models
+    (`load_state_dict_from_url`, `hf_hub_download`, `from_pretrained`, or a `pretrained`
+    switch): dropping the bias would break loading the released checkpoints. Test files are
+    not checked.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -344,7 +349,8 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     into `nn.BatchNorm1d`: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
-    per-feature bias before them is not cancelled. Test files are not checked.
+    per-feature bias before them is not cancelled. As TPL906, it stays silent in a module
+    that loads published weights into its models. Test files are not checked.
 
     ## Why is this bad?
     `BatchNorm1d` subtracts the per-feature batch mean, so the constant the Linear adds to

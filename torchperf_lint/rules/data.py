@@ -27,7 +27,7 @@ from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
-from torchperf_lint.rules.edits import add_keyword, replace_argument
+from torchperf_lint.rules.edits import add_keyword
 
 DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
 PIN_DOCS = "https://pytorch.org/docs/stable/data.html#memory-pinning"
@@ -56,16 +56,21 @@ class DataLoaderNoWorkers(Rule):
     """`DataLoader` loads every batch in the training process (`num_workers` is 0).
 
     ## What it does
-    Checks for `DataLoader(...)` calls whose `num_workers` is missing or the literal `0`.
+    Checks for `DataLoader(...)` calls without `num_workers`. An explicit `num_workers=0` is a
+    decision (debugging, a platform without `fork`, a dataset that must stay in the process)
+    and is left alone, like an explicit `pin_memory=False` for TPL102.
 
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
-    stand-in such as `MagicMock()` or `DummyDataset()`, a dataset class of the module whose
+    stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
+    batch_size=1024)` over node indices), a dataset class of the module whose
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
     indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
-    access (`with_transform`), and `Subset`/`ConcatDataset` of those), loaders only read for
-    one batch
+    access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
+    dataset-returning function of another module of the project counts by what it does
+    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`),
+    loaders only read for one batch
     (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
     training process: a dataset built from the running object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
@@ -119,20 +124,18 @@ class DataLoaderNoWorkers(Rule):
         guarded = not trains_at_import_time(facts)
         loaders = facts.dataloaders
         for loader in loaders.constructions:
-            workers = loader.value("num_workers")
-            if workers is not MISSING and workers != 0:
+            if loader.value("num_workers") is not MISSING:
+                continue  # `num_workers=0` written out is a decision, like any other value
+            if loaders.dataset_in_memory(loader, facts.program.dataset_samples):
                 continue
-            if loaders.dataset_in_memory(loader) or loaders.read_once(loader):
+            dataset = loader.argument("dataset")
+            if dataset is not None and facts.tensors.is_tensor(dataset.value):
+                continue  # a tensor of indices or samples: batches are slices of it
+            if loaders.read_once(loader):
                 continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
-            suggested = cst.Integer(str(SUGGESTED_WORKERS))
-            passed = loader.argument("num_workers")
-            new_call = (
-                replace_argument(loader.call, passed, suggested)
-                if passed is not None
-                else add_keyword(loader.call, "num_workers", suggested)
-            )
+            new_call = add_keyword(loader.call, "num_workers", cst.Integer(str(SUGGESTED_WORKERS)))
             if loader.value("persistent_workers") is MISSING:
                 new_call = add_keyword(new_call, "persistent_workers", cst.Name("True"))
             applicable = guarded and not loaders.iterable_dataset_without_sharding(loader)
@@ -174,8 +177,16 @@ class DataLoaderNoPinMemory(Rule):
     transformed on access), whose batches of token ids are too small for pinning to matter;
     when the dataset is a class of the module that makes up its samples with PyTorch's random
     factories and reads nothing (`RandomDataset`, a demo's or a test's stand-in for data);
-    when it is one of the datasets of tiny images (MNIST and its kin: 28×28 pixels, one
-    channel; also through `Subset` and `random_split`), whose batches copy in microseconds
+    these last two also when the class, or a function that returns such a dataset, is in
+    another module of the project (`DataLoader(RandomTokenDataset(...))`,
+    `DataLoader(get_dataset(tokenizer))`);
+    when the collate function makes batches of token ids (Hugging Face's text collators
+    such as `DataCollatorWithPadding(tokenizer)`, a collate function given a tokenizer's
+    padding id and nothing about images or audio: `partial(padded_collate_sft,
+    padding_idx=tokenizer.pad_id)`) or no batch at all (`collate_fn=list` hands over the
+    samples, prompts, as they are);
+    when it is one of the datasets of tiny images
+    (MNIST and its kin: 28×28 pixels, one channel; also through `Subset` and `random_split`), whose batches copy in microseconds
     either way (CIFAR's, six times larger, are still reported);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
@@ -229,11 +240,14 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
-            if facts.dataloaders.preprocessed_rows(loader):
+            elsewhere = facts.program.dataset_samples
+            if facts.dataloaders.preprocessed_rows(loader, elsewhere):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
-            if facts.dataloaders.makes_up_samples(loader):
+            if facts.dataloaders.collates_token_ids(loader):
+                continue  # padded token ids: kilobytes per batch
+            if facts.dataloaders.makes_up_samples(loader, elsewhere):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
                 continue  # MNIST: batches copied in microseconds, pinned or not
@@ -497,7 +511,9 @@ class TensorCreatedThenMoved(Rule):
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     start-up, a `__main__` block outside the training loop, an error path, a branch that runs
-    every N steps); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
+    every N steps, the set-up of a loop that runs a model with autograd off: buffers a
+    decoding or sampling function allocates before its loop, or lazily in it under `if attn
+    is None:`, once per call and shared by the loop's model calls); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
     choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the

@@ -219,8 +219,9 @@ class EvalWithoutNoGrad(Rule):
     """The model runs in eval mode with autograd still recording.
 
     ## What it does
-    Checks for a `model.eval()` call followed, in the same function (or at module level), by
-    calls of that model (`model(x)`, `model.forward(x)`) that run with gradients on: not under
+    Checks for a `model.eval()` call followed, in the same function (or at module level, in a
+    loop: a lone forward pass of a script or notebook runs once), by calls of that model
+    (`model(x)`, `model.forward(x)`) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
     either (or nested in one), and not in a helper that every caller in the module calls under
     `no_grad`. Only the calls between `eval()` and the next `model.train()` count.
@@ -298,6 +299,10 @@ class EvalWithoutNoGrad(Rule):
                 if not facts.guards.grad_maybe_disabled(run)
             ]
             trains = calls.computes_gradients(function)
+            if function is None:
+                # Module level (a script, a notebook): a lone forward pass is a demo's, run
+                # once; the evaluation loop is what costs.
+                recording = [run for run in recording if facts.loops.nearest_loop(run) is not None]
             if trains:
                 # The same scope trains: only evaluation loops after `.eval()` are judged.
                 recording = [run for run in recording if calls.evaluation_loop(run, call)]

@@ -244,10 +244,16 @@ class LossGraphRetained(Rule):
     (`.mean()`, `.cpu()`, `.to(...)`) on one.
 
     It stays silent on detached values (`.item()`, `.detach()`, `float(...)`, `.data`),
+    stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad`, accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
-    the iteration (`loss = a` then `loss = loss + b`), and test files.
+    the iteration (`loss = a` then `loss = loss + b`), a loss that the iteration itself
+    backpropagates into a container the loop resets, if only on some iterations
+    (`running_loss += loss; loss.backward()` with `running_loss = 0` after each optimizer
+    step: backward freed what the graphs saved, and they live for a few micro-batches), and
+    test files. The same accumulation never reset (`total_loss += loss` across the run, the
+    PyTorch FAQ's example) is reported even after `loss.backward()`: the graph nodes pile up.
 
     ## Why is this bad?
     A tensor computed with autograd on keeps a reference to the graph that produced it. Stored
@@ -311,10 +317,15 @@ class LossGraphRetained(Rule):
                 recording[loop.node] = self._records_graphs(facts, loop, grad_off)
             if not recording[loop.node]:
                 continue
-            if _reset_every_iteration(facts, store, loop, rebinding.get(store.container, ())):
+            resets = rebinding.get(store.container, ())
+            if _reset_every_iteration(facts, store, loop, resets) or _backpropagated_until_reset(
+                facts, store, loop, resets
+            ):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
                 continue
+            if facts.guards.grad_disabled(store.statement):
+                continue  # `with torch.no_grad(): total += loss`: the sum records no graph
             if not facts.tensors.is_tensor(store.value) or not graphs.carries_graph(store.value, loop):
                 continue
             fix = self.replace(
@@ -403,6 +414,28 @@ def _reset_every_iteration(
         if not any(isinstance(p, (cst.If, cst.Try, ScopeNode)) for p in between(facts, assignment, loop.node)):
             return True
     return False
+
+
+def _backpropagated_until_reset(
+    facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
+) -> bool:
+    """The stored value is backpropagated in the loop (`current_loss.backward()`), which frees
+    what its graph saved, and the container is reset in the loop (by one of `rebinding`, the
+    assignments to it), if only on some iterations (`running_loss = 0` after each optimizer
+    step of a gradient-accumulation loop): it holds the bare graphs of a few micro-batches,
+    never a growing history."""
+    stored = dotted_name(store.value)
+    if stored is None or not any(
+        isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == stored
+        for call in loop.backward_calls
+    ):
+        return False
+    return any(
+        store.container not in _names_in(assignment.value)
+        and facts.scopes.within_same_scope(assignment, loop.node)
+        and loop in facts.loops.enclosing_loops(assignment)
+        for assignment in rebinding
+    )
 
 
 def _precedes(block: cst.CSTNode, line: cst.CSTNode, statement: cst.CSTNode, facts: FileFacts) -> bool:
@@ -512,8 +545,10 @@ class EmptyCacheInLoop(Rule):
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
     loops, only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
-    a parameter that defaults to `False`: trading speed for memory on purpose), and in test
-    files.
+    a parameter that defaults to `False`) or the run's settings do (`if
+    self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
+    for memory on purpose, or handing the memory to another allocator. A bare flag parameter
+    (`if low_memory:`) is still reported. Test files are not checked.
 
     ## Why is this bad?
     `empty_cache()` synchronizes with the device and hands the caching allocator's free blocks

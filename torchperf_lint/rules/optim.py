@@ -43,15 +43,34 @@ def optimizer_constructions(facts: FileFacts, classes: frozenset[str]) -> Iterat
             yield call, name
 
 
+# The smallest `weight_decay` that reads as an `AdamW` recipe's decoupled decay, not an L2
+# penalty chosen for `Adam` (5e-4 in GCN and many reproduced papers).
+_DECOUPLED_DECAY = 1e-2
+
+
+def _decoupled_strength(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """`value` is a number of at least `_DECOUPLED_DECAY`, or a name bound only to such."""
+    values = facts.scopes.bound_values(value) if isinstance(value, cst.Name) else [value]
+    numbers = [literal_value(v) for v in values]
+    return bool(numbers) and all(
+        isinstance(n, (int, float)) and not isinstance(n, bool) and n >= _DECOUPLED_DECAY
+        for n in numbers
+    )
+
+
 class AdamWithWeightDecay(Rule):
     """`Adam` with `weight_decay` adds an L2 penalty to the gradients instead of decaying weights.
 
     ## What it does
-    Checks for `torch.optim.Adam(...)` calls that pass a `weight_decay` other than the literal
-    `0` (by keyword or by position), unless they also ask for decoupled decay
-    (`decoupled_weight_decay=True`, which is what `AdamW` does).
+    Checks for `torch.optim.Adam(...)` calls that pass a `weight_decay` of `1e-2` or more (by
+    keyword or by position, as a number or a name bound to one), unless they also ask for
+    decoupled decay (`decoupled_weight_decay=True`, which is what `AdamW` does). Such values
+    are the decoupled decays of `AdamW` recipes (0.01–0.1); as an L2 penalty in `Adam` they
+    are so strong that `AdamW` was almost surely meant.
 
-    Test files are not checked.
+    It stays silent for smaller values (`5e-4`, `1e-4`: a deliberate L2 penalty, as in the
+    papers many graph and vision models reproduce), for values it cannot read (`args.wd`),
+    and in test files.
 
     ## Why is this bad?
     Adam's `weight_decay` adds `w * param` to the gradient, which is then divided by Adam's
@@ -63,12 +82,12 @@ class AdamWithWeightDecay(Rule):
 
     ## Example
     ```python
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=0.05)
     ```
 
     ## Use instead
     ```python
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
     ```
 
     ## Fix safety
@@ -96,7 +115,7 @@ class AdamWithWeightDecay(Rule):
         signature = SIGNATURES["torch.optim.Adam"]
         for call, _ in optimizer_constructions(facts, frozenset({"torch.optim.Adam"})):
             decay = bound_argument(call, "weight_decay", signature)
-            if not isinstance(decay, cst.Arg) or literal_value(decay.value) == 0:
+            if not isinstance(decay, cst.Arg) or not _decoupled_strength(facts, decay.value):
                 continue
             if argument_value(call, "decoupled_weight_decay") not in (MISSING, False):
                 continue  # Decoupled already (what AdamW does), or decided at run time.

@@ -70,12 +70,20 @@ class SyncInTrainingLoop(_PerIterationRule):
     own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), or a
-    lazy initialisation (`if buffer is None: buffer = ...`); on
+    lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
+    that training and evaluation share which runs only when not training
+    (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
+    what that branch calls; in an evaluation the training loop runs (a function that calls
+    `model.eval()` and trains nothing: `test()` in the epoch loop of a full-batch training),
+    whose reads belong to TPL202; on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
-    DataLoader yields before they are moved, tensors built without `device=`, NumPy values),
+    DataLoader yields before they are moved, tensors built without `device=`, NumPy values,
+    a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
+    already made: `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
+    and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
     values handed to an environment (`env.step(action.item())`, or read in a function that
     picks an agent's action: `get_action`, `select_action`, `act`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
