@@ -4,6 +4,8 @@ version misses, and a broken cache is ignored."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from torchperf_lint.config import resolve_selection
 from torchperf_lint.diagnostics import FileResult
 from torchperf_lint.engine import LintSettings
 from torchperf_lint.rules.base import RuleOptions
-from torchperf_lint.runner import FileJob, lint_one
+from torchperf_lint.runner import FileJob, lint_one, lint_program
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -90,7 +92,7 @@ def test_content_name_settings_and_version_are_in_the_key(tmp_path, monkeypatch)
     monkeypatch.setattr(cache_module, "__version__", "9.9.9")
     assert cache.entries != before
     versioned = cache.entries
-    monkeypatch.setattr(cache_module, "linter_fingerprint", lambda: "0123456789abcdef")
+    monkeypatch.setattr(cache_module, "linter_fingerprint", lambda digests: "0123456789abcdef")
     assert cache.entries != versioned
 
 
@@ -121,8 +123,9 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
     write_files(tmp_path, {"train.py": TRAIN})
     first = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
     default_dir = tmp_path / ".torchperf_lint_cache"
-    # The file's entry, the run's verdict and the answers of the program of its summaries.
-    assert len(entries(default_dir)) == 3
+    # The file's entry, the run's verdict, the answers of the program of its summaries and
+    # the stamps of the files read.
+    assert len(entries(default_dir)) == 4
     assert (default_dir / ".gitignore").read_text().endswith("*\n")
     assert (default_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f59")
     second = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
@@ -130,7 +133,7 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
         1, first.stdout
     )
     torchperf_lint("--cache-dir", "elsewhere", ".", cwd=tmp_path)
-    assert len(entries(tmp_path / "elsewhere")) == 3
+    assert len(entries(tmp_path / "elsewhere")) == 4
     (tmp_path / "nocache").mkdir()
     write_files(tmp_path / "nocache", {"train.py": TRAIN})
     torchperf_lint("--no-cache", ".", cwd=tmp_path / "nocache")
@@ -230,3 +233,87 @@ def test_an_edit_that_changes_no_summary_reads_the_programs_answers_from_the_cac
     monkeypatch.setattr(ProgramFacts, "answer", alone)
     again = runner.lint_program(jobs, jobs, workers=1)
     assert (again.outcomes, again.linted, again.internal_errors) == (first.outcomes, ["train.py"], [])
+
+
+def settle(*paths: Path) -> None:
+    """Wait until the files' stamps can be trusted (see `RACY_SECONDS`, patched small)."""
+    newest = max(max(p.stat().st_mtime_ns, p.stat().st_ctime_ns) for p in paths)
+    while time.time_ns() - newest <= 2 * cache_module.RACY_SECONDS * 1e9:
+        time.sleep(0.01)
+
+
+def test_unchanged_files_are_found_by_their_stamps_without_being_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.05)
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
+    settle(tmp_path / "train.py", tmp_path / "helpers.py")
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("helpers.py", "train.py")
+    ]
+    first = lint_program(jobs, jobs, workers=1)
+    # Another run (a fresh process) reads the stamps from the cache, and no file.
+    stamps = cache_module.FileDigests(Cache(tmp_path / "cache"))
+    monkeypatch.setattr(cache_module, "file_digests", lambda directory: stamps)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a file was read")
+
+    monkeypatch.setattr(cache_module, "open", no_reading, raising=False)
+    assert lint_program(jobs, jobs, workers=1).outcomes == first.outcomes
+
+
+def test_an_edit_that_restores_the_size_and_modification_time_is_seen(tmp_path, monkeypatch):
+    """The stamp holds the change time too, which no program can set back (`touch -r`,
+    `os.utime` and `rsync -t` set the modification time only)."""
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.05)
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
+    settle(tmp_path / "train.py", tmp_path / "helpers.py")
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("helpers.py", "train.py")
+    ]
+    first = lint_program(jobs, jobs, workers=1)
+    assert any(d.code == "TPL201" for r in first.outcomes for d in r.diagnostics)
+    helpers = tmp_path / "helpers.py"
+    before = helpers.stat()
+    # The same size, the same modification time, and the `.item()` gone.
+    helpers.write_text(HELPERS.replace("loss.item()", "loss.mean()"))
+    os.utime(helpers, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = helpers.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = lint_program(jobs, jobs, workers=1)
+    assert not any(d.code == "TPL201" for r in again.outcomes for d in r.diagnostics)
+    assert again.outcomes == lint_program(
+        [replace(job, cache_dir=None) for job in jobs], jobs, workers=1
+    ).outcomes
+
+
+def test_a_file_changed_within_racy_seconds_gets_no_stamp(tmp_path):
+    """A file written just now could be written again within the same tick of the file
+    system's clock, its stamp unchanged: it is read again by the next run."""
+    source = tmp_path / "train.py"
+    source.write_text(TRAIN)
+    digests = cache_module.FileDigests(Cache(tmp_path / "cache"))
+    assert digests.digest(source) == cache_module.content_digest(TRAIN.encode())
+    assert os.fspath(source) not in digests.seen
+
+
+def test_the_linters_code_is_fingerprinted_by_content(tmp_path, monkeypatch):
+    """A development build whose code changed (even with the sizes and modification times
+    restored) names another entries directory; an unchanged one is fingerprinted by stamps."""
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.05)
+    rule = tmp_path / "package" / "rule.py"
+    write_files(tmp_path / "package", {"rule.py": "CODE = 1\n"})
+    monkeypatch.setattr(cache_module, "_code_files", lambda: [("rule.py", rule)])
+    settle(rule)
+
+    def fingerprint() -> str:
+        return cache_module.linter_fingerprint(cache_module.FileDigests(Cache(tmp_path / "cache")))
+
+    first = fingerprint()
+    assert first == fingerprint()
+    cache_module.FileDigests(Cache(tmp_path / "cache")).save()
+    before = rule.stat()
+    rule.write_text("CODE = 2\n")
+    os.utime(rule, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert fingerprint() != first

@@ -37,7 +37,7 @@ NOTEBOOK = {
             "execution_count": None,
             "metadata": {},
             "outputs": [],
-            "source": "loader = torch.utils.data.DataLoader(x)",
+            "source": "loader = torch.utils.data.DataLoader(dataset)",
         },
     ],
     "metadata": {},
@@ -216,8 +216,8 @@ def test_add_noqa_comments_notebook_cells_and_keeps_the_json_layout(tmp_path):
     assert (tmp_path / "nb.ipynb").read_text() == NOTEBOOK_TEXT.replace(
         'x = torch.zeros(3).cuda()"', 'x = torch.zeros(3).cuda()  # noqa: TPL105"'
     ).replace(
-        '"loader = torch.utils.data.DataLoader(x)"',
-        '"loader = torch.utils.data.DataLoader(x)  # noqa: TPL101"',
+        '"loader = torch.utils.data.DataLoader(dataset)"',
+        '"loader = torch.utils.data.DataLoader(dataset)  # noqa: TPL101"',
     )
     clean = torchperf_lint("--no-cache", "nb.ipynb", cwd=tmp_path)
     assert clean.returncode == 0, clean.stdout

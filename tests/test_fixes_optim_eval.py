@@ -175,14 +175,14 @@ def test_eval_function_gets_the_decorator_under_its_others() -> None:
 
 
 def test_eval_function_uses_an_imported_no_grad() -> None:
-    before = "from torch import no_grad\n\ndef ev(model, x):\n    model.eval()\n    return model(x)\n"
-    after = "from torch import no_grad\n\n@no_grad()\ndef ev(model, x):\n    model.eval()\n    return model(x)\n"
+    before = "from torch import no_grad\n\ndef ev(model, xs):\n    model.eval()\n    return [model(x) for x in xs]\n"
+    after = "from torch import no_grad\n\n@no_grad()\ndef ev(model, xs):\n    model.eval()\n    return [model(x) for x in xs]\n"
     assert fixed("TPL701", before) == after
 
 
 def test_two_models_in_one_function_get_one_decorator() -> None:
-    before = "import torch\n\ndef ev(a, b, x):\n    a.eval()\n    b.eval()\n    return a(x) + b(x)\n"
-    after = "import torch\n\n@torch.no_grad()\ndef ev(a, b, x):\n    a.eval()\n    b.eval()\n    return a(x) + b(x)\n"
+    before = "import torch\n\ndef ev(a, b, xs):\n    a.eval()\n    b.eval()\n    return [a(x) + b(x) for x in xs]\n"
+    after = "import torch\n\n@torch.no_grad()\ndef ev(a, b, xs):\n    a.eval()\n    b.eval()\n    return [a(x) + b(x) for x in xs]\n"
     assert fixed("TPL701", before) == after
 
 
@@ -221,9 +221,9 @@ def test_module_level_loop_is_wrapped_in_place() -> None:
         # Not in one loop: nothing to wrap.
         "import torch\nmodel.eval()\nfor x in a:\n    model(x)\nfor y in b:\n    model(y)\n",
         # No module-level name for torch.
-        "from torch import nn\n\ndef ev(model, x):\n    model.eval()\n    return model(x)\n",
+        "from torch import nn\n\ndef ev(model, xs):\n    model.eval()\n    return [model(x) for x in xs]\n",
         # `no_grad` would not stay active across `await`.
-        "import torch\n\nasync def ev(model, x):\n    model.eval()\n    return model(x)\n",
+        "import torch\n\nasync def ev(model, xs):\n    model.eval()\n    return [model(x) for x in xs]\n",
     ],
 )
 def test_eval_reported_without_a_fix(source: str) -> None:

@@ -136,10 +136,11 @@ def test_a_planted_cache_changes_nothing(tmp_path):
     # The attacker fills the cache with their own key, then makes every entry say "clean".
     _outputs(project, attacker)
     cache = project / ".torchperf_lint_cache"
-    # The file's entry, the run's verdict (`{"results": [[name, record], ...]}`) and the
-    # program's answers (`{"answers": {name: {question: answer}}}`).
+    # The file's entry, the run's verdict (`{"results": [[name, record], ...]}`), the
+    # program's answers (`{"answers": {name: {question: answer}}}`) and the files' stamps
+    # (`{"files": {path: [size, times..., digest]}}`).
     original = {entry: entry.read_bytes() for entry in cache.rglob("*.json")}
-    assert len(original) == 3
+    assert len(original) == 4
     clean = {"diagnostics": [], "error": None}
     for record in (clean, {"results": [["loader.py", clean]]}, {"answers": {"loader.py": {}}}):
         forged = json.dumps(record).encode()
@@ -167,17 +168,19 @@ def test_a_planted_cache_symlink_is_not_followed(tmp_path):
     assert _outputs(project, env) == expected
     assert _outputs(project, env) == expected
     assert list(target.iterdir()) == []
-    # A link further down, to the version's directory, is not followed either.
+    # A link further down, to the version's directory or the stamps', is not followed either.
     (project / ".torchperf_lint_cache").unlink()
     _outputs(project, env)
-    (version_directory,) = [p for p in (project / ".torchperf_lint_cache").iterdir() if p.is_dir()]
-    for entry in version_directory.rglob("*"):
-        if entry.is_file():
-            entry.unlink()
-    for shard in version_directory.iterdir():
-        shard.rmdir()
-    version_directory.rmdir()
-    version_directory.symlink_to(target, target_is_directory=True)
+    directories = [p for p in (project / ".torchperf_lint_cache").iterdir() if p.is_dir()]
+    assert len(directories) == 2
+    for directory in directories:
+        for entry in directory.rglob("*"):
+            if entry.is_file():
+                entry.unlink()
+        for shard in directory.iterdir():
+            shard.rmdir()
+        directory.rmdir()
+        directory.symlink_to(target, target_is_directory=True)
     assert _outputs(project, env) == expected
     assert list(target.iterdir()) == []
 

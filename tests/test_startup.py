@@ -24,8 +24,8 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-heavy = sorted(name for name in ("libcst", "torchperf_lint.engine", "torchperf_lint.rules.base")
-               if name in sys.modules)
+heavy = sorted(name for name in ("libcst", "torchperf_lint.engine", "torchperf_lint.rules.base",
+                                "torchperf_lint.workers") if name in sys.modules)
 sys.stderr.write("\\nimported: " + ",".join(heavy) + "\\n")
 """
 
@@ -54,6 +54,16 @@ def test_commands_that_parse_nothing_import_neither_libcst_nor_the_rules(tmp_pat
     stdout, imported = probe(*args, cwd=tmp_path)
     assert stdout
     assert imported == ""
+
+
+def test_the_command_answers_version_as_click_does_without_importing_it(tmp_path):
+    script = "import sys; from torchperf_lint.__main__ import main; main(); print('click' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", script, "--version"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )
+    assert completed.stdout == probe("--version", cwd=tmp_path)[0] + "False\n"
+    assert torchperf_lint("--version", cwd=tmp_path).stdout == probe("--version", cwd=tmp_path)[0]
 
 
 def test_a_fully_cached_run_imports_neither_libcst_nor_the_rules(tmp_path):

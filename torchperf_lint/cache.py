@@ -20,6 +20,10 @@ linking the program or importing LibCST. And a program's answers to the files' q
 kept by the digests of all its summaries: an edit that changes no summary (a comment, say)
 relints the edited file and links nothing.
 
+The files' bytes are hashed only when their stamps (size, modification and change times,
+inode) changed since the last run (`FileDigests`): an unchanged project, and the linter's own
+code, are only `stat`ed.
+
 Only linting reads and writes the cache; `--fix`, `--diff` and `--add-noqa` always lint afresh.
 """
 
@@ -31,10 +35,11 @@ import hmac
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,7 +56,7 @@ from torchperf_lint.diagnostics import (
     Related,
 )
 from torchperf_lint.settings import LintSettings
-from torchperf_lint.source import SourceError, SourceLimits, read_source
+from torchperf_lint.source import SourceError, SourceLimits, check_file_size, read_source
 
 if TYPE_CHECKING:
     from torchperf_lint.program.link import Answer, ProgramFacts
@@ -60,7 +65,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
-FORMAT = 3
+FORMAT = 4
 _GITIGNORE = "# Automatically created by torchperf-lint.\n*\n"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -72,19 +77,34 @@ _CACHEDIR_TAG = (
 _NOT_LINTING = frozenset({"verify", "server"})
 
 
-@lru_cache(maxsize=1)
-def linter_fingerprint() -> str:
+def _code_files() -> list[tuple[str, str]]:
+    """The linter's own source files that can change findings: (name in the package, path),
+    sorted by name."""
+    found = []
+    pending = [("", os.path.dirname(os.path.realpath(__file__)))]
+    while pending:
+        prefix, directory = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _NOT_LINTING and entry.name != "__pycache__":
+                        pending.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.name.endswith(".py"):
+                    found.append((prefix + entry.name, entry.path))
+    return sorted(found)
+
+
+@cache
+def linter_fingerprint(digests: FileDigests) -> str:
     """A hash of the linter's own code: an editable install or a development build never
-    replays findings that older rules produced, though its version string is unchanged."""
-    package = Path(__file__).resolve().parent
-    digest = hashlib.blake2b(digest_size=8)
-    for path in sorted(package.rglob("*.py")):
-        if path.parent.name in _NOT_LINTING:
-            continue
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+    replays findings that older rules produced, though its version string is unchanged. The
+    files' digests come from `digests`: unchanged files are not read again."""
+    fingerprint = hashlib.blake2b(digest_size=8)
+    for name, path in _code_files():
+        fingerprint.update(name.encode() + b"\0")
         with suppress(OSError):
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+            fingerprint.update(digests.digest(path).encode())
+    return fingerprint.hexdigest()
 
 
 @lru_cache(maxsize=64)
@@ -113,21 +133,28 @@ class Cache:
 
     @property
     def _entries_name(self) -> str:
-        return f"{__version__}-{FORMAT}-{linter_fingerprint()}"
+        return f"{__version__}-{FORMAT}-{linter_fingerprint(self.digests)}"
+
+    @property
+    def digests(self) -> FileDigests:
+        """The digests of files' contents, found by their stamps (kept in this cache)."""
+        return file_digests(self.directory)
 
     def key(self, data: bytes, filename: str, settings: LintSettings) -> str:
-        digest = hashlib.blake2b(data, digest_size=20)
-        digest.update(b"\0" + filename.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0" + settings_fingerprint(settings).encode("utf-8"))
-        return digest.hexdigest()
+        return self.key_of_digest(content_digest(data), filename, settings)
 
-    def summary_key(self, data: bytes) -> str:
-        """The key of a summary-only entry: the file's bytes alone."""
-        from torchperf_lint.program.summary import SUMMARY_FORMAT
+    def key_of_digest(self, digest: str, filename: str, settings: LintSettings) -> str:
+        """`key` of a file whose bytes have this `content_digest`."""
+        key = hashlib.blake2b(digest.encode(), digest_size=20)
+        key.update(b"\0" + filename.encode("utf-8", "surrogatepass"))
+        key.update(b"\0" + settings_fingerprint(settings).encode("utf-8"))
+        return key.hexdigest()
 
-        digest = hashlib.blake2b(data, digest_size=20)
-        digest.update(f"\0summary-{SUMMARY_FORMAT}".encode())
-        return digest.hexdigest()
+    def summary_key(self, digest: str) -> str:
+        """The key of a summary-only entry: the file's bytes (their `content_digest`) alone.
+        (A new layout of summaries needs no key of its own: it is new code, whose entries live
+        under the new fingerprint.)"""
+        return hashlib.blake2b(digest.encode() + b"\0summary", digest_size=20).hexdigest()
 
     def program_key(self, files: Sequence[tuple[str, str]]) -> str:
         """The key of the verdict on a run that reads these files: (display name, key of the
@@ -201,9 +228,10 @@ class Cache:
         """Store a program's answers, per file, under `key` (see `answers_key`)."""
         self.write(key, {"answers": answers})
 
-    def read(self, key: str) -> dict | None:
-        """The JSON record stored under `key`, or None."""
-        stored = self._read(key)
+    def read(self, key: str, folder: str | None = None) -> dict | None:
+        """The JSON record stored under `key` (in `folder`, default: this version's entries),
+        or None."""
+        stored = self._read(key, folder or self._entries_name)
         if stored is None:
             return None
         try:
@@ -212,22 +240,22 @@ class Cache:
             return None
         return record if isinstance(record, dict) else None
 
-    def write(self, key: str, record: dict) -> None:
-        """Store a JSON record under `key`; a cache that cannot be written is silently not
-        used."""
+    def write(self, key: str, record: dict, folder: str | None = None) -> None:
+        """Store a JSON record under `key` (in `folder`, default: this version's entries); a
+        cache that cannot be written is silently not used."""
         payload = json.dumps(record, separators=(",", ":")).encode("utf-8")
         with suppress(OSError):
-            self._write(key, payload)
+            self._write(key, payload, folder or self._entries_name)
 
     # Storage: authenticated bytes, never through a symbolic link.
 
-    def _read(self, key: str) -> bytes | None:
+    def _read(self, key: str, folder: str) -> bytes | None:
         secret = _secret_key()
         if secret is None:
             return None
         try:
             with _directory(self.directory, create=False) as top, _directory(
-                self._entries_name, top, create=False
+                folder, top, create=False
             ) as entries, _directory(key[:2], entries, create=False) as shard:
                 stored = _read_file(f"{key}.json", shard)
         except OSError:
@@ -237,16 +265,105 @@ class Cache:
             return None
         return payload
 
-    def _write(self, key: str, payload: bytes) -> None:
+    def _write(self, key: str, payload: bytes, folder: str) -> None:
         secret = _secret_key()
         if secret is None:
             return
         with _directory(self.directory, create=True) as top:
             _ensure_markers(top)
-            with _directory(self._entries_name, top, create=True) as entries, _directory(
+            with _directory(folder, top, create=True) as entries, _directory(
                 key[:2], entries, create=True
             ) as shard:
                 _replace_file(f"{key}.json", shard, _tag(secret, key, payload) + payload)
+
+
+def content_digest(data: bytes) -> str:
+    """A hash of a file's bytes."""
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+# A file changed less than this long before its digest is taken could change again, within the
+# resolution of the file system's clock, without its stamp changing: its digest is not kept
+# (git's "racily clean" entries). FAT's clock ticks every 2 seconds.
+RACY_SECONDS = 2.0
+# Where the stamps are kept, under the cache directory (they do not depend on the linter's
+# version), and the key of their record.
+_STAMPS_FOLDER = f"stamps-{FORMAT}"
+_STAMPS_KEY = hashlib.blake2b(b"stamps", digest_size=20).hexdigest()
+
+
+class FileDigests:
+    """The `content_digest` of files, found by their stamps while they are unchanged: a run
+    whose files did not change hashes none of them (nor the linter's own code), it only
+    `stat`s them.
+
+    A stamp is a file's size, modification and change times (in nanoseconds), inode and
+    device. Ruff trusts the modification time alone; the change time is set by the system on
+    every write, and no program can set it back, so an edit that restores the file's size and
+    modification time (`touch -r`, `os.utime`) is still seen. A digest is kept only for a file
+    older than `RACY_SECONDS`, so a file written twice within one tick of the clock is not
+    mistaken for unchanged. (On Windows the change time is the creation time: there an edit
+    that restores the size and modification time is not seen, as in Ruff.)
+
+    The stamps are one entry of the cache, signed like the others; it holds the files the last
+    run read, and is written again only when a digest was computed or a file went.
+    """
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.known: dict[str, list] | None = None
+        self.seen: dict[str, list] = {}
+
+    def digest(self, path: str | Path) -> str:
+        """The `content_digest` of the file at `path`; raises `OSError` when it cannot be
+        read."""
+        return self.source_digest(Path(path), None)
+
+    def source_digest(self, path: Path, limits: SourceLimits | None) -> str:
+        """The `content_digest` of the bytes `read_source(path, limits)` gives (of any size when
+        `limits` is None), raising what it raises."""
+        status = os.stat(path)
+        if limits is not None:
+            check_file_size(path, status.st_size, limits)
+        name = os.fspath(path)
+        stamp = [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
+        # Only a regular file's stamp changes with its content.
+        regular = stat.S_ISREG(status.st_mode)
+        known = self._known().get(name) if regular else None
+        if known is not None and known[:-1] == stamp:
+            self.seen[name] = known
+            return known[-1]
+        with open(path, "rb") as stream:
+            digest = content_digest(stream.read())
+        settled = time.time_ns() - int(RACY_SECONDS * 1e9)
+        if regular and max(status.st_mtime_ns, status.st_ctime_ns) < settled:
+            self.seen[name] = [*stamp, digest]
+        return digest
+
+    def save(self) -> None:
+        """Keep the stamps of the files read since the cache was opened (and of the linter's
+        own code, read by every run), when they are not what the cache holds already."""
+        linter_fingerprint(self)
+        if self.seen != self._known():
+            self.cache.write(_STAMPS_KEY, {"files": self.seen}, _STAMPS_FOLDER)
+            self.known = dict(self.seen)
+
+    def _known(self) -> dict[str, list]:
+        if self.known is None:
+            record = self.cache.read(_STAMPS_KEY, _STAMPS_FOLDER)
+            files = None if record is None else record.get("files")
+            self.known = {
+                name: known
+                for name, known in (files.items() if isinstance(files, dict) else ())
+                if isinstance(known, list) and len(known) == 6 and isinstance(known[-1], str)
+            }
+        return self.known
+
+
+@cache
+def file_digests(directory: Path) -> FileDigests:
+    """The digests of the cache at `directory`, shared by every `Cache` of it in this process."""
+    return FileDigests(Cache(directory))
 
 
 _TAG_SIZE = hashlib.sha256().digest_size
@@ -505,23 +622,22 @@ def job_key(cache: Cache, job: FileJob) -> str | None:
     """The key of a linted file's entry (as `analyse_cached` computes it), for a run's verdict
     and for replaying the file without a worker; None when the file cannot be read."""
     try:
-        data = read_source(job.path, job.settings.limits)
+        digest = cache.digests.source_digest(job.path, job.settings.limits)
     except OSError:
         return None
     except SourceError as error:
         # Too large to read: the run reports the same error for the same size and limits.
-        data = f"\0error\0{error.reason}".encode()
-    return cache.key(data, job.display_name, job.settings)
+        digest = content_digest(f"\0error\0{error.reason}".encode())
+    return cache.key_of_digest(digest, job.display_name, job.settings)
 
 
 def summary_key(cache: Cache, path: Path) -> str | None:
     """The key of the summary-only entry of a file the program reads but does not lint; None
     when it cannot be read (it has no summary)."""
     try:
-        data = read_source(path, SourceLimits())
+        return cache.summary_key(cache.digests.source_digest(path, SourceLimits()))
     except (OSError, SourceError):
         return None
-    return cache.summary_key(data)
 
 
 def summary_digest(summary: dict[str, object] | None) -> str:

@@ -15,7 +15,6 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -27,6 +26,7 @@ from torchperf_lint.formats import FORMATS, TEXT_FORMATS
 
 if TYPE_CHECKING:
     from torchperf_lint.config import Configuration
+    from torchperf_lint.console import CheckOptions, Console
     from torchperf_lint.diagnostics import Diagnostic, FileError
     from torchperf_lint.discovery import Discovery
     from torchperf_lint.program.link import ProgramFacts
@@ -198,79 +198,6 @@ def _usage(parse, value, option):
         raise click.BadParameter(str(error).removeprefix(f"{option}: ")) from None
 
 
-@dataclass
-class Console:
-    """Where the report goes (stdout, or `--output-file`), whether it is coloured, and how much
-    is said: everything, the findings only (`--quiet`) or nothing (`--silent`). Errors that
-    exit 2 always reach stderr."""
-
-    stream: TextIO = field(default_factory=lambda: sys.stdout)
-    color: bool = False
-    quiet: bool = False
-    silent: bool = False
-
-    def report(self, text: str) -> None:
-        """Findings, statistics, a diff: what the run was asked for."""
-        if text and not self.silent:
-            click.echo(text, file=self.stream, nl=False, color=self.color)
-
-    def summary(self, line: str) -> None:
-        """`Found N errors.` and the like."""
-        if not (self.quiet or self.silent):
-            click.echo(line, file=self.stream, color=self.color)
-
-    def note(self, line: str) -> None:
-        """A line about the run, on stderr: a warning, what `--diff` would fix."""
-        if not (self.quiet or self.silent):
-            click.echo(line, err=True)
-
-
-def use_color(flag: bool | None, stream: TextIO, to_file: bool) -> bool:
-    """`--color`/`--no-color` decide; else `FORCE_COLOR` (https://force-color.org) turns colour
-    on and `NO_COLOR` (https://no-color.org) off, FORCE_COLOR winning as in Ruff; else colour
-    only on a terminal. A report written to `--output-file` is never coloured unless asked."""
-    if flag is not None:
-        return flag
-    if to_file:
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    if os.environ.get("NO_COLOR"):
-        return False
-    return stream.isatty()
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """The options of `check` that shape the run and its output."""
-
-    output_format: str
-    exit_zero: bool
-    show_statistics: bool
-    jobs: int
-    stdin_filename: str | None
-    force_exclude: bool
-    fix: bool
-    unsafe_fixes: bool
-    diff: bool
-    show_fixes: bool
-    exit_non_zero_on_fix: bool
-    add_noqa: bool
-    fix_only: bool = False
-    # Say on stderr how many files were linted and how many replayed from the cache.
-    verbose: bool = False
-    show_settings: bool = False
-    show_files: bool = False
-    # Where linting caches results (None: `--no-cache`); relative to the working directory.
-    cache_dir: Path | None = None
-    console: Console = field(default_factory=Console)
-
-    @property
-    def fixing(self) -> bool:
-        """Whether the run fixes (or, with `--diff`, shows the fixes) instead of linting."""
-        return self.fix or self.fix_only or self.diff
-
-
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
@@ -379,6 +306,7 @@ def check(
     """Lint PATHS (default: the current directory); `-` reads the source from stdin."""
     from torchperf_lint.cache import DEFAULT_CACHE_DIR
     from torchperf_lint.config import ConfigError, Configuration, Overrides
+    from torchperf_lint.console import CheckOptions, Console, use_color
     from torchperf_lint.runner import default_jobs
 
     overrides = Overrides(
@@ -435,6 +363,8 @@ def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
 
 
 def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
+    from dataclasses import replace
+
     from torchperf_lint.discovery import discover
     from torchperf_lint.runner import (
         FileJob,

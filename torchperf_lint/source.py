@@ -80,11 +80,15 @@ def read_source(path: Path, limits: SourceLimits) -> bytes:
     """The bytes of the file at `path`; raises `SourceError` for a `.py` file larger than the
     limit, before reading it (notebooks are limited by the size of their code, once read)."""
     with open(path, "rb") as stream:
-        if path.suffix != ".ipynb":
-            size = os.fstat(stream.fileno()).st_size
-            if size > limits.max_file_size:
-                raise _too_large(f"{size:,} bytes", f"max-file-size = {limits.max_file_size:_}")
+        check_file_size(path, os.fstat(stream.fileno()).st_size, limits)
         return stream.read()
+
+
+def check_file_size(path: Path, size: int, limits: SourceLimits) -> None:
+    """Raise `SourceError` when the `.py` file at `path`, of `size` bytes, is too large to read
+    (as `read_source` does before reading it)."""
+    if path.suffix != ".ipynb" and size > limits.max_file_size:
+        raise _too_large(f"{size:,} bytes", f"max-file-size = {limits.max_file_size:_}")
 
 
 def check_size(text: str, limits: SourceLimits) -> None:

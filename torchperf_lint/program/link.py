@@ -358,7 +358,11 @@ class ProgramFacts:
                         continue
                     loop_kind = self._loop_kind(file, function, site.loop)
                     if loop_kind == "train" and self._evaluates(site, target):
-                        loop_kind = "eval"  # `test()` with autograd off, every epoch
+                        loop_kind = "eval"  # `test()` in the epoch loop
+                    elif loop_kind == "train" and self._evaluates_every_iteration(
+                        file, function, site.loop
+                    ):
+                        continue  # full-batch training: it waits for `test()` every epoch
                     if loop_kind == kind:
                         paths[target] = (Hop(file, site.ordinal, target.qualname),)
                         queue.append(target)
@@ -381,6 +385,16 @@ class ProgramFacts:
         training)."""
         callee = self.function(target)
         return callee is not None and callee.evaluates and not callee.steps
+
+    def _evaluates_every_iteration(self, file: str, function: FunctionSummary, loop: int) -> bool:
+        """The training loop `loop` also runs an evaluation on every iteration
+        (`for epoch in ...: loss = train(); accs = test()`, full-batch training): the host
+        waits for the GPU there every iteration by design, and the step's own reads add
+        nothing to undo."""
+        return any(
+            site.loop == loop and not site.sparse and self._evaluates(site, target)
+            for site, target in self._edges[(file, function.qualname)]
+        )
 
     def _hooks(self, kind: str) -> list[Target]:
         """Methods a framework runs on every step of this kind (outside test files)."""

@@ -26,9 +26,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Bump when the layout changes: cached summaries of another format are not read.
-SUMMARY_FORMAT = 5
-
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference

@@ -164,6 +164,16 @@ def _program_runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bo
     return witness is not None and witness.kind == "train"
 
 
+def _repeated(facts: FileFacts, call: cst.Call) -> bool:
+    """`call` runs in a loop or a comprehension of its scope."""
+    for parent in facts.scopes.ancestors(call):
+        if isinstance(parent, ScopeNode):
+            return False
+        if isinstance(parent, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return True
+    return False
+
+
 def _frozen_receivers(facts: FileFacts) -> set[str]:
     """The models the module freezes: `receiver.requires_grad_(False)`, or `p.requires_grad =
     False` in a loop over `receiver.parameters()`."""
@@ -219,9 +229,9 @@ class EvalWithoutNoGrad(Rule):
     """The model runs in eval mode with autograd still recording.
 
     ## What it does
-    Checks for a `model.eval()` call followed, in the same function (or at module level, in a
-    loop: a lone forward pass of a script or notebook runs once), by calls of that model
-    (`model(x)`, `model.forward(x)`) that run with gradients on: not under
+    Checks for a `model.eval()` call followed, in the same function (or at module level), by
+    calls of that model in a loop (`model(x)`, `model.forward(x)`; a lone forward pass, a dry
+    run or a demo's one prediction, runs once) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
     either (or nested in one), and not in a helper that every caller in the module calls under
     `no_grad`. Only the calls between `eval()` and the next `model.train()` count.
@@ -299,10 +309,9 @@ class EvalWithoutNoGrad(Rule):
                 if not facts.guards.grad_maybe_disabled(run)
             ]
             trains = calls.computes_gradients(function)
-            if function is None:
-                # Module level (a script, a notebook): a lone forward pass is a demo's, run
-                # once; the evaluation loop is what costs.
-                recording = [run for run in recording if facts.loops.nearest_loop(run) is not None]
+            # A lone forward pass (a dry run, a demo's one prediction, a check after
+            # training) runs once; the evaluation loop is what costs.
+            recording = [run for run in recording if _repeated(facts, run)]
             if trains:
                 # The same scope trains: only evaluation loops after `.eval()` are judged.
                 recording = [run for run in recording if calls.evaluation_loop(run, call)]

@@ -75,7 +75,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
     what that branch calls; in an evaluation the training loop runs (a function that calls
     `model.eval()` and trains nothing: `test()` in the epoch loop of a full-batch training),
-    whose reads belong to TPL202; on
+    whose reads belong to TPL202, and in the step of a training loop that runs such an
+    evaluation on every iteration (full-batch training, one step and one `test()` per epoch:
+    the host waits for the GPU there by design); on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
