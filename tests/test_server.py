@@ -235,6 +235,53 @@ def test_editing_the_caller_in_the_editor_or_on_disk_updates_the_helper_diagnost
     asyncio.run(scenario())
 
 
+# Edits of `examples/train.py`, applied one after the other as an editor sends them: inside a
+# function (re-parsed alone; the lines below move), one that changes another function's
+# findings, a syntax error and its repair, and module-level edits (an import, the CUDA device)
+# that change findings everywhere.
+EDITS = [
+    ("    model = SmallNet().to(device)\n", '    print("starting")\n    model = SmallNet().to(device)\n'),
+    ("batch_size=64, shuffle=True)", "batch_size=64, shuffle=True, pin_memory=True)"),
+    # The loop of `evaluate` no longer moves batches: `val_loader` in `main` needs no pinning.
+    ("        images, labels = images.to(device), labels.to(device)\n", ""),
+    ("    criterion = nn.CrossEntropyLoss()\n", "    criterion = nn.CrossEntropyLoss(\n"),
+    ("    criterion = nn.CrossEntropyLoss(\n", "    criterion = nn.CrossEntropyLoss()\n"),
+    ("from torch.cuda.amp import GradScaler, autocast\n", "from torch.amp import GradScaler, autocast\n"),
+    ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'device = torch.device("cpu")'),
+]
+
+
+def test_each_edit_gets_the_diagnostics_the_cli_gives_for_the_new_text(tmp_path: Path) -> None:
+    """The server re-parses only what an edit touched and keeps positions per statement;
+    what it publishes must still be what the CLI finds in the whole new text."""
+    root = project(tmp_path, {"train.py": EXAMPLE.read_text(encoding="utf-8")})
+    texts = [EXAMPLE.read_text(encoding="utf-8")]
+    for old, new in EDITS:
+        assert old in texts[-1]
+        texts.append(texts[-1].replace(old, new, 1))
+    expected = []
+    for step, text in enumerate(texts):
+        cli_root = project(tmp_path / f"cli{step}", {"train.py": text})
+        result = torchperf_lint("--output-format", "json", "--no-cache", "train.py", cwd=cli_root)
+        expected.append(cli_spans(json.loads(result.stdout)))
+    # Every edit changes the findings (the repaired text has those of the text before).
+    assert all(before != after for before, after in zip(expected, expected[1:]))
+
+    async def scenario() -> None:
+        async with running_server(root) as editor:
+            uri = editor.open(root / "train.py")
+            for version, (text, wanted) in enumerate(zip(texts, expected), start=1):
+                if version > 1:
+                    editor.change(uri, text, version)
+                try:
+                    await editor.diagnostics(uri, lambda found, wanted=wanted: spans(found) == wanted)
+                except asyncio.TimeoutError:
+                    pass
+                assert spans(editor.published[uri]) == wanted, f"after edit {version - 1}"
+
+    asyncio.run(scenario())
+
+
 def test_a_notebook_gets_its_findings_per_cell_and_a_cell_quick_fix(tmp_path: Path) -> None:
     notebook_path = FIXTURES / "notebooks" / "train_loop.ipynb"
     root = tmp_path / "project"

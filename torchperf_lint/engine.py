@@ -29,6 +29,7 @@ from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summarize import References, summarize
 from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.program.view import LinkedProgram
+from torchperf_lint.reparse import EditedText
 from torchperf_lint.rules.base import Finding, NodeEdit, Rule
 from torchperf_lint.settings import LintSettings, RuleOptions  # noqa: F401 - re-exported
 from torchperf_lint.source import (  # noqa: F401 - callers long found these here
@@ -203,10 +204,12 @@ def analyse_text(
     settings: LintSettings,
     program: ProgramFacts | None = None,
     link: Linker | None = None,
+    edited: EditedText | None = None,
 ) -> TextAnalysis:
     """Lint Python source `text` as the file `filename` of `program` (None: the file alone),
     or of the program `link` returns for the file's summary; raises `SourceError` when it
-    does not parse."""
+    does not parse. `edited` holds the file's last parse, for an editor's file: it is
+    re-used where it can be, with the same result."""
     if not worth_parsing(text, filename):
         return TextAnalysis()
     # Comments are tokenized early only when a file-level directive may be there; the
@@ -214,7 +217,7 @@ def analyse_text(
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
     check_size(text, settings.limits)
     with deep_recursion():
-        module = parse(text)
+        module = parse(text) if edited is None else edited.parse(text)
         local = FileFacts(module, PurePath(filename))
         refs = References(local)
         summary = summarize(local, refs)
@@ -225,7 +228,7 @@ def analyse_text(
         if program is None:
             program = ProgramFacts({filename: summary})
         facts = local.with_program(LinkedProgram(program, filename, refs))
-        return _lint_facts(facts, filename, text, noqa, settings, summary)
+        return _lint_facts(facts, filename, text, noqa, settings, summary, edited)
 
 
 def _lint_facts(
@@ -235,6 +238,7 @@ def _lint_facts(
     noqa: NoqaDirectives | None,
     settings: LintSettings,
     summary: ModuleSummary,
+    edited: EditedText | None = None,
 ) -> TextAnalysis:
     """Run the rules on one file's facts; positions only when something was found."""
     found: list[tuple[type[Rule], Finding]] = []
@@ -252,7 +256,10 @@ def _lint_facts(
     noqa = noqa or NoqaDirectives.from_source(text)
     wanted = [finding.node for _, finding in found]
     wanted += [edit.node for _, finding in found if finding.fix for edit in finding.fix.edits]
-    positions = node_positions(facts.module, wanted)
+    if edited is None:
+        positions = node_positions(facts.module, wanted)
+    else:
+        positions = edited.positions(facts.module, wanted, facts.index.parents)
     diagnostics = []
     for rule_class, finding in found:
         diagnostic = _diagnostic(rule_class, finding, positions, filename)

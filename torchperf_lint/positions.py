@@ -19,15 +19,22 @@ from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
 
-def node_positions(module: cst.Module, nodes: Collection[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
+def node_positions(
+    module: cst.Module,
+    nodes: Collection[cst.CSTNode],
+    statement: cst.BaseStatement | None = None,
+) -> dict[cst.CSTNode, CodeRange]:
     """The syntactic range of each of `nodes` (nodes of `module`), as `PositionProvider`
-    gives it: 1-based lines, 0-based columns counted in code points."""
+    gives it: 1-based lines, 0-based columns counted in code points. With `statement`, a
+    top-level statement of `module` holding `nodes`, only it is rendered, and lines count
+    from its first line (its leading lines included): a top-level statement is rendered the
+    same wherever it stands, from column 0."""
     state = _TargetedPositions(
         default_indent=module.default_indent,
         default_newline=module.default_newline,
         wanted=set(nodes),
     )
-    module._codegen(state)
+    (module if statement is None else statement)._codegen(state)
     return {node: state.ranges[node] for node in nodes if node in state.ranges}
 
 

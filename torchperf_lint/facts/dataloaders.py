@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
@@ -16,7 +17,7 @@ from torchperf_lint.facts.arguments import (
     bound_argument,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
-from torchperf_lint.facts.index import SyntaxIndex, descendants
+from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope
 from torchperf_lint.facts.loops import LoopNode, iterated_expression
 from torchperf_lint.facts.names import (
     NameResolver,
@@ -136,6 +137,9 @@ class DataLoaders:
             if names.call_name(call) == DATALOADER
         ]
         self._by_call = {c.call: c for c in self.constructions}
+        # Rules ask about every loop for every loader: the answers per loop are kept.
+        self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
+        self._moves_batches: dict[LoopNode, bool] = {}
 
     def construction(self, expression: cst.BaseExpression) -> DataLoaderConstruction | None:
         """The DataLoader construction `expression` evaluates to, when it can be known."""
@@ -148,8 +152,10 @@ class DataLoaders:
 
     def loader_of(self, loop: LoopNode) -> DataLoaderConstruction | None:
         """The construction a loop iterates (`for x in loader`, `enumerate(loader)`)."""
-        iterated = iterated_expression(loop)
-        return None if iterated is None else self.construction(iterated)
+        if loop not in self._loader_of:
+            iterated = iterated_expression(loop)
+            self._loader_of[loop] = None if iterated is None else self.construction(iterated)
+        return self._loader_of[loop]
 
     def iterates_a_loader(self, loop: LoopNode) -> bool:
         """Iterates a known construction, or a name that says it is one (`train_loader`)."""
@@ -494,9 +500,8 @@ class DataLoaders:
         bound = parent.targets[0].target
         function = self.scopes.enclosing_function(parent)
         reads = [
-            name for name in self.index.names
-            if name.value == bound.value
-            and name is not bound
+            name for name in self._names_by_identifier.get(bound.value, ())
+            if name is not bound
             and self.scopes.enclosing_function(name) is function
         ]
         return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
@@ -530,9 +535,14 @@ class DataLoaders:
         batch value and a device (`send_to_device(batch, device)`), where `x` is a loop target
         or a value the loop derives from one (`x, y = batch`, `{k: v.to(device) for k, v in
         batch.items()}`)."""
+        if loop not in self._moves_batches:
+            self._moves_batches[loop] = self._moves_batches_to_device(loop)
+        return self._moves_batches[loop]
+
+    def _moves_batches_to_device(self, loop: LoopNode) -> bool:
         if not isinstance(loop, cst.For):
             return False
-        body = [node for node in descendants(loop.body) if self.scopes.within_same_scope(node, loop)]
+        body = list(descendants_in_scope(loop.body))
         derived = target_names(loop.target)
         changed = True
         while changed:
@@ -567,15 +577,33 @@ class DataLoaders:
         )
 
     def _handed_to_a_framework(self, is_loader: Callable[[cst.BaseExpression], bool]) -> bool:
-        for call in self.index.calls:
-            func = call.func
-            if not isinstance(func, cst.Attribute) or not any(is_loader(arg.value) for arg in call.args):
+        for call in self._framework_calls:
+            if not any(is_loader(arg.value) for arg in call.args):
                 continue
-            if func.attr.value == "setup_dataloaders":
+            if call.func.attr.value == "setup_dataloaders":
                 return True
-            if func.attr.value == "prepare" and self._is_accelerator(func.value):
+            if self._is_accelerator(call.func.value):
                 return True
         return False
+
+    @cached_property
+    def _names_by_identifier(self) -> dict[str, list[cst.Name]]:
+        """The module's names by identifier: every loader bound to a name asks for its reads."""
+        found: dict[str, list[cst.Name]] = {}
+        for name in self.index.names:
+            found.setdefault(name.value, []).append(name)
+        return found
+
+    @cached_property
+    def _framework_calls(self) -> list[cst.Call]:
+        """The `x.prepare(...)` and `x.setup_dataloaders(...)` calls: found once, since every
+        loader asks about them."""
+        return [
+            call
+            for call in self.index.calls
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in ("prepare", "setup_dataloaders")
+        ]
 
     def is_returned(self, loader: DataLoaderConstruction) -> bool:
         """The loader is what its function returns (`return DataLoader(...)`, or the name bound
@@ -589,12 +617,22 @@ class DataLoaders:
         name = dotted_name(parent.targets[0].target)
         function = self.scopes.enclosing_function(parent)
         return name is not None and any(
-            isinstance(node, (cst.Return, cst.Yield))
-            and (value := _handed_out(node)) is not None
-            and dotted_name(value) == name
-            and self.scopes.enclosing_function(node) is function
-            for node in self.index.parents
+            self.scopes.enclosing_function(node) is function
+            for node in self._handing_out.get(name, ())
         )
+
+    @cached_property
+    def _handing_out(self) -> dict[str, list[cst.Return | cst.Yield]]:
+        """The `return` and `yield` statements of the module by the dotted name they hand out
+        (`return loader`, `yield from self.loader`): found once, since every loader asks."""
+        found: dict[str, list[cst.Return | cst.Yield]] = {}
+        for node in self.index.parents:
+            if isinstance(node, (cst.Return, cst.Yield)):
+                value = _handed_out(node)
+                name = dotted_name(value) if value is not None else None
+                if name is not None:
+                    found.setdefault(name, []).append(node)
+        return found
 
     def loader_hook_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose `train_dataloader`-style method builds `node`, the hooks a

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import ScopeNode, descendants, statements_of
+from torchperf_lint.facts.index import ScopeNode, descendants, descendants_in_scope, statements_of
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
@@ -173,9 +173,9 @@ class Guards:
         names its body increments by a literal (`step += 1`, `self.it = self.it + 1`)."""
         if loop not in self._counters:
             counters = {counter} if (counter := loop_counter(loop)) is not None else set()
-            for node in descendants(loop.body):
+            for node in descendants_in_scope(loop.body):
                 increment = _increment(node)
-                if increment is not None and self.scopes.within_same_scope(node, loop):
+                if increment is not None:
                     counters.add(increment)
             self._counters[loop] = frozenset(counters)
         return self._counters[loop]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import libcst as cst
 
@@ -37,6 +39,37 @@ class SyntaxIndex:
     formatted_strings: list[cst.FormattedString] = field(default_factory=list)
     # Nodes with a test: `if`/`elif`, `while`, conditional expressions and `assert`.
     conditions: list[cst.If | cst.While | cst.IfExp | cst.Assert] = field(default_factory=list)
+    # Per list of nodes above (by identity), the pre-order position of each of its nodes.
+    _positions: dict[int, list[int]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def preorder(self) -> dict[cst.CSTNode, int]:
+        """The position of each node (the module's own aside) in source order."""
+        return {node: position for position, node in enumerate(self.parents)}
+
+    @cached_property
+    def subtree_end(self) -> dict[cst.CSTNode, int]:
+        """The pre-order position of the last node of each node's subtree."""
+        end = dict(self.preorder)
+        for node in reversed(self.parents):
+            parent = self.parents[node]
+            if parent in end and end[node] > end[parent]:
+                end[parent] = end[node]
+        return end
+
+    def inside(self, nodes: list[cst.CSTNode], ancestor: cst.CSTNode) -> list[cst.CSTNode]:
+        """The nodes of `nodes`, one of this index's lists, below `ancestor`, in source order.
+
+        A subtree is a run of the pre-order, so they are found by bisection: analyses that ask
+        which calls of the module a loop holds, for every loop, do not scan every call."""
+        start = self.preorder.get(ancestor)
+        if start is None:
+            return list(nodes)  # the module
+        positions = self._positions.get(id(nodes))
+        if positions is None:
+            positions = self._positions[id(nodes)] = [self.preorder[node] for node in nodes]
+        first = bisect_right(positions, start)
+        return nodes[first:bisect_right(positions, self.subtree_end[ancestor], first)]
 
 
 # The buckets each node type goes into.
@@ -154,6 +187,20 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         below = children(child)
         below.reverse()
         pending.extend(below)
+
+
+def descendants_in_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` in its scope, in source order: a nested `def`, `lambda` or
+    `class` is one of them, but not what it holds."""
+    pending = children(node)
+    pending.reverse()
+    while pending:
+        child = pending.pop()
+        yield child
+        if type(child) not in SCOPE_TYPES:
+            below = children(child)
+            below.reverse()
+            pending.extend(below)
 
 
 def statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -43,12 +44,13 @@ class ExecutionOrder:
 
     def __init__(self, facts: FileFacts) -> None:
         self.parents = facts.index.parents
-        self.preorder = {node: position for position, node in enumerate(self.parents)}
-        self.subtree_end = dict(self.preorder)
-        for node in reversed(list(self.parents)):
-            parent = self.parents[node]
-            if parent in self.subtree_end and self.subtree_end[node] > self.subtree_end[parent]:
-                self.subtree_end[parent] = self.subtree_end[node]
+        self.preorder = facts.index.preorder
+        self.subtree_end = facts.index.subtree_end
+        # The calls and binary operations (what may run inside a timed interval), in pre-order.
+        self._operations = sorted(
+            [*facts.index.calls, *facts.index.binary_operations], key=self.preorder.__getitem__
+        )
+        self._operation_positions = [self.preorder[node] for node in self._operations]
 
     def finish(self, node: cst.CSTNode) -> tuple[int, int]:
         return self.subtree_end[node], -self.preorder[node]
@@ -59,6 +61,14 @@ class ExecutionOrder:
 
     def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
         return self.preorder[outer] <= self.preorder[node] <= self.subtree_end[outer]
+
+    def operations_between(self, start: cst.CSTNode, end: cst.CSTNode) -> list[cst.CSTNode]:
+        """The calls and binary operations that run after `start` finished and before `end`
+        is read (`between`), in pre-order: only those that start after `start`'s subtree and
+        before the end of `end`'s are looked at, not every one of the module."""
+        first = bisect_right(self._operation_positions, self.subtree_end[start])
+        last = bisect_right(self._operation_positions, self.subtree_end[end])
+        return [node for node in self._operations[first:last] if self.between(node, start, end)]
 
 
 @dataclass(frozen=True)
@@ -196,10 +206,7 @@ class CudaTimingWithoutSync(Rule):
         function = facts.scopes.enclosing_function(interval.end)
         last_work: tuple[int, int] | None = None
         last_sync: tuple[int, int] | None = None
-        candidates: list[cst.CSTNode] = [*facts.index.calls, *facts.index.binary_operations]
-        for node in candidates:
-            if not order.between(node, interval.start, interval.end):
-                continue
+        for node in order.operations_between(interval.start, interval.end):
             if facts.scopes.enclosing_function(node) is not function:
                 continue
             inner_loops = [

@@ -34,11 +34,18 @@ class FunctionCalls:
         self.own: dict[cst.FunctionDef | None, list[cst.Call]] = defaultdict(list)
         # Calls anywhere inside each function, nested defs included (an LBFGS closure).
         self.inside: dict[cst.FunctionDef | None, list[cst.Call]] = defaultdict(list)
+        # Calls by the name they call: `name(...)`, and `obj.name(...)`.
+        self._by_name: dict[str, list[cst.Call]] = defaultdict(list)
+        self._by_method: dict[str, list[cst.Call]] = defaultdict(list)
         for call in facts.index.calls:
             function = facts.scopes.enclosing_function(call)
             self.own[function].append(call)
             for enclosing in facts.scopes.enclosing_functions(call):
                 self.inside[enclosing].append(call)
+            if isinstance(call.func, cst.Name):
+                self._by_name[call.func.value].append(call)
+            elif isinstance(call.func, cst.Attribute):
+                self._by_method[call.func.attr.value].append(call)
 
     def computes_gradients(self, function: cst.FunctionDef | None) -> bool:
         """Whether `function` (or module-level code, for None) calls backward, steps an
@@ -97,15 +104,7 @@ class FunctionCalls:
         is_method = self.facts.scopes.enclosing_class(function) is not None and (
             self.facts.scopes.enclosing_function(function) is None
         )
-        return [
-            call
-            for call in self.facts.index.calls
-            if (
-                isinstance(call.func, cst.Attribute) and call.func.attr.value == name
-                if is_method
-                else isinstance(call.func, cst.Name) and call.func.value == name
-            )
-        ]
+        return list((self._by_method if is_method else self._by_name).get(name, ()))
 
     def called_while_training(self, function: cst.FunctionDef) -> bool:
         """Whether some call of `function` runs on every step of a training loop: its outputs
@@ -175,19 +174,19 @@ def _repeated(facts: FileFacts, call: cst.Call) -> bool:
     return False
 
 
-def _is_frozen(facts: FileFacts, receiver: str) -> bool:
-    """`receiver.requires_grad_(False)`, or `p.requires_grad = False` in a loop over
-    `receiver.parameters()`."""
+def _frozen_receivers(facts: FileFacts) -> set[str]:
+    """The models the module freezes: `receiver.requires_grad_(False)`, or `p.requires_grad =
+    False` in a loop over `receiver.parameters()`."""
+    frozen: set[str | None] = set()
     for call in facts.index.calls:
         func = call.func
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "requires_grad_"
-            and dotted_name(func.value) == receiver
             and call.args
             and literal_value(call.args[0].value) is False
         ):
-            return True
+            frozen.add(dotted_name(func.value))
     for assignment in facts.index.assigns:
         if not (isinstance(assignment, cst.Assign) and literal_value(assignment.value) is False):
             continue
@@ -202,10 +201,10 @@ def _is_frozen(facts: FileFacts, receiver: str) -> bool:
                 isinstance(iterated, cst.Call)
                 and isinstance(iterated.func, cst.Attribute)
                 and iterated.func.attr.value in ("parameters", "named_parameters")
-                and dotted_name(iterated.func.value) == receiver
             ):
-                return True
-    return False
+                frozen.add(dotted_name(iterated.func.value))
+    frozen.discard(None)
+    return frozen
 
 
 def _is_train_call(call: cst.Call, receiver: str) -> bool:
@@ -294,6 +293,7 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         calls = None
+        frozen = None
         for call in facts.index.calls:
             func = call.func
             if not (isinstance(func, cst.Attribute) and func.attr.value == "eval") or call.args:
@@ -315,8 +315,12 @@ class EvalWithoutNoGrad(Rule):
             if trains:
                 # The same scope trains: only evaluation loops after `.eval()` are judged.
                 recording = [run for run in recording if calls.evaluation_loop(run, call)]
-            if not recording or _is_frozen(facts, receiver):
-                continue  # Nothing records, or no parameter records a graph.
+            if not recording:
+                continue  # Nothing records.
+            if frozen is None:
+                frozen = _frozen_receivers(facts)
+            if receiver in frozen:
+                continue  # No parameter records a graph.
             # A loop of its own that evaluates marks an evaluation function, even when a
             # function that trains calls it (once, after its training loop).
             evaluates = trains or any(calls.evaluation_loop(run, call) for run in recording)
@@ -518,7 +522,10 @@ class NoGradInsteadOfInferenceMode(Rule):
     @staticmethod
     def _pure_inference(facts: FileFacts, body: cst.BaseSuite) -> bool:
         """Runs a model, mutates nothing in place, stores into no attribute or subscript."""
-        inside = [call for call in facts.index.calls if facts.scopes.within_same_scope(call, body)]
+        inside = [
+            call for call in facts.index.inside(facts.index.calls, body)
+            if facts.scopes.within_same_scope(call, body)
+        ]
         runs_model = any(facts.tensors.is_module_call(call) for call in inside)
         mutates = any(_is_in_place_method(last_identifier(call.func) or "") for call in inside)
         stores = any(
@@ -527,7 +534,7 @@ class NoGradInsteadOfInferenceMode(Rule):
                 isinstance(target, (cst.Attribute, cst.Subscript))
                 for target in _assignment_targets(assignment)
             )
-            for assignment in facts.index.assigns
+            for assignment in facts.index.inside(facts.index.assigns, body)
         )
         return runs_model and not mutates and not stores
 
@@ -539,7 +546,7 @@ class NoGradInsteadOfInferenceMode(Rule):
         `out.clamp_(0)`, `out[i] = 0`): inference tensors cannot be, outside inference mode."""
         bound = {
             name
-            for assignment in facts.index.assigns
+            for assignment in facts.index.inside(facts.index.assigns, body)
             if facts.scopes.within_same_scope(assignment, body)
             for target in _assignment_targets(assignment)
             for name in target_names(target)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -307,16 +307,19 @@ class LossGraphRetained(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         graphs = GraphTracker(facts)
         recording: dict[cst.CSTNode, bool] = {}
+        grad_off = _GradOff(facts)
+        rebinding = _rebinding_assignments(facts)
         for store in stores(facts):
             loop = facts.loops.nearest_loop(store.statement)
             if loop is None:
                 continue
             if loop.node not in recording:
-                recording[loop.node] = self._records_graphs(facts, loop)
+                recording[loop.node] = self._records_graphs(facts, loop, grad_off)
             if not recording[loop.node]:
                 continue
-            if _reset_every_iteration(facts, store, loop) or _backpropagated_until_reset(
-                facts, store, loop
+            resets = rebinding.get(store.container, ())
+            if _reset_every_iteration(facts, store, loop, resets) or _backpropagated_until_reset(
+                facts, store, loop, resets
             ):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
@@ -330,7 +333,7 @@ class LossGraphRetained(Rule):
             )
             yield self.finding(store.statement, fix)
 
-    def _records_graphs(self, facts: FileFacts, loop: LoopFacts) -> bool:
+    def _records_graphs(self, facts: FileFacts, loop: LoopFacts, grad_off: _GradOff) -> bool:
         """A training loop, or an evaluation loop that runs with autograd on."""
         if loop.is_training:
             return True
@@ -338,41 +341,68 @@ class LossGraphRetained(Rule):
             return False
         return not (
             facts.guards.grad_disabled(loop.node)
-            or _called_with_grad_disabled(facts, loop.function)
-            or _switches_grad_off(facts)
+            or grad_off.called_with_grad_disabled(loop.function)
+            or grad_off.switched_off
         )
 
 
-def _called_with_grad_disabled(facts: FileFacts, function: cst.FunctionDef | None) -> bool:
-    """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`,
-    or that every caller elsewhere in the program runs with autograd off."""
-    if function is None:
-        return False
-    return facts.program.always_called_without_grad(function) or any(
-        last_identifier(call.func) == function.name.value and facts.guards.grad_disabled(call)
-        for call in facts.index.calls
-    )
+class _GradOff:
+    """Where a module turns autograd off around its functions, each asked about once: every
+    loop of a function asks the same question about every call of the module."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self._called: dict[cst.FunctionDef, bool] = {}
+        self._calls_by_identifier: dict[str, list[cst.Call]] = {}
+        for call in facts.index.calls:
+            identifier = last_identifier(call.func)
+            if identifier is not None:
+                self._calls_by_identifier.setdefault(identifier, []).append(call)
+
+    def called_with_grad_disabled(self, function: cst.FunctionDef | None) -> bool:
+        """`evaluate()` is a `def` that some caller in the module runs under `torch.no_grad()`,
+        or that every caller elsewhere in the program runs with autograd off."""
+        if function is None:
+            return False
+        if function not in self._called:
+            facts = self.facts
+            self._called[function] = facts.program.always_called_without_grad(function) or any(
+                facts.guards.grad_disabled(call)
+                for call in self._calls_by_identifier.get(function.name.value, ())
+            )
+        return self._called[function]
+
+    @cached_property
+    def switched_off(self) -> bool:
+        """`torch.set_grad_enabled(False)` as a statement: autograd is off from there on."""
+        facts = self.facts
+        return any(
+            facts.names.call_name(call) in _GRAD_OFF_SWITCHES
+            and isinstance(facts.index.parents.get(call), cst.Expr)
+            and call.args and literal_value(call.args[0].value) is False
+            for call in facts.index.calls
+        )
 
 
-def _switches_grad_off(facts: FileFacts) -> bool:
-    """`torch.set_grad_enabled(False)` as a statement: autograd is off from there on."""
-    return any(
-        facts.names.call_name(call) in _GRAD_OFF_SWITCHES
-        and isinstance(facts.index.parents.get(call), cst.Expr)
-        and call.args and literal_value(call.args[0].value) is False
-        for call in facts.index.calls
-    )
-
-
-def _reset_every_iteration(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
-    """The container is rebound in the loop, so it lives for one iteration: unconditionally,
-    or earlier in the same block as the store (`loss = a` then `loss = loss + b` in one
-    branch)."""
-    block = facts.index.parents.get(facts.index.parents.get(store.statement))
+def _rebinding_assignments(facts: FileFacts) -> dict[str, list[cst.Assign]]:
+    """The `=` assignments of the module by the dotted names they bind."""
+    found: dict[str, list[cst.Assign]] = {}
     for assignment in facts.index.assigns:
-        if assignment is store.statement or not isinstance(assignment, cst.Assign):
-            continue
-        if not any(dotted_name(t.target) == store.container for t in assignment.targets):
+        if isinstance(assignment, cst.Assign):
+            for name in {dotted_name(t.target) for t in assignment.targets} - {None}:
+                found.setdefault(name, []).append(assignment)
+    return found
+
+
+def _reset_every_iteration(
+    facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
+) -> bool:
+    """The container is rebound in the loop (by one of `rebinding`, the assignments to it),
+    so it lives for one iteration: unconditionally, or earlier in the same block as the store
+    (`loss = a` then `loss = loss + b` in one branch)."""
+    block = facts.index.parents.get(facts.index.parents.get(store.statement))
+    for assignment in rebinding:
+        if assignment is store.statement:
             continue
         if not facts.scopes.within_same_scope(assignment, loop.node):
             continue
@@ -386,11 +416,14 @@ def _reset_every_iteration(facts: FileFacts, store: Store, loop: LoopFacts) -> b
     return False
 
 
-def _backpropagated_until_reset(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
+def _backpropagated_until_reset(
+    facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
+) -> bool:
     """The stored value is backpropagated in the loop (`current_loss.backward()`), which frees
-    what its graph saved, and the container is reset in the loop, if only on some iterations
-    (`running_loss = 0` after each optimizer step of a gradient-accumulation loop): it holds
-    the bare graphs of a few micro-batches, never a growing history."""
+    what its graph saved, and the container is reset in the loop (by one of `rebinding`, the
+    assignments to it), if only on some iterations (`running_loss = 0` after each optimizer
+    step of a gradient-accumulation loop): it holds the bare graphs of a few micro-batches,
+    never a growing history."""
     stored = dotted_name(store.value)
     if stored is None or not any(
         isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == stored
@@ -398,12 +431,10 @@ def _backpropagated_until_reset(facts: FileFacts, store: Store, loop: LoopFacts)
     ):
         return False
     return any(
-        isinstance(assignment, cst.Assign)
-        and any(dotted_name(t.target) == store.container for t in assignment.targets)
-        and store.container not in _names_in(assignment.value)
+        store.container not in _names_in(assignment.value)
         and facts.scopes.within_same_scope(assignment, loop.node)
         and loop in facts.loops.enclosing_loops(assignment)
-        for assignment in facts.index.assigns
+        for assignment in rebinding
     )
 
 
@@ -641,7 +672,7 @@ class RetainGraphInLoop(Rule):
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.training_loops:
             backwards = [
-                call for call in facts.index.calls
+                call for call in facts.index.inside(facts.index.calls, loop.node)
                 if facts.scopes.within_same_scope(call, loop.node)
                 and (
                     (isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward")

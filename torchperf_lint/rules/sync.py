@@ -369,7 +369,10 @@ class PythonLoopOverTensorElements(Rule):
                 continue
             if not facts.steps.runs_per_step(node):
                 continue
-            body_calls = [c for c in facts.index.calls if facts.scopes.within_same_scope(c, node.body)]
+            body_calls = [
+                c for c in facts.index.inside(facts.index.calls, node.body)
+                if facts.scopes.within_same_scope(c, node.body)
+            ]
             if any(facts.tensors.is_module_call(call) for call in body_calls):
                 continue
             if self._indexes_tensor_with(facts, node, node.target.value):
@@ -388,7 +391,7 @@ class PythonLoopOverTensorElements(Rule):
 
     def _indexes_tensor_with(self, facts: FileFacts, loop: cst.For, variable: str) -> bool:
         """A subscript in the loop body whose index is the loop variable, of a tensor."""
-        for subscript in facts.index.subscripts:
+        for subscript in facts.index.inside(facts.index.subscripts, loop.body):
             if not facts.scopes.within_same_scope(subscript, loop.body):
                 continue
             indices = [

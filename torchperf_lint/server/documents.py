@@ -31,6 +31,7 @@ from torchperf_lint.notebooks import (
     cell_of_row,
     read_notebook,
 )
+from torchperf_lint.reparse import EditedText
 
 _CELL_PREFIX = re.compile(r"cell (\d+): ")
 
@@ -45,12 +46,19 @@ class PythonSource:
         """The Python the linter sees."""
         return self.text
 
-    def analyse(self, name: str, settings: LintSettings, link: Linker | None) -> Analysis:
-        """Lint as the file `name` of the program `link` gives (None: alone); a text that does
-        not parse gets a file error (E902) and no summary."""
+    def analyse(
+        self,
+        name: str,
+        settings: LintSettings,
+        link: Linker | None,
+        edited: EditedText | None = None,
+    ) -> Analysis:
+        """Lint as the file `name` of the program `link` gives (None: alone), re-using the
+        file's last parse held by `edited`; a text that does not parse gets a file error
+        (E902) and no summary."""
         result = FileResult(name)
         try:
-            analysis = analyse_text(self.text, name, settings, link=link)
+            analysis = analyse_text(self.text, name, settings, link=link, edited=edited)
         except SourceError as error:
             result.error = FileError(name, error.reason, error.location)
             return Analysis(result)

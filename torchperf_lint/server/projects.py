@@ -21,10 +21,11 @@ from pathlib import Path
 from torchperf_lint.config import ConfigError, Configuration
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
 from torchperf_lint.discovery import SOURCE_SUFFIXES, program_files, project_root
-from torchperf_lint.engine import LintSettings
+from torchperf_lint.engine import LintSettings, parse
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.locate import locate_related
 from torchperf_lint.program.session import ProgramSession
+from torchperf_lint.reparse import EditedText
 from torchperf_lint.runner import summarize_file
 from torchperf_lint.server.documents import NotebookSource, PythonSource, read_source
 
@@ -56,6 +57,8 @@ class Project:
         self.session = ProgramSession()
         self.loaded = False
         self.open: dict[str, PythonSource | NotebookSource] = {}
+        # The last parse of each open Python file, re-used for its next text.
+        self.edited: dict[str, EditedText] = {}
 
     def name_of(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -75,7 +78,13 @@ class Project:
             self.close(name)
             return Linted(source, name, None)
         self.open[name] = source
-        analysis = self.session.analyse(name, lambda link: source.analyse(name, settings, link))
+        if isinstance(source, PythonSource):
+            edited = self.edited.setdefault(name, EditedText(parse))
+            analysis = self.session.analyse(
+                name, lambda link: source.analyse(name, settings, link, edited)
+            )
+        else:
+            analysis = self.session.analyse(name, lambda link: source.analyse(name, settings, link))
         result = analysis.result
         locate_related([result], self._read)
         return Linted(
@@ -113,6 +122,7 @@ class Project:
 
     def close(self, name: str) -> None:
         """The file is no longer open: its summary is the one of its file on disk again."""
+        self.edited.pop(name, None)
         if self.open.pop(name, None) is None:
             return
         self.session.forget(name)

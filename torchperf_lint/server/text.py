@@ -15,15 +15,17 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# Characters beyond the Basic Multilingual Plane: two UTF-16 code units each.
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 
 
 def _units(text: str, encoding: str) -> int:
     """The length of `text` in the code units of a position encoding."""
     if encoding == "utf-8":
         return len(text.encode("utf-8"))
-    if encoding == "utf-32":
+    if encoding == "utf-32" or text.isascii():
         return len(text)
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text) + len(_ASTRAL.findall(text))
 
 
 @dataclass(frozen=True)
