@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from cli_helpers import torchperf_lint, write_files
 
 from torchperf_lint import cache as cache_module
@@ -242,14 +243,19 @@ def settle(*paths: Path) -> None:
         time.sleep(0.01)
 
 
-def test_unchanged_files_are_found_by_their_stamps_without_being_read(tmp_path, monkeypatch):
+def settled_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[FileJob]:
+    """A two-file program whose files are older than the racy window, as jobs with a cache."""
     monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.05)
     write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
     settle(tmp_path / "train.py", tmp_path / "helpers.py")
-    jobs = [
+    return [
         FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
         for name in ("helpers.py", "train.py")
     ]
+
+
+def test_unchanged_files_are_found_by_their_stamps_without_being_read(tmp_path, monkeypatch):
+    jobs = settled_project(tmp_path, monkeypatch)
     first = lint_program(jobs, jobs, workers=1)
     # Another run (a fresh process) reads the stamps from the cache, and no file.
     stamps = cache_module.FileDigests(Cache(tmp_path / "cache"))
@@ -265,13 +271,7 @@ def test_unchanged_files_are_found_by_their_stamps_without_being_read(tmp_path, 
 def test_an_edit_that_restores_the_size_and_modification_time_is_seen(tmp_path, monkeypatch):
     """The stamp holds the change time too, which no program can set back (`touch -r`,
     `os.utime` and `rsync -t` set the modification time only)."""
-    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.05)
-    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
-    settle(tmp_path / "train.py", tmp_path / "helpers.py")
-    jobs = [
-        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
-        for name in ("helpers.py", "train.py")
-    ]
+    jobs = settled_project(tmp_path, monkeypatch)
     first = lint_program(jobs, jobs, workers=1)
     assert any(d.code == "TPL201" for r in first.outcomes for d in r.diagnostics)
     helpers = tmp_path / "helpers.py"

@@ -178,8 +178,8 @@ def _binds(node: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _assigned_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    """`value` when `statement` is the line `name = value` (one target, one statement)."""
+def single_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """`("out", value)` for a line that is exactly `out = value` (one target, one statement)."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     assignment = statement.body[0]
@@ -187,10 +187,15 @@ def _assigned_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | N
         isinstance(assignment, cst.Assign)
         and len(assignment.targets) == 1
         and isinstance(assignment.targets[0].target, cst.Name)
-        and assignment.targets[0].target.value == name
     ):
-        return assignment.value
+        return assignment.targets[0].target.value, assignment.value
     return None
+
+
+def _assigned_value(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """`value` when `statement` is the line `name = value`."""
+    assigned = single_assignment(statement)
+    return assigned[1] if assigned is not None and assigned[0] == name else None
 
 
 def _registered_buffer(call: cst.Call) -> tuple[str, cst.BaseExpression] | None:

@@ -11,6 +11,7 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, argument_value, bound_argument
 from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.facts.scopes import single_assignment
 from torchperf_lint.rules.base import Finding, Rule
 from torchperf_lint.rules.edits import replace_argument, set_keyword
 
@@ -131,8 +132,8 @@ def _consecutive_layer_statements(
                 continue
             statements = list(function.body.body)
             for first, second in zip(statements, statements[1:]):
-                produced = _single_assignment(first)
-                consumed = _single_assignment(second)
+                produced = single_assignment(first)
+                consumed = single_assignment(second)
                 if produced is None or consumed is None or produced[0] != consumed[0]:
                     continue
                 (target, layer_call), (_, value) = produced, consumed
@@ -248,20 +249,6 @@ def _appended(node: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     ):
         return [element.value for element in node.value.elements]
     return []
-
-
-def _single_assignment(statement: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
-    """`("out", value)` for a line that is exactly `out = value`."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    assignment = statement.body[0]
-    if (
-        isinstance(assignment, cst.Assign)
-        and len(assignment.targets) == 1
-        and isinstance(assignment.targets[0].target, cst.Name)
-    ):
-        return assignment.targets[0].target.value, assignment.value
-    return None
 
 
 class _BiasBeforeBatchNorm(Rule):
