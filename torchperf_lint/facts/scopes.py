@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, nearest_ancestor
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, nearest_ancestor
 from torchperf_lint.facts.names import dotted_name, target_names
 
 _FUNCTION = frozenset({cst.FunctionDef})
@@ -155,27 +156,45 @@ class Scopes:
         return None
 
     def _binds(self, node: cst.CSTNode, name: str) -> bool:
+        """Whether `node` binds `name` in its own function: an assignment, a loop or `with`
+        target, an augmented assignment or a walrus inside it."""
         key = (node, name)
         if key not in self._binding_statements:
-            self._binding_statements[key] = _binds(node, name)
+            sites = self._binding_sites.get((self.enclosing_function(node), name), ())
+            self._binding_statements[key] = any(self._within(site, node) for site in sites)
         return self._binding_statements[key]
 
+    def _within(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        """`node` is `ancestor` or below it."""
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current is ancestor:
+                return True
+            current = self.parents.get(current)
+        return False
 
-def _binds(node: cst.CSTNode, name: str) -> bool:
-    """Whether `node` (or a function nested in it) binds `name`: an assignment, a loop or
-    `with` target, an augmented assignment or a walrus."""
-    for child in (node, *descendants(node)):
-        if isinstance(child, cst.AssignTarget) and name in target_names(child.target):
-            return True
-        if isinstance(child, (cst.AugAssign, cst.AnnAssign, cst.For)) and name in target_names(
-            child.target
-        ):
-            return True
-        if isinstance(child, cst.AsName) and name in target_names(child.name):
-            return True
-        if isinstance(child, cst.NamedExpr) and name in target_names(child.target):
-            return True
-    return False
+    @cached_property
+    def _binding_sites(self) -> dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]]:
+        """Per (function, name), the nodes that bind the name there (see `_binds`)."""
+        sites: dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]] = defaultdict(list)
+        for node in self.parents:
+            target = _bound_target(node)
+            if target is None:
+                continue
+            function = self.enclosing_function(node)
+            for name in target_names(target):
+                sites[(function, name)].append(node)
+        return sites
+
+
+def _bound_target(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """What `node` binds, when it binds names: an assignment's or a loop's target, a `with
+    ... as` name, a walrus's target."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return node.target
+    if isinstance(node, cst.AsName):
+        return node.name
+    return None
 
 
 def single_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
