@@ -74,6 +74,21 @@ def target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
+def alias_binding(alias: cst.ImportAlias, from_import: bool) -> tuple[str, str] | None:
+    """(the name bound, what it names) for one alias of an import: `import a.b as c` binds
+    `c` to `a.b`, `import a.b` binds `a` to `a`, `from m import x as y` binds `y` to `x`
+    (which the caller qualifies with `m`)."""
+    imported = dotted_name(alias.name)
+    if imported is None:
+        return None
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value, imported
+    if from_import:
+        return imported, imported
+    top = imported.split(".")[0]
+    return top, top
+
+
 def root_name(expression: cst.BaseExpression) -> str | None:
     """`batch` for `batch`, `batch[0]`, `batch["x"]`, `batch.x` and `batch.x[0]`."""
     while isinstance(expression, (cst.Attribute, cst.Subscript)):
@@ -147,14 +162,9 @@ class NameResolver:
             return
         if isinstance(statement, cst.Import):
             for alias in statement.names:
-                full = dotted_name(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    aliases.setdefault(alias.asname.name.value, full)
-                else:
-                    top = full.split(".")[0]
-                    aliases.setdefault(top, top)
+                binding = alias_binding(alias, from_import=False)
+                if binding is not None:
+                    aliases.setdefault(*binding)
             return
         if statement.relative or statement.module is None:
             return
@@ -162,13 +172,10 @@ class NameResolver:
         if module is None:
             return
         for alias in statement.names:
-            imported = dotted_name(alias.name)
-            if imported is None:
-                continue
-            bound = imported
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                bound = alias.asname.name.value
-            aliases.setdefault(bound, f"{module}.{imported}")
+            binding = alias_binding(alias, from_import=True)
+            if binding is not None:
+                bound, imported = binding
+                aliases.setdefault(bound, f"{module}.{imported}")
 
     def _imported_as(self, node: cst.Name) -> str | None:
         """What the import that binds `node` in its scope imported: the innermost enclosing

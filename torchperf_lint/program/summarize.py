@@ -12,7 +12,7 @@ from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
-from torchperf_lint.facts.names import dotted_name
+from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.program.summary import (
     CallSite,
     ClassSummary,
@@ -70,15 +70,11 @@ class References:
     def _add_import(self, statement: cst.Import | cst.ImportFrom) -> None:
         if isinstance(statement, cst.Import):
             for alias in statement.names:
-                target = dotted_name(alias.name)
-                if target is None:
+                binding = alias_binding(alias, from_import=False)
+                if binding is None:
                     continue
-                self.imported_modules.append(target)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.imports.setdefault(alias.asname.name.value, target)
-                else:
-                    top = target.split(".")[0]
-                    self.imports.setdefault(top, top)
+                self.imported_modules.append(dotted_name(alias.name))
+                self.imports.setdefault(*binding)
             return
         module = dotted_name(statement.module) if statement.module is not None else ""
         if module is None:
@@ -90,12 +86,10 @@ class References:
             return
         self.imported_modules.append(base)
         for alias in statement.names:
-            name = dotted_name(alias.name)
-            if name is None:
+            binding = alias_binding(alias, from_import=True)
+            if binding is None:
                 continue
-            bound = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                bound = alias.asname.name.value
+            bound, name = binding
             target = f"{base}.{name}" if not base.endswith(".") else f"{base}{name}"
             self.imports.setdefault(bound, target)
             # `from pkg import engine` may name a submodule.
