@@ -10,6 +10,7 @@ from functools import cached_property
 import libcst as cst
 
 Loop = (cst.For, cst.While)
+Comprehension = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 ScopeNode = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 SCOPE_TYPES = frozenset(ScopeNode)
 

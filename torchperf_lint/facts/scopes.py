@@ -22,6 +22,7 @@ class Scopes:
         # For `enclosing_function` (see `nearest_ancestor`).
         self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
+        self._nearest_bindings: dict[cst.Name, cst.CSTNode | bool | None] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
         self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
             defaultdict(list)
@@ -118,7 +119,6 @@ class Scopes:
             return local
         return self._bindings.get((None, name), [])
 
-
     def reaching_value(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the assignment `name = value` that every path to this use of `name`
         goes through last, in straight-line code of its function: the nearest earlier
@@ -137,7 +137,13 @@ class Scopes:
     def _nearest_binding(self, name: cst.Name) -> cst.CSTNode | bool | None:
         """The nearest earlier statement of an enclosing block that binds `name`; True when a
         loop around the use binds it (the value may come from an earlier iteration); None
-        when nothing before the use in its function binds it."""
+        when nothing before the use in its function binds it. Answered once per use: both
+        `reaching_value` and `unbound_before` ask it."""
+        if name not in self._nearest_bindings:
+            self._nearest_bindings[name] = self._find_nearest_binding(name)
+        return self._nearest_bindings[name]
+
+    def _find_nearest_binding(self, name: cst.Name) -> cst.CSTNode | bool | None:
         for parent, child in self.ancestors_with_child(name):
             if isinstance(parent, ScopeNode):
                 return None
@@ -166,12 +172,7 @@ class Scopes:
 
     def _within(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         """`node` is `ancestor` or below it."""
-        current: cst.CSTNode | None = node
-        while current is not None:
-            if current is ancestor:
-                return True
-            current = self.parents.get(current)
-        return False
+        return node is ancestor or any(parent is ancestor for parent in self.ancestors(node))
 
     @cached_property
     def _binding_sites(self) -> dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]]:

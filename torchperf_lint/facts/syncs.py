@@ -17,7 +17,13 @@ from functools import cached_property
 import libcst as cst
 
 from torchperf_lint.facts.devices import is_dtype
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, statements_of
+from torchperf_lint.facts.index import (
+    Comprehension,
+    ScopeNode,
+    SyntaxIndex,
+    descendants,
+    statements_of,
+)
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -451,7 +457,7 @@ class HostSyncs:
                 return
             if isinstance(parent, cst.For):
                 yield parent.target, parent.iter
-            elif isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            elif isinstance(parent, Comprehension):
                 clause: cst.CompFor | None = parent.for_in
                 while clause is not None:
                     yield clause.target, clause.iter

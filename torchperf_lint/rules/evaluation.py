@@ -10,7 +10,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import Loop, ScopeNode
+from torchperf_lint.facts.index import Comprehension, Loop, ScopeNode
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
@@ -169,7 +169,7 @@ def _repeated(facts: FileFacts, call: cst.Call) -> bool:
     for parent in facts.scopes.ancestors(call):
         if isinstance(parent, ScopeNode):
             return False
-        if isinstance(parent, (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        if isinstance(parent, (*Loop, *Comprehension)):
             return True
     return False
 
