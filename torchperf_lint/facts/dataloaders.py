@@ -121,6 +121,14 @@ def _unknown_elsewhere(call: cst.Call) -> str | None:
     return None
 
 
+def _said_elsewhere(
+    source: cst.BaseExpression, elsewhere: SamplesElsewhere, kinds: tuple[str, ...]
+) -> bool:
+    """The program says the dataset `source` builds (a class or function of another module)
+    holds samples of one of `kinds`."""
+    return isinstance(source, cst.Call) and elsewhere(source) in kinds
+
+
 class DataLoaders:
     """Every DataLoader construction of the module, and which loop iterates which.
 
@@ -182,7 +190,7 @@ class DataLoaders:
         return dataset is not None and self.every_source(
             dataset.value,
             lambda source: self._held_in_memory(source)
-            or isinstance(source, cst.Call) and elsewhere(source) is not None,
+            or _said_elsewhere(source, elsewhere, ("made_up", "in_memory", "rows")),
         )
 
     def _samples_in_memory(self, construction: cst.Call) -> bool:
@@ -243,7 +251,7 @@ class DataLoaders:
         return dataset is not None and self.every_source(
             dataset.value,
             lambda source: self._made_up(source)
-            or isinstance(source, cst.Call) and elsewhere(source) == "made_up",
+            or _said_elsewhere(source, elsewhere, ("made_up",)),
         )
 
     def _made_up(self, expression: cst.BaseExpression) -> bool:
@@ -375,7 +383,7 @@ class DataLoaders:
         return dataset is not None and self.every_source(
             dataset.value,
             lambda source: self.is_preprocessed(source)
-            or isinstance(source, cst.Call) and elsewhere(source) == "rows",
+            or _said_elsewhere(source, elsewhere, ("rows",)),
         )
 
     def is_preprocessed(self, expression: cst.BaseExpression) -> bool:

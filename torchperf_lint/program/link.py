@@ -353,15 +353,21 @@ class ProgramFacts:
             for file, function in self._functions:
                 if file in self.tests:
                     continue
-                for site, target in self._edges[(file, function.qualname)]:
+                edges = self._edges[(file, function.qualname)]
+                # Loops that run an evaluation on every iteration (`for epoch in ...: loss =
+                # train(); accs = test()`, full-batch training): the host waits for the GPU
+                # there by design, and the step's own reads add nothing to undo.
+                evaluating = {
+                    site.loop for site, target in edges
+                    if not site.sparse and self._evaluates(site, target)
+                }
+                for site, target in edges:
                     if site.loop == -1 or site.sparse or target in paths:
                         continue
                     loop_kind = self._loop_kind(file, function, site.loop)
                     if loop_kind == "train" and self._evaluates(site, target):
                         loop_kind = "eval"  # `test()` in the epoch loop
-                    elif loop_kind == "train" and self._evaluates_every_iteration(
-                        file, function, site.loop
-                    ):
+                    elif loop_kind == "train" and site.loop in evaluating:
                         continue  # full-batch training: it waits for `test()` every epoch
                     if loop_kind == kind:
                         paths[target] = (Hop(file, site.ordinal, target.qualname),)
@@ -385,16 +391,6 @@ class ProgramFacts:
         training)."""
         callee = self.function(target)
         return callee is not None and callee.evaluates and not callee.steps
-
-    def _evaluates_every_iteration(self, file: str, function: FunctionSummary, loop: int) -> bool:
-        """The training loop `loop` also runs an evaluation on every iteration
-        (`for epoch in ...: loss = train(); accs = test()`, full-batch training): the host
-        waits for the GPU there every iteration by design, and the step's own reads add
-        nothing to undo."""
-        return any(
-            site.loop == loop and not site.sparse and self._evaluates(site, target)
-            for site, target in self._edges[(file, function.qualname)]
-        )
 
     def _hooks(self, kind: str) -> list[Target]:
         """Methods a framework runs on every step of this kind (outside test files)."""

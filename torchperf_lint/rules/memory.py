@@ -394,20 +394,28 @@ def _rebinding_assignments(facts: FileFacts) -> dict[str, list[cst.Assign]]:
     return found
 
 
+def _resets_in_loop(
+    facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
+) -> Iterator[cst.Assign]:
+    """The assignments of `rebinding` (those to the container) in `loop`'s own scope that
+    reset the container rather than accumulate into it (`total = total + x` is no reset)."""
+    for assignment in rebinding:
+        if (
+            assignment is not store.statement
+            and facts.scopes.within_same_scope(assignment, loop.node)
+            and store.container not in _names_in(assignment.value)
+        ):
+            yield assignment
+
+
 def _reset_every_iteration(
     facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
 ) -> bool:
-    """The container is rebound in the loop (by one of `rebinding`, the assignments to it),
-    so it lives for one iteration: unconditionally, or earlier in the same block as the store
-    (`loss = a` then `loss = loss + b` in one branch)."""
+    """The container is reset in the loop so that it lives for one iteration: unconditionally,
+    or earlier in the same block as the store (`loss = a` then `loss = loss + b` in one
+    branch)."""
     block = facts.index.parents.get(facts.index.parents.get(store.statement))
-    for assignment in rebinding:
-        if assignment is store.statement:
-            continue
-        if not facts.scopes.within_same_scope(assignment, loop.node):
-            continue
-        if store.container in _names_in(assignment.value):
-            continue  # another accumulation (`total = total + x`), not a reset
+    for assignment in _resets_in_loop(facts, store, loop, rebinding):
         line = facts.index.parents.get(assignment)
         if facts.index.parents.get(line) is block and _precedes(block, line, store.statement, facts):
             return True
@@ -420,22 +428,16 @@ def _backpropagated_until_reset(
     facts: FileFacts, store: Store, loop: LoopFacts, rebinding: Sequence[cst.Assign]
 ) -> bool:
     """The stored value is backpropagated in the loop (`current_loss.backward()`), which frees
-    what its graph saved, and the container is reset in the loop (by one of `rebinding`, the
-    assignments to it), if only on some iterations (`running_loss = 0` after each optimizer
-    step of a gradient-accumulation loop): it holds the bare graphs of a few micro-batches,
-    never a growing history."""
+    what its graph saved, and the container is reset in the loop, if only on some iterations
+    (`running_loss = 0` after each optimizer step of a gradient-accumulation loop): it holds
+    the bare graphs of a few micro-batches, never a growing history."""
     stored = dotted_name(store.value)
     if stored is None or not any(
         isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == stored
         for call in loop.backward_calls
     ):
         return False
-    return any(
-        store.container not in _names_in(assignment.value)
-        and facts.scopes.within_same_scope(assignment, loop.node)
-        and loop in facts.loops.enclosing_loops(assignment)
-        for assignment in rebinding
-    )
+    return next(_resets_in_loop(facts, store, loop, rebinding), None) is not None
 
 
 def _precedes(block: cst.CSTNode, line: cst.CSTNode, statement: cst.CSTNode, facts: FileFacts) -> bool:
