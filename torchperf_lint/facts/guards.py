@@ -125,7 +125,9 @@ class Guards:
             return isinstance(target.operator, cst.NotEqual) and (
                 _is_modulo(test.left) or _is_modulo(target.comparator)
             )
-        if isinstance(test, cst.Name) and depth == 0:
+        if isinstance(test, cst.Name) and depth < 3:
+            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
+            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
             values = self.scopes.bound_values(test)
             return bool(values) and all(self._is_off_period_test(v, depth + 1) for v in values)
         return False
@@ -137,7 +139,9 @@ class Guards:
             return True
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
-        if isinstance(test, cst.Name) and depth == 0:
+        if isinstance(test, cst.Name) and depth < 3:
+            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
+            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
             values = self.scopes.bound_values(test)
             return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
         return False
@@ -169,14 +173,23 @@ class Guards:
         return None
 
     def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
-        """The names that count `loop`'s iterations: its own counter (`loop_counter`) and the
-        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`)."""
+        """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
+        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`), and the
+        names its body binds to a counter plus or minus a literal (`batch_count = i + 1`)."""
         if loop not in self._counters:
             counters = {counter} if (counter := loop_counter(loop)) is not None else set()
+            offsets = []
             for node in descendants_in_scope(loop.body):
                 increment = _increment(node)
                 if increment is not None:
                     counters.add(increment)
+                elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                    offsets.append(node)
+            for assignment in offsets:  # in source order: `n = i + 1` then `m = n - 1`
+                base = _offset_of(assignment.value)
+                target = dotted_name(assignment.targets[0].target)
+                if base in counters and target is not None:
+                    counters.add(target)
             self._counters[loop] = frozenset(counters)
         return self._counters[loop]
 
@@ -189,7 +202,9 @@ class Guards:
             left = self._is_sparse_test(test.left, counters, depth)
             right = self._is_sparse_test(test.right, counters, depth)
             return left or right if isinstance(test.operator, cst.And) else left and right
-        if isinstance(test, cst.Name) and depth == 0:
+        if isinstance(test, cst.Name) and depth < 3:
+            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
+            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
             values = self.scopes.bound_values(test)
             return bool(values) and all(
                 self._is_sparse_test(value, counters, depth + 1) for value in values
@@ -241,6 +256,49 @@ class Guards:
             ):
                 return True
         return False
+
+    def off_default_option(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only when its object was built with a switch turned away from
+        its default: `if self.batch_eval: ... else: node` in a class whose `__init__(self,
+        ..., batch_eval=True)` stores `self.batch_eval = batch_eval` and nothing else assigns
+        it (or the body of `if self.flag:` for a switch that defaults to `False`). Instances
+        built with the defaults never run it."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, cst.ClassDef):
+                return False
+            if not isinstance(parent, cst.If) or child is parent.test:
+                continue
+            test, negated = parent.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            default = self._constructor_default(test)
+            runs_when = (child is parent.body) != negated  # the value of `self.<attr>` it needs
+            if default is not None and runs_when != default:
+                return True
+        return False
+
+    def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
+        """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only
+        ever assigned from, or None."""
+        if not isinstance(test, cst.Attribute) or not isinstance(test.value, cst.Name):
+            return None
+        if test.value.value != "self":
+            return None
+        cls = self.scopes.enclosing_class(test)
+        values = [
+            value for value in self.scopes.bound_values(test)
+            if self.scopes.enclosing_class(value) is cls
+        ]
+        if len(values) != 1 or not isinstance(values[0], cst.Name):
+            return None
+        init = self.scopes.enclosing_function(values[0])
+        if init is None or init.name.value != "__init__":
+            return None
+        for param in (*init.params.params, *init.params.kwonly_params):
+            if param.name.value == values[0].value and param.default is not None:
+                default = literal_value(param.default)
+                return default if isinstance(default, bool) else None
+        return None
 
     def evaluation_only(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a branch of its function that runs only when not training
@@ -463,6 +521,17 @@ def _increment(node: cst.CSTNode) -> str | None:
     else:
         return None
     return dotted_name(target) if _is_count(step) else None
+
+
+def _offset_of(expression: cst.BaseExpression) -> str | None:
+    """`name` in `name + 1` or `name - 1` (an integer literal offset)."""
+    if (
+        isinstance(expression, cst.BinaryOperation)
+        and isinstance(expression.operator, (cst.Add, cst.Subtract))
+        and _is_count(expression.right)
+    ):
+        return dotted_name(expression.left)
+    return None
 
 
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:

@@ -108,10 +108,11 @@ class Steps:
 
         The innermost hot loop of its function decides (a loop nested in a training loop runs
         on every step too); outside hot loops, the function it is in, when the program runs that
-        function on every step. Periodic and counter guards (`if step % 100 == 0:`) and error
-        paths end it.
+        function on every step. Periodic and counter guards (`if step % 100 == 0:`), error
+        paths and branches that only objects built with a non-default switch run (`if
+        self.batch_eval: ... else:` after `__init__(self, batch_eval=True)`) end it.
         """
-        if self.on_error_path(node):
+        if self.on_error_path(node) or self.guards.off_default_option(node):
             return None
         for loop in self.loops.enclosing_loops(node):
             if loop.is_hot:

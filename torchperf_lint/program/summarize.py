@@ -286,7 +286,10 @@ class _Summarizer:
                 callee=callee,
                 ordinal=ordinal,
                 loop=-1 if loop is None else self.loop_ordinals[loop.node],
-                sparse=sparse or facts.steps.on_error_path(call),
+                sparse=(
+                    sparse or facts.steps.on_error_path(call)
+                    or facts.guards.off_default_option(call)
+                ),
                 no_grad=facts.guards.grad_disabled(call),
                 evaluation_only=facts.guards.evaluation_only(call),
                 arguments=self._arguments(call),

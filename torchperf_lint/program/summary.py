@@ -43,7 +43,8 @@ class CallSite:
     ordinal: int  # Position among the module's calls (`SyntaxIndex.calls`), in source order.
     loop: int  # Ordinal of the nearest loop in the same function (`SyntaxIndex.loops`), or -1.
     # Not on every iteration of `loop` (or of the function, outside loops): under a periodic
-    # or counter guard, or on an error path.
+    # or counter guard, on an error path, or in a branch only objects built with a switch
+    # away from its default run (`Guards.off_default_option`).
     sparse: bool = False
     no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
     # In a branch that runs only when not training (`if stage != Stage.TRAIN:`).

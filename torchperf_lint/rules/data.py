@@ -403,7 +403,12 @@ class BlockingHostToDeviceCopy(Rule):
     checked: the framework copies its batches to the device, and a later `.to(device, dtype)`
     only casts.
 
-    Test files are not checked.
+    An evaluation loop (no backward pass) that reads a device value on every batch
+    (`correct += pred.eq(y).sum().item()`, `losses.update(loss.item())`) is not checked: the
+    read drains the GPU each iteration, so the blocking copy has no queued work to wait behind
+    and `non_blocking=True` would only overlap the copy with the launch of the forward pass.
+    A training loop is checked either way (its per-step read is TPL201's finding). Test files
+    are not checked.
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
@@ -448,6 +453,8 @@ class BlockingHostToDeviceCopy(Rule):
             loader = facts.loader_of(loop.node)
             if loader is None or not loader.pins_memory or loader.moved_by_a_framework:
                 continue
+            if not loop.is_training and self._waits_every_iteration(facts, loop):
+                continue
             for call in loop.own_calls:
                 if not self._is_host_to_device(facts, call):
                     continue
@@ -459,6 +466,17 @@ class BlockingHostToDeviceCopy(Rule):
                 )
                 fix = self.replace(facts, call, new_call, "Add `non_blocking=True`", applicability)
                 yield self.finding(call, fix)
+
+    @staticmethod
+    def _waits_every_iteration(facts: FileFacts, loop: LoopFacts) -> bool:
+        """Whether the loop reads a device value on every iteration (`loss.item()`,
+        `correct += pred.eq(y).sum().item()`), outside sparse guards and error paths."""
+        return any(
+            loop in facts.loops.enclosing_loops(site.node)
+            and facts.guards.sparse_guard(site.node, loop.node) is None
+            and not facts.steps.on_error_path(site.node)
+            for site in facts.host_syncs.device_reads
+        )
 
     @staticmethod
     def _is_host_to_device(facts: FileFacts, call: cst.Call) -> bool:

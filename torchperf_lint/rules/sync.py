@@ -66,8 +66,13 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
-    one: `do_log = step % n == 0; if do_log:`) or a test of one of the loop's counters (its
-    own or one it increments: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`), after
+    one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
+    m == 0 or do_log; if do_metric:`) or a test of one of the loop's counters (its own, one it
+    increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
+    `batch_count = i + 1; if batch_count == num_batches:`), in a branch that only objects
+    built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
+    whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
+    that defaults to `False`), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), or a
     lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
