@@ -164,7 +164,7 @@ class Guards:
             if (
                 isinstance(parent, cst.If)
                 and child is parent.body
-                and (self._is_sparse_test(parent.test, counters) or _initializes_once(parent))
+                and (self._is_sparse_test(parent.test, counters) or self._initializes_once(parent))
             ):
                 return parent
             exit_ = self._exit_off_period_before(parent, child)
@@ -256,6 +256,46 @@ class Guards:
             ):
                 return True
         return False
+
+    def initializes_once(self, node: cst.CSTNode) -> bool:
+        """Whether `node` sits in a lazy initialisation of its function (`_initializes_once`):
+        a call runs it the first time only."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if isinstance(parent, ScopeNode):
+                return False
+            if isinstance(parent, cst.If) and child is parent.body and self._initializes_once(parent):
+                return True
+        return False
+
+    def _initializes_once(self, branch: cst.If) -> bool:
+        """`if x is None:` whose body assigns `x`, directly or in a method of the class it
+        calls on `self` (`if self.engine is None: self._load_engine()`): after the first time
+        it never runs again. Also with other conditions: `and` any, `or` tests of `x` only
+        (`if self.buf is None or self.buf.size(0) != n:`, a cache rebuilt when the shape
+        changes)."""
+        name = _none_tested(branch.test)
+        if name is None:
+            return False
+        if any(
+            type(node) is cst.AssignTarget and dotted_name(node.target) == name
+            for node in descendants(branch.body)
+        ):
+            return True
+        cls = self.scopes.enclosing_class(branch) if name.startswith("self.") else None
+        if cls is None:
+            return False
+        called = {
+            node.func.attr.value
+            for node in descendants(branch.body)
+            if type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and dotted_name(node.func.value) == "self"
+        }
+        return any(
+            type(node) is cst.AssignTarget and dotted_name(node.target) == name
+            for method in _methods_named(cls, called)
+            for node in descendants(method.body)
+        )
 
     def off_default_option(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only when its object was built with a switch turned away from
@@ -489,22 +529,35 @@ def loop_counter(loop: cst.For | cst.While) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
-def _initializes_once(branch: cst.If) -> bool:
-    """`if x is None:` whose body assigns `x`: after the first time it never runs again."""
-    test = branch.test
-    if not (
-        isinstance(test, cst.Comparison)
+def _none_tested(test: cst.BaseExpression) -> str | None:
+    """`x` in `x is None`, in an `and` with it as an operand, or in an `or` whose other
+    operands read `x` (`x is None or x.size(0) != n`)."""
+    if (
+        type(test) is cst.Comparison
         and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
-        and literal_value(test.comparisons[0].comparator) is None
+        and type(test.comparisons[0].operator) is cst.Is
+        and type(test.comparisons[0].comparator) is cst.Name
+        and test.comparisons[0].comparator.value == "None"
     ):
-        return False
-    name = dotted_name(test.left)
-    return name is not None and any(
-        isinstance(node, cst.AssignTarget) and dotted_name(node.target) == name
-        for node in descendants(branch.body)
+        return dotted_name(test.left)
+    if type(test) is not cst.BooleanOperation:
+        return None
+    left, right = _none_tested(test.left), _none_tested(test.right)
+    if type(test.operator) is cst.And:
+        return left or right
+    name = left or right
+    other = test.right if left else test.left
+    reads = name is not None and any(
+        dotted_name(node) == name for node in (other, *descendants(other))
     )
+    return name if reads else None
 
+
+def _methods_named(cls: cst.ClassDef, names: set[str]) -> list[cst.FunctionDef]:
+    return [
+        statement for statement in cls.body.body
+        if type(statement) is cst.FunctionDef and statement.name.value in names
+    ]
 
 def _increment(node: cst.CSTNode) -> str | None:
     """The name `node` increments by an integer literal: `step += 1`, `i = i + 1`."""

@@ -110,6 +110,16 @@ class ProgramAnswers:
         ahead of training), or None when the program does not say."""
         return None
 
+    def never_called(self, function: cst.FunctionDef) -> bool:
+        """Whether no code of the project, tests included, calls `function`."""
+        return False
+
+    def builds_released_weights(self, cls: cst.ClassDef) -> bool:
+        """Whether a module that loads published weights into its models builds `cls`,
+        directly or as a part of another class it builds (a block of a released
+        architecture): its parameters are keys of those checkpoints."""
+        return False
+
     def external_bases(self, cls: cst.ClassDef) -> list[str]:
         """The qualified names of the classes outside the project that `cls` derives from,
         also through project base classes in other files (`lightning.LightningDataModule`)."""

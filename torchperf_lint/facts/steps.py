@@ -100,6 +100,7 @@ class Steps:
             function is not None
             and (self.is_forward(function) or self.program.runs_every_forward(function))
             and self.guards.periodic_guard(node) is None
+            and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
         )
 
@@ -108,8 +109,8 @@ class Steps:
 
         The innermost hot loop of its function decides (a loop nested in a training loop runs
         on every step too); outside hot loops, the function it is in, when the program runs that
-        function on every step. Periodic and counter guards (`if step % 100 == 0:`), error
-        paths and branches that only objects built with a non-default switch run (`if
+        function on every step. Periodic and counter guards (`if step % 100 == 0:`), lazy
+        initialisations (`if self.cache is None: self.cache = ...`), error paths and branches that only objects built with a non-default switch run (`if
         self.batch_eval: ... else:` after `__init__(self, batch_eval=True)`) end it.
         """
         if self.on_error_path(node) or self.guards.off_default_option(node):
@@ -121,6 +122,8 @@ class Steps:
         function = self.scopes.enclosing_function(node)
         if function is None or self.guards.periodic_guard(node) is not None:
             return None
+        if self.guards.initializes_once(node):
+            return None  # `if self.cache is None: self.cache = ...` in a per-step function
         witness = self.witness(function)
         if witness is None:
             return None

@@ -264,6 +264,49 @@ class ProgramFacts:
             return self.method(target, "__init__")
         return target if target.kind == "function" else None
 
+    @cached_property
+    def released_classes(self) -> set[Target]:
+        """The classes whose parameters are keys of published checkpoints: those a module
+        that loads released weights defines, imports or builds (outside test files), and,
+        through them, the classes their methods build, directly or in the project functions
+        they call (the blocks of a released architecture)."""
+        methods: dict[Target, list[FunctionSummary]] = defaultdict(list)
+        for file, function in self._functions:
+            if function.owner is not None:
+                methods[Target(file, function.owner, "class")].append(function)
+        found: set[Target] = set()
+        pending: list[tuple[str, FunctionSummary]] = []
+        seen: set[tuple[str, str]] = set()
+
+        def reached(target: Target | None) -> None:
+            if target is None or target.file in self.tests:
+                return
+            if target.kind == "class" and target not in found:
+                found.add(target)
+                pending.extend((target.file, method) for method in methods[target])
+            elif target.kind == "function" and (target.file, target.qualname) not in seen:
+                function = self.function(target)
+                if function is not None:
+                    pending.append((target.file, function))
+
+        for file in sorted(self.summaries):
+            summary = self.summaries[file]
+            if file in self.tests or not summary.loads_released_weights:
+                continue
+            for name in summary.classes:
+                reached(Target(file, name, "class"))
+            for name in summary.imports:
+                reached(self.resolve(file, f"import:{summary.imports[name]}"))
+            pending.extend((file, function) for function in summary.functions.values())
+        while pending:
+            file, function = pending.pop()
+            if (file, function.qualname) in seen:
+                continue
+            seen.add((file, function.qualname))
+            for site in function.calls:
+                reached(self.resolve(file, site.callee))
+        return found
+
     # The call graph ------------------------------------------------------------------------
 
     @cached_property
@@ -286,6 +329,11 @@ class ProgramFacts:
                     resolved.append((site, target))
             edges[(file, function.qualname)] = resolved
         return edges
+
+    @cached_property
+    def _called(self) -> set[Target]:
+        """The functions some call of the project runs, tests included."""
+        return {target for edges in self._edges.values() for _, target in edges}
 
     @cached_property
     def _callers(self) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
@@ -712,6 +760,12 @@ class ProgramFacts:
 
     def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
         return self.returned_loader(self.resolve(file, ref))
+
+    def _answer_never_called(self, file: str, qualname: str) -> bool:
+        return Target(file, qualname, "function") not in self._called
+
+    def _answer_released_weights(self, file: str, qualname: str) -> bool:
+        return Target(file, qualname, "class") in self.released_classes
 
     def _answer_external_bases(self, file: str, qualname: str) -> Answer:
         return sorted(set(self.external_bases(Target(file, qualname, "class"))))

@@ -198,6 +198,7 @@ class _Summarizer:
             stars=self.refs.stars,
             imported_modules=sorted(set(self.refs.imported_modules)),
             uses_cuda=facts.uses_cuda,
+            loads_released_weights=facts.models.loads_released_weights,
             runs_as_script=any(
                 isinstance(statement, cst.If) and is_main_test(statement.test)
                 for statement in facts.module.body
@@ -280,7 +281,10 @@ class _Summarizer:
         if loop is not None:
             sparse = facts.guards.sparse_guard(call, loop.node) is not None
         else:
-            sparse = facts.guards.periodic_guard(call) is not None
+            sparse = (
+                facts.guards.periodic_guard(call) is not None
+                or facts.guards.initializes_once(call)
+            )
         owner.calls.append(
             CallSite(
                 callee=callee,

@@ -43,8 +43,8 @@ class CallSite:
     ordinal: int  # Position among the module's calls (`SyntaxIndex.calls`), in source order.
     loop: int  # Ordinal of the nearest loop in the same function (`SyntaxIndex.loops`), or -1.
     # Not on every iteration of `loop` (or of the function, outside loops): under a periodic
-    # or counter guard, on an error path, or in a branch only objects built with a switch
-    # away from its default run (`Guards.off_default_option`).
+    # or counter guard, in a lazy initialisation, on an error path, or in a branch only
+    # objects built with a switch away from its default run (`Guards.off_default_option`).
     sparse: bool = False
     no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
     # In a branch that runs only when not training (`if stage != Stage.TRAIN:`).
@@ -97,6 +97,8 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     uses_cuda: bool = False
+    # Downloads published weights into its models (`FileFacts.models.loads_released_weights`).
+    loads_released_weights: bool = False
     runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.

@@ -98,6 +98,12 @@ class LinkedAnswers(ProgramAnswers):
         answer = None if ref is None else self._ask("dataset_samples", ref)
         return answer if isinstance(answer, str) else None
 
+    def never_called(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("never_called", self.refs.qualname(function)))
+
+    def builds_released_weights(self, cls: cst.ClassDef) -> bool:
+        return bool(self._ask("released_weights", self.refs.qualname(cls)))
+
     def external_bases(self, cls: cst.ClassDef) -> list[str]:
         answer = self._ask("external_bases", self.refs.qualname(cls))
         return [str(name) for name in answer] if isinstance(answer, list) else []

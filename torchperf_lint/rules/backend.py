@@ -263,6 +263,11 @@ class _BiasBeforeBatchNorm(Rule):
             return  # `bias=False` would break loading the published checkpoints
         bias_reads = facts.models.bias_reads
         for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
+            cls = facts.scopes.enclosing_class(layer)
+            if cls is not None and facts.program.builds_released_weights(cls):
+                continue  # a block of a released architecture another module loads
+            if _in_unused_private_builder(facts, layer):
+                continue
             qualified = facts.names.call_name(layer) or ""
             passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
             no_bias = cst.Name("False")
@@ -290,8 +295,13 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
     It stays silent in a module that loads published weights into its models
     (`load_state_dict_from_url`, `hf_hub_download`, `from_pretrained`, or a `pretrained`
-    switch): dropping the bias would break loading the released checkpoints. Test files are
-    not checked.
+    switch), and in the classes such a module builds wherever they are defined: the classes
+    it defines, imports or constructs, and the classes their methods construct, directly or
+    through project functions (`self.fusion = build_fusion(c)` builds a `Fusion` block of the
+    released architecture). Dropping the bias would break loading the released checkpoints.
+    It is silent too in a private module-level builder (`def _projection_mlp(...)`) that no
+    code of the project calls, tests included: it builds no model. Test files are not
+    checked.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -328,6 +338,19 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     norm_names = BATCH_NORMS
 
 
+def _in_unused_private_builder(facts: FileFacts, layer: cst.Call) -> bool:
+    """In a private module-level function (`def _projection_mlp(...)`) that nothing in the
+    project calls: a leftover builder that builds no model."""
+    function = facts.scopes.enclosing_function(layer)
+    return (
+        function is not None
+        and function.name.value.startswith("_")
+        and facts.scopes.enclosing_class(function) is None
+        and facts.scopes.enclosing_function(function) is None
+        and facts.program.never_called(function)
+    )
+
+
 class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     """An `nn.Linear` bias is computed and then cancelled by the `BatchNorm1d` that follows it.
 
@@ -337,7 +360,8 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
     per-feature bias before them is not cancelled. As TPL906, it stays silent in a module
-    that loads published weights into its models. Test files are not checked.
+    that loads published weights into its models and in the classes such a module builds.
+    Test files are not checked.
 
     ## Why is this bad?
     `BatchNorm1d` subtracts the per-feature batch mean, so the constant the Linear adds to

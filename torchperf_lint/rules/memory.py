@@ -545,7 +545,8 @@ class EmptyCacheInLoop(Rule):
     loop or a loop over a `DataLoader`, in `forward`, or in a framework's per-step hook
     (`training_step`). It stays silent when the call runs only every N steps
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
-    loops, only on an error path (in an `except` handler, the out-of-memory recovery pattern,
+    loops, once in a lazy initialisation (`if self.engine is None: self._build_engine();
+    torch.cuda.empty_cache()`), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
     a parameter that defaults to `False`) or the run's settings do (`if
     self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
