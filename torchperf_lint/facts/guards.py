@@ -175,7 +175,8 @@ class Guards:
     def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
         """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
         names its body increments by a literal (`step += 1`, `self.it = self.it + 1`), and the
-        names its body binds to a counter plus or minus a literal (`batch_count = i + 1`)."""
+        names its body binds to a counter plus or minus a literal or divided by a number
+        (`batch_count = i + 1`, `i_accum = i // accum_freq`)."""
         if loop not in self._counters:
             counters = {counter} if (counter := loop_counter(loop)) is not None else set()
             offsets = []
@@ -186,7 +187,7 @@ class Guards:
                 elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                     offsets.append(node)
             for assignment in offsets:  # in source order: `n = i + 1` then `m = n - 1`
-                base = _offset_of(assignment.value)
+                base = _counted_from(assignment.value)
                 target = dotted_name(assignment.targets[0].target)
                 if base in counters and target is not None:
                     counters.add(target)
@@ -258,12 +259,18 @@ class Guards:
         return False
 
     def initializes_once(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in a lazy initialisation of its function (`_initializes_once`):
-        a call runs it the first time only."""
+        """Whether `node` sits in a lazy initialisation of an attribute (`_initializes_once`
+        of `self.x`): a call runs it the first time only. A local name (`if mask is None:
+        mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if isinstance(parent, ScopeNode):
                 return False
-            if isinstance(parent, cst.If) and child is parent.body and self._initializes_once(parent):
+            if (
+                isinstance(parent, cst.If)
+                and child is parent.body
+                and (_none_tested(parent.test) or "").startswith("self.")
+                and self._initializes_once(parent)
+            ):
                 return True
         return False
 
@@ -576,13 +583,14 @@ def _increment(node: cst.CSTNode) -> str | None:
     return dotted_name(target) if _is_count(step) else None
 
 
-def _offset_of(expression: cst.BaseExpression) -> str | None:
-    """`name` in `name + 1` or `name - 1` (an integer literal offset)."""
-    if (
-        isinstance(expression, cst.BinaryOperation)
-        and isinstance(expression.operator, (cst.Add, cst.Subtract))
-        and _is_count(expression.right)
-    ):
+def _counted_from(expression: cst.BaseExpression) -> str | None:
+    """`name` in `name + 1`, `name - 1` (an integer literal offset) or `name // k` (the
+    optimizer steps of an accumulating loop: each value holds for `k` iterations)."""
+    if not isinstance(expression, cst.BinaryOperation):
+        return None
+    if isinstance(expression.operator, cst.FloorDivide):
+        return dotted_name(expression.left)
+    if isinstance(expression.operator, (cst.Add, cst.Subtract)) and _is_count(expression.right):
         return dotted_name(expression.left)
     return None
 
