@@ -31,6 +31,7 @@ import libcst as cst
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
+from torchperf_lint.facts.index import descendants_in_scope
 from torchperf_lint.facts.loops import LoopFacts, Loops
 from torchperf_lint.facts.names import NameResolver, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
@@ -38,6 +39,12 @@ from torchperf_lint.facts.scopes import Scopes
 
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 
+
+# Keywords of a Hugging Face `generate(...)` call.
+_GENERATION_SETTINGS = frozenset({
+    "max_new_tokens", "max_length", "min_length", "num_beams", "do_sample", "top_p", "top_k",
+    "inputs_embeds", "num_return_sequences", "generation_config",
+})
 
 @dataclass(frozen=True)
 class Step:
@@ -85,6 +92,7 @@ class Steps:
         self.holds_a_model = holds_a_model
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
         self._model_loops: dict[cst.FunctionDef, list[LoopFacts]] = {}
+        self._generating: dict[cst.FunctionDef, bool] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
@@ -151,8 +159,12 @@ class Steps:
         after it, or under a guard that runs on few of its iterations (`if attn is None: attn =
         torch.empty(...)`). Such set-up runs once per call, and its cost is shared by every
         model call of the loop. With autograd on, the loop is part of a training step (an RNN's
-        time steps in `forward`), whose set-up is paid on every step."""
+        time steps in `forward`), whose set-up is paid on every step. A function that calls a
+        model's `generate(...)` (Hugging Face generation: a decoding loop with autograd off)
+        sets it up outside its own loops too."""
         function = self.scopes.enclosing_function(node)
+        if function is not None and not self.loops.enclosing_loops(node) and self.generates(function):
+            return True
         if function is None or not (
             self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
         ):
@@ -168,6 +180,26 @@ class Steps:
             loop in enclosing and self.guards.sparse_guard(node, loop.node) is None
             for loop in loops
         )
+
+    def generates(self, function: cst.FunctionDef) -> bool:
+        """Calls a model's `generate(...)` (`self.llm_model.generate(inputs_embeds=...,
+        max_new_tokens=...)`): the receiver holds a model, or the call passes generation
+        settings."""
+        if function not in self._generating:
+            self._generating[function] = any(
+                type(call.func) is cst.Attribute
+                and call.func.attr.value == "generate"
+                and (
+                    self.holds_a_model(call.func.value)
+                    or any(
+                        arg.keyword is not None and arg.keyword.value in _GENERATION_SETTINGS
+                        for arg in call.args
+                    )
+                )
+                for call in descendants_in_scope(function.body)
+                if type(call) is cst.Call
+            )
+        return self._generating[function]
 
     def _repeats_a_model(self, loop: LoopFacts) -> bool:
         """Runs a model, or a method of one (`self.model.forward_decoder(...)`), on each
