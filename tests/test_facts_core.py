@@ -321,6 +321,35 @@ def test_test_files() -> None:
     assert not is_test_file(PurePath("src/contest.py"))
 
 
+SELF_CHECK = """
+import torch
+
+
+def check_forward(dtype):
+    out = op(torch.rand(2, 3).cuda())
+    assert torch.allclose(out.cpu(), reference(dtype))
+
+
+def check_time_cost(steps):
+    return steps
+
+
+if __name__ == "__main__":
+    for dtype in (torch.float, torch.double):
+        check_forward(dtype)
+    check_time_cost(128)
+"""
+
+
+def test_a_script_that_only_runs_its_checks_is_a_test() -> None:
+    # An op's numerical test named `test.py` next to the op: judged by what it runs.
+    assert FileFacts(cst.parse_module(SELF_CHECK), PurePath("ops/test.py")).is_test_file
+    evaluation = SELF_CHECK.replace("check_time_cost(128)", "evaluate(128)") + "def evaluate(n): ...\n"
+    assert not FileFacts(cst.parse_module(evaluation), PurePath("ops/test.py")).is_test_file
+    no_checks = SELF_CHECK.replace('if __name__ == "__main__":', "if False:")
+    assert not FileFacts(cst.parse_module(no_checks), PurePath("tools/test.py")).is_test_file
+
+
 @pytest.mark.parametrize(
     "path",
     [

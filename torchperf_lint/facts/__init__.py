@@ -17,8 +17,8 @@ from torchperf_lint.conventions import is_test_file
 from torchperf_lint.facts.amp import AutocastFacts
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
-from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.index import SyntaxIndex, build_index
+from torchperf_lint.facts.guards import Guards, is_main_test
+from torchperf_lint.facts.index import SyntaxIndex, build_index, descendants
 from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
 from torchperf_lint.facts.models import ModelUse
 from torchperf_lint.facts.names import NameResolver
@@ -123,8 +123,15 @@ class FileFacts:
 
     @cached_property
     def is_test_file(self) -> bool:
-        """A test file by its path, or test support: a module only tests import."""
-        return is_test_file(self.path) or self.program.is_test_support()
+        """A test file by its path, a script that checks the module's own functions (its
+        `if __name__ == "__main__":` block calls only `check_*` / `test_*` functions of the
+        module: an op's numerical test run by hand), or test support: a module only tests
+        import."""
+        return (
+            is_test_file(self.path)
+            or _runs_only_checks(self.module, self.index)
+            or self.program.is_test_support()
+        )
 
     def loader_of(self, loop: LoopNode) -> LoaderDescription | None:
         """The DataLoader `loop` iterates, when known: built in this module, returned by a
@@ -179,3 +186,17 @@ class FileFacts:
             for block in reversed(list(self.scopes.ancestors(node)))
             if isinstance(block, cst.IndentedBlock)
         ]
+
+
+def _runs_only_checks(module: cst.Module, index: SyntaxIndex) -> bool:
+    defined = {function.name.value for function in index.functions}
+    for statement in module.body:
+        if type(statement) is not cst.If or not is_main_test(statement.test):
+            continue
+        called = {
+            node.func.value
+            for node in descendants(statement.body)
+            if type(node) is cst.Call and type(node.func) is cst.Name
+        } & defined
+        return bool(called) and all(name.startswith(("check_", "test_")) for name in called)
+    return False
