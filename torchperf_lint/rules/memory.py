@@ -11,7 +11,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
-from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.index import ScopeNode, descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -546,7 +546,9 @@ class EmptyCacheInLoop(Rule):
     (`training_step`). It stays silent when the call runs only every N steps
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
     loops, once in a lazy initialisation (`if self.engine is None: self._build_engine();
-    torch.cuda.empty_cache()`), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
+    torch.cuda.empty_cache()`), in a block that offloads tensors to host memory (`if
+    self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves device
+    memory on purpose), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
     a parameter that defaults to `False`) or the run's settings do (`if
     self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
@@ -598,6 +600,7 @@ class EmptyCacheInLoop(Rule):
             if facts.names.call_name(call) in EMPTY_CACHE
             and facts.steps.runs_per_step(call)
             and not facts.guards.under_opt_in(call)
+            and not _offloads_beside(facts, call)
         ]
         deleted = {facts.index.parents.get(call) for call in flagged}
         for call in flagged:
@@ -619,6 +622,32 @@ class EmptyCacheInLoop(Rule):
                 expression, mode="delete_lines"
             )
         return ProposedFix(self.fix_applicability, "Remove the call", (edit,))
+
+
+def _offloads_beside(facts: FileFacts, call: cst.Call) -> bool:
+    """A statement of the block holding `call` moves a tensor to host memory in place of the
+    device copy (`feat = feat.cpu()`, `feats[k][-1] = feats[k][-1].cpu()`, `feat =
+    self.extract(x).cpu()`): a mode that offloads activations to save device memory, whose
+    `empty_cache()` hands the freed blocks back on purpose."""
+    expression = facts.index.parents.get(call)
+    line = facts.index.parents.get(expression)
+    block = facts.index.parents.get(line)
+    for statement in statements_of(block):
+        if type(statement) is not cst.SimpleStatementLine:
+            continue  # not what a nested block does
+        for small in statement.body:
+            value = getattr(small, "value", None)
+            if type(small) is not cst.Assign or type(value) is not cst.Call:
+                continue
+            func = value.func
+            if type(func) is not cst.Attribute or func.attr.value != "cpu":
+                continue
+            receiver = facts.module.code_for_node(func.value)
+            if type(func.value) is cst.Call or any(
+                facts.module.code_for_node(target.target) == receiver for target in small.targets
+            ):
+                return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------
