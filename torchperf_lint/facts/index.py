@@ -238,7 +238,14 @@ def nearest_ancestor(
 
 
 def build_index(module: cst.Module) -> SyntaxIndex:
-    """Walk `module` once, in source order, and return its index.
+    """Walk `module` once, in source order, and return its index."""
+    return joined_index(module, [statement_index(statement) for statement in module.body])
+
+
+def statement_index(statement: cst.CSTNode) -> SyntaxIndex:
+    """The index of one top-level statement: the statement and every node below it (its own
+    parent, the module, is left to `joined_index`, so the index holds for any module that
+    keeps the statement).
 
     A plain walk over the nodes' fields: LibCST's own `visit` rebuilds every node it passes
     (the most expensive part of linting a file), which a read-only index does not need.
@@ -248,7 +255,7 @@ def build_index(module: cst.Module) -> SyntaxIndex:
     buckets = {
         node_type: [getattr(index, name) for name in names] for node_type, names in _BUCKETS.items()
     }
-    pending: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    pending: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(statement, None)]
     while pending:
         node, parent = pending.pop()
         if parent is not None:
@@ -259,3 +266,20 @@ def build_index(module: cst.Module) -> SyntaxIndex:
         below.reverse()
         pending.extend([(child, node) for child in below])
     return index
+
+
+def joined_index(module: cst.Module, statements: list[SyntaxIndex]) -> SyntaxIndex:
+    """The index of `module` from those of its top-level statements, in order (the module's
+    only children: its header and footer are layout)."""
+    index = SyntaxIndex()
+    parents = index.parents
+    lists = [(name, getattr(index, name)) for name in _BUCKET_NAMES]
+    for statement, part in zip(module.body, statements):
+        parents[statement] = module
+        parents.update(part.parents)
+        for name, nodes in lists:
+            nodes.extend(getattr(part, name))
+    return index
+
+
+_BUCKET_NAMES = tuple(sorted({name for names in _BUCKETS.values() for name in names}))
