@@ -127,7 +127,9 @@ class EditedText:
         """`facts.index.build_index(module)`, walking only the top-level statements that the
         last index did not hold."""
         known = {
-            statement: self._indexes.get(statement) or statement_index(statement)
+            statement: self._indexes[statement]
+            if statement in self._indexes
+            else statement_index(statement)
             for statement in module.body
         }
         self._indexes = known
