@@ -4,7 +4,7 @@ argument binding, and the engine's promise to parse only files that can hold PyT
 from __future__ import annotations
 
 import textwrap
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 import libcst as cst
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from torchperf_lint.engine import LintSettings, lint_text
 from torchperf_lint.facts import FileFacts, is_test_file
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, UNKNOWN, argument_value
+from torchperf_lint.facts.index import build_index, descendants
 from torchperf_lint.fixes import fix_text
 from torchperf_lint.rules import BY_CODE
 
@@ -412,3 +413,13 @@ def test_adding_pin_memory_lets_the_non_blocking_fix_apply_in_the_same_run() -> 
     assert remaining == []
     assert "DataLoader(ds, num_workers=4, pin_memory=True)" in fixed
     assert 'x = x.to("cuda", non_blocking=True)' in fixed
+
+
+def test_each_subtree_ends_at_its_last_node_in_source_order() -> None:
+    module = cst.parse_module(
+        (Path(__file__).parent.parent / "examples" / "train.py").read_text(encoding="utf-8")
+    )
+    index = build_index(module)
+    for node, position in index.preorder.items():
+        below = [index.preorder[child] for child in descendants(node) if child in index.preorder]
+        assert index.subtree_end[node] == max([position, *below])

@@ -1,19 +1,23 @@
 """Re-parsing an edited text in part (`reparse`, what the language server does on every
 change): whenever it gives a module, that module is the one a full parse of the new text gives,
-and the positions it keeps per statement are those of a full render."""
+the positions and index it keeps per statement are those of a full render and a full walk, and
+linting through it gives what linting the new text afresh gives."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import fields
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from torchperf_lint.engine import parse
+from torchperf_lint.config import resolve_selection
+from torchperf_lint.engine import analyse_text, parse
 from torchperf_lint.facts.index import build_index
 from torchperf_lint.positions import node_positions
 from torchperf_lint.reparse import EditedText, ParsedText, parsed_again
+from torchperf_lint.settings import LintSettings
 from torchperf_lint.source import SourceError
 
 ROOT = Path(__file__).parent.parent
@@ -169,3 +173,45 @@ def test_positions_kept_per_statement_are_those_of_a_full_render() -> None:
     other = cst.parse_module(text)
     calls = build_index(other).calls
     assert edited.positions(other, calls, {}) == node_positions(other, calls)
+
+
+def test_index_kept_per_statement_is_the_full_walk() -> None:
+    chooser = random.Random(7)
+    text = EXAMPLE.read_text(encoding="utf-8")
+    edited = EditedText(parse)
+    for _ in range(20):
+        module = edited.parse(text)
+        index, full = edited.index(module), build_index(module)
+        assert list(index.parents.items()) == list(full.parents.items())
+        for bucket in fields(full):
+            assert getattr(index, bucket.name) == getattr(full, bucket.name), bucket.name
+        text = _parsable_edit(text, chooser)
+
+
+def _parsable_edit(text: str, chooser: random.Random) -> str:
+    while True:
+        edited = _edit(text, chooser)
+        try:
+            parse(edited)
+        except SourceError:
+            continue
+        return edited
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+def test_random_edits_lint_as_the_new_text_linted_afresh() -> None:
+    """What the language server computes on each change (the last parse, positions and index
+    re-used per statement) is what the CLI's engine gives for the whole new text: findings with
+    their messages, rows, columns and fixes, the file's summary and the program answers read."""
+    settings = LintSettings(resolve_selection(["ALL"]))
+    chooser = random.Random(3)
+    for path in SOURCES:
+        text = path.read_text(encoding="utf-8")
+        edited = EditedText(parse)
+        for _ in range(6):
+            incremental = analyse_text(text, "train.py", settings, edited=edited)
+            afresh = analyse_text(text, "train.py", settings)
+            assert incremental.diagnostics == afresh.diagnostics
+            assert incremental.summary == afresh.summary
+            assert incremental.asked == afresh.asked
+            text = _parsable_edit(text, chooser)

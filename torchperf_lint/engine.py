@@ -217,8 +217,12 @@ def analyse_text(
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
     check_size(text, settings.limits)
     with deep_recursion():
-        module = parse(text) if edited is None else edited.parse(text)
-        local = FileFacts(module, PurePath(filename))
+        if edited is None:
+            module = parse(text)
+            local = FileFacts(module, PurePath(filename))
+        else:
+            module = edited.parse(text)
+            local = FileFacts(module, PurePath(filename), index=edited.index(module))
         refs = References(local)
         summary = summarize(local, refs)
         if not settings.rules or (noqa is not None and noqa.whole_file):

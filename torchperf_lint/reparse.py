@@ -27,7 +27,8 @@ tests compare them on edits everywhere in real files); `engine.parse` still repo
 errors, since a text that does not parse is never re-parsed in part.
 
 `EditedText` is what the language server keeps of an open file between changes: its last
-parse, and the positions of the nodes its findings name, per top-level statement.
+parse, and per top-level statement its index (`facts.index`) and the positions of the nodes its
+findings name.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from functools import cached_property
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
-from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.index import SyntaxIndex, descendants, joined_index, statement_index
 from torchperf_lint.positions import node_positions
 from torchperf_lint.source import SourceError
 
@@ -102,13 +103,14 @@ class ParsedText:
 
 class EditedText:
     """A file the editor keeps changing. Each new text is parsed by re-using the last parse
-    (`parsed_again`), and the positions of the nodes findings name are kept per top-level
-    statement: those of a statement the edit did not touch (the same node) only move by the
-    lines added or removed above it."""
+    (`parsed_again`); the index of each top-level statement, and the positions of the nodes
+    findings name, are kept per statement: a statement the edit did not touch (the same node)
+    has the same index, and its positions only move by the lines added or removed above it."""
 
     def __init__(self, parse: Callable[[str], cst.Module]) -> None:
         self._parse = parse
         self.last: ParsedText | None = None
+        self._indexes: dict[cst.CSTNode, SyntaxIndex] = {}
         # Per top-level statement, the ranges of its nodes asked for, lines counted from the
         # statement's first line.
         self._ranges: dict[cst.CSTNode, dict[cst.CSTNode, CodeRange]] = {}
@@ -120,6 +122,18 @@ class EditedText:
             parsed = ParsedText(text, self._parse(text))
         self.last = parsed
         return parsed.module
+
+    def index(self, module: cst.Module) -> SyntaxIndex:
+        """`facts.index.build_index(module)`, walking only the top-level statements that the
+        last index did not hold."""
+        known = {
+            statement: self._indexes[statement]
+            if statement in self._indexes
+            else statement_index(statement)
+            for statement in module.body
+        }
+        self._indexes = known
+        return joined_index(module, [known[statement] for statement in module.body])
 
     def positions(
         self,

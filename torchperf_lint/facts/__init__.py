@@ -37,10 +37,20 @@ _PROGRAM_INDEPENDENT = (
 class FileFacts:
     """The shared analyses of one parsed file."""
 
-    def __init__(self, module: cst.Module, path: PurePath, program: Program | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        path: PurePath,
+        program: Program | None = None,
+        index: SyntaxIndex | None = None,
+    ) -> None:
+        """`index`, when given, is the module's (an editor's file keeps it per statement)."""
         self.module = module
         self.path = path
         self._program = program or Program()
+        if index is not None:
+            # `index` is a cached property: what the instance holds under its name is its value.
+            self.__dict__["index"] = index
 
     def with_program(self, program: Program) -> FileFacts:
         """These facts as seen from `program`: what does not depend on other files (the

@@ -635,7 +635,7 @@ class DataLoaders:
         (`return loader`, `yield from self.loader`): found once, since every loader asks."""
         found: dict[str, list[cst.Return | cst.Yield]] = {}
         for node in self.index.parents:
-            if isinstance(node, (cst.Return, cst.Yield)):
+            if type(node) is cst.Return or type(node) is cst.Yield:  # by type, as in `index`
                 value = _handed_out(node)
                 name = dotted_name(value) if value is not None else None
                 if name is not None:
@@ -766,9 +766,10 @@ def _part_of(expression: cst.BaseExpression) -> str | None:
 def _derived_targets(node: cst.CSTNode, derived: set[str]) -> set[str]:
     """The names `node` binds from a value that reads one of `derived`: an assignment, a
     comprehension's `for`, a nested `for` loop."""
-    if isinstance(node, cst.Assign) and _reads(node.value, derived):
+    kind = type(node)  # asked of every node of a loop: by type, as in `index`
+    if kind is cst.Assign and _reads(node.value, derived):
         return {name for target in node.targets for name in target_names(target.target)}
-    if isinstance(node, (cst.CompFor, cst.For)) and _reads(node.iter, derived):
+    if (kind is cst.CompFor or kind is cst.For) and _reads(node.iter, derived):
         return target_names(node.target)
     return set()
 

@@ -8,7 +8,13 @@ from collections.abc import Callable
 import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import ScopeNode, descendants, descendants_in_scope, statements_of
+from torchperf_lint.facts.index import (
+    SCOPE_TYPES,
+    ScopeNode,
+    descendants,
+    descendants_in_scope,
+    statements_of,
+)
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
@@ -77,9 +83,9 @@ class Guards:
         An early exit on the other steps before `node` in its block guards it too:
         `if (step + 1) % accumulation != 0: continue` (or `return`)."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if parent is within or isinstance(parent, ScopeNode):
+            if parent is within or type(parent) in SCOPE_TYPES:
                 return None
-            if isinstance(parent, cst.If) and child is parent.body and self.is_periodic_test(parent.test):
+            if type(parent) is cst.If and child is parent.body and self.is_periodic_test(parent.test):
                 return parent
             exit_ = self._exit_off_period_before(parent, child)
             if exit_ is not None:
@@ -159,10 +165,10 @@ class Guards:
         """
         counters = self.loop_counters(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
-            if parent is loop or isinstance(parent, ScopeNode):
+            if parent is loop or type(parent) in SCOPE_TYPES:
                 return None
             if (
-                isinstance(parent, cst.If)
+                type(parent) is cst.If
                 and child is parent.body
                 and (self._is_sparse_test(parent.test, counters) or self._initializes_once(parent))
             ):
@@ -352,9 +358,9 @@ class Guards:
         (`if stage != sb.Stage.TRAIN:`, `if not self.training:`, see `is_evaluation_branch`):
         a step function shared by training and evaluation runs it on evaluation steps only."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, ScopeNode):
+            if type(parent) in SCOPE_TYPES:
                 return False
-            if isinstance(parent, cst.If) and is_evaluation_branch(parent, child):
+            if type(parent) is cst.If and is_evaluation_branch(parent, child):
                 return True
         return False
 
@@ -370,14 +376,15 @@ class Guards:
         `TypeError`) or the `try` it guards, or under an `if`/conditional expression that
         tests the PyTorch version or `hasattr`: code that picks an API for old releases."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, cst.ExceptHandler):
+            kind = type(parent)
+            if kind is cst.ExceptHandler:
                 shim = child is parent.body and _catches_compatibility_error(parent)
-            elif isinstance(parent, cst.Try):
+            elif kind is cst.Try:
                 shim = child is parent.body and any(
                     handler.type is not None and _catches_compatibility_error(handler)
                     for handler in parent.handlers
                 )
-            elif isinstance(parent, (cst.If, cst.IfExp)):
+            elif kind is cst.If or kind is cst.IfExp:
                 test = cst.Module(body=[]).code_for_node(parent.test)
                 shim = child is not parent.test and bool(_VERSION_TEST.search(test))
             else:
@@ -438,15 +445,16 @@ class Guards:
     ) -> bool:
         in_own_function = True
         for parent in self.scopes.ancestors(node):
-            if isinstance(parent, cst.FunctionDef):
+            kind = type(parent)
+            if kind is cst.FunctionDef:
                 if any(disables(d.decorator) for d in parent.decorators):
                     return True
                 in_own_function = False
-            elif isinstance(parent, (cst.Lambda, cst.ClassDef)):
+            elif kind is cst.Lambda or kind is cst.ClassDef:
                 in_own_function = False
             elif (
                 in_own_function
-                and isinstance(parent, cst.With)
+                and kind is cst.With
                 and any(disables(item.item) for item in parent.items)
             ):
                 return True
@@ -568,10 +576,11 @@ def _methods_named(cls: cst.ClassDef, names: set[str]) -> list[cst.FunctionDef]:
 
 def _increment(node: cst.CSTNode) -> str | None:
     """The name `node` increments by an integer literal: `step += 1`, `i = i + 1`."""
-    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+    kind = type(node)  # asked of every node of a loop: by type, as in `index`
+    if kind is cst.AugAssign and isinstance(node.operator, cst.AddAssign):
         target, step = node.target, node.value
     elif (
-        isinstance(node, cst.Assign)
+        kind is cst.Assign
         and len(node.targets) == 1
         and isinstance(node.value, cst.BinaryOperation)
         and isinstance(node.value.operator, cst.Add)

@@ -16,7 +16,7 @@ from typing import Union
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SCOPE_TYPES, ScopeNode, SyntaxIndex
+from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
@@ -140,9 +140,10 @@ class Loops:
         """Every loop in the same function whose body contains `node`, innermost first."""
         found = []
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, ScopeNode):
+            kind = type(parent)
+            if kind in SCOPE_TYPES:
                 break
-            if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
+            if kind in LOOP_TYPES and child is parent.body:
                 found.append(self.by_node[parent])
         return found
 

@@ -44,13 +44,15 @@ CANONICAL_NAMES = {
 }
 
 _BUILTINS = frozenset(dir(builtins))
+_UNRESOLVED = object()  # not resolved yet (None is an answer: cannot be known)
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
-    if isinstance(node, cst.Name):
+    # Asked of most expressions: by type (see `index.SCOPE_TYPES`).
+    if type(node) is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
@@ -58,9 +60,9 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
 
 def last_identifier(node: cst.BaseExpression) -> str | None:
     """`c` for `a.b.c` or `c`; the name a reader would call the thing by."""
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         return node.attr.value
     return None
 
@@ -201,9 +203,9 @@ class NameResolver:
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The canonical dotted name `node` refers to, or None when it cannot be known."""
         # Every rule asks about the same calls: each node is resolved once.
-        if node in self._resolved:
-            return self._resolved[node]
-        resolved = self._resolved[node] = self._resolve(node)
+        resolved = self._resolved.get(node, _UNRESOLVED)
+        if resolved is _UNRESOLVED:
+            resolved = self._resolved[node] = self._resolve(node)
         return resolved
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:

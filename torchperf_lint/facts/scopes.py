@@ -8,7 +8,12 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, nearest_ancestor
+from torchperf_lint.facts.index import (
+    LOOP_TYPES,
+    SCOPE_TYPES,
+    SyntaxIndex,
+    nearest_ancestor,
+)
 from torchperf_lint.facts.names import dotted_name, target_names
 
 _FUNCTION = frozenset({cst.FunctionDef})
@@ -76,12 +81,12 @@ class Scopes:
     def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """Every `def` containing `node`, innermost first."""
         for parent in self.ancestors(node):
-            if isinstance(parent, cst.FunctionDef):
+            if type(parent) is cst.FunctionDef:
                 yield parent
 
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         for parent in self.ancestors(node):
-            if isinstance(parent, cst.ClassDef):
+            if type(parent) is cst.ClassDef:
                 return parent
         return None
 
@@ -90,7 +95,7 @@ class Scopes:
         for parent in self.ancestors(node):
             if parent is ancestor:
                 return True
-            if isinstance(parent, ScopeNode):
+            if type(parent) in SCOPE_TYPES:
                 return False
         return False
 
@@ -99,7 +104,7 @@ class Scopes:
             return False
         params = function.params
         every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        extras = [p for p in (params.star_arg, params.star_kwarg) if type(p) is cst.Param]
         return any(p.name.value == name for p in (*every, *extras))
 
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -145,10 +150,11 @@ class Scopes:
 
     def _find_nearest_binding(self, name: cst.Name) -> cst.CSTNode | bool | None:
         for parent, child in self.ancestors_with_child(name):
-            if isinstance(parent, ScopeNode):
+            kind = type(parent)
+            if kind in SCOPE_TYPES:
                 return None
             if (
-                isinstance(parent, (cst.For, cst.While))
+                kind in LOOP_TYPES
                 and child is parent.body
                 and self._binds(parent.body, name.value)
             ):
@@ -191,11 +197,19 @@ class Scopes:
 def _bound_target(node: cst.CSTNode) -> cst.BaseExpression | None:
     """What `node` binds, when it binds names: an assignment's or a loop's target, a `with
     ... as` name, a walrus's target."""
-    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-        return node.target
-    if isinstance(node, cst.AsName):
-        return node.name
-    return None
+    field = _BINDING_FIELD.get(type(node))  # asked of every node: by type, as in `index`
+    return None if field is None else getattr(node, field)
+
+
+# The node types that bind names, and the field holding what they bind.
+_BINDING_FIELD = {
+    cst.AssignTarget: "target",
+    cst.AugAssign: "target",
+    cst.AnnAssign: "target",
+    cst.For: "target",
+    cst.NamedExpr: "target",
+    cst.AsName: "name",
+}
 
 
 def single_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:

@@ -31,7 +31,7 @@ import libcst as cst
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.index import descendants_in_scope
+from torchperf_lint.facts.index import SCOPE_TYPES, descendants_in_scope
 from torchperf_lint.facts.loops import LoopFacts, Loops
 from torchperf_lint.facts.names import NameResolver, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
@@ -248,12 +248,13 @@ class Steps:
     def on_error_path(self, node: cst.CSTNode) -> bool:
         """Inside an `except` handler, or a branch whose last statement raises or exits."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            kind = type(parent)
+            if kind in SCOPE_TYPES:
                 return False
-            if isinstance(parent, cst.ExceptHandler):
+            if kind is cst.ExceptHandler:
                 return True
             if (
-                isinstance(parent, (cst.If, cst.Else))
+                (kind is cst.If or kind is cst.Else)
                 and child is parent.body
                 and self._ends_in_exit(parent.body)
             ):

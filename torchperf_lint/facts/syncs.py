@@ -18,7 +18,8 @@ import libcst as cst
 
 from torchperf_lint.facts.devices import is_dtype
 from torchperf_lint.facts.index import (
-    Comprehension,
+    COMPREHENSION_TYPES,
+    SCOPE_TYPES,
     ScopeNode,
     SyntaxIndex,
     descendants,
@@ -453,11 +454,12 @@ class HostSyncs:
         """(target, iterable) of each `for` loop and comprehension around `name`, innermost
         first, within its function."""
         for parent in self.scopes.ancestors(name):
-            if isinstance(parent, ScopeNode):
+            kind = type(parent)  # by type (see `index.SCOPE_TYPES`)
+            if kind in SCOPE_TYPES:
                 return
-            if isinstance(parent, cst.For):
+            if kind is cst.For:
                 yield parent.target, parent.iter
-            elif isinstance(parent, Comprehension):
+            elif kind in COMPREHENSION_TYPES:
                 clause: cst.CompFor | None = parent.for_in
                 while clause is not None:
                     yield clause.target, clause.iter

@@ -192,6 +192,9 @@ class _Summarizer:
             if function is not None:
                 self.returns.setdefault(function, []).append(node)
         self.loop_ordinals = {loop: ordinal for ordinal, loop in enumerate(facts.index.loops)}
+        self.loops_of: dict[cst.FunctionDef | None, list[LoopFacts]] = {}
+        for loop in facts.loops.all:
+            self.loops_of.setdefault(loop.function, []).append(loop)
         self.grad_wrappers = self._grad_wrappers()
         summary = ModuleSummary(
             imports=self.refs.imports,
@@ -240,8 +243,8 @@ class _Summarizer:
                 decorators.append(ref)
         owner = self.refs.owner_class(function.body)
         iterated = []
-        for loop in facts.loops.all:
-            expression = iterated_expression(loop.node) if loop.function is function else None
+        for loop in self.loops_of.get(function, ()):
+            expression = iterated_expression(loop.node)
             if isinstance(expression, cst.Name) and expression.value in parameters:
                 iterated.append(expression.value)
         return FunctionSummary(
