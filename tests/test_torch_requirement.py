@@ -108,26 +108,29 @@ def test_a_directory_without_torch_declares_nothing(tmp_path):
     assert declared_torch(tmp_path / "missing") is None
 
 
-def test_files_take_the_declaration_nearest_to_them(tmp_path):
+def test_files_take_the_declaration_nearest_to_them_within_their_project(tmp_path):
     write_files(
         tmp_path,
         {
-            "requirements.txt": "torch==1.11.0\n",
-            "pkg/deep/train.py": "",
-            "examples/new/requirements.txt": "torch>=2.4\n",
-            "examples/new/train.py": "",
-            # A subproject that does not name torch inherits its parent's.
-            "tools/pyproject.toml": '[project]\nname = "tools"\ndependencies = ["click"]\n',
-            "tools/run.py": "",
+            "project/setup.py": "",
+            "project/requirements.txt": "torch==1.11.0\n",
+            "project/pkg/deep/train.py": "",
+            "project/examples/new/requirements.txt": "torch>=2.4\n",
+            "project/examples/new/train.py": "",
+            # A project of its own, which does not name torch: the outer one's pin is not its.
+            "project/tools/pyproject.toml": '[project]\nname = "tools"\ndependencies = ["click"]\n',
+            "project/tools/run.py": "",
         },
     )
-    configuration = Configuration(cwd=tmp_path)
-    pinned = configuration.settings_for(tmp_path / "pkg/deep/train.py").options
+    project = tmp_path / "project"
+    configuration = Configuration(cwd=project)
+    pinned = configuration.settings_for(project / "pkg/deep/train.py").options
     assert (pinned.torch_version, pinned.torch_below) == ((1, 11), (1, 11, 1))
-    assert configuration.settings_for(tmp_path / "tools/run.py").options == pinned
-    newer = configuration.settings_for(tmp_path / "examples/new/train.py").options
+    newer = configuration.settings_for(project / "examples/new/train.py").options
     assert (newer.torch_version, newer.torch_below) == ((2, 4), None)
-    assert configuration.declared_torch(tmp_path / "pkg").files == ("requirements.txt",)
+    tools = configuration.settings_for(project / "tools/run.py").options
+    assert (tools.torch_version, tools.torch_below) == ((2, 3), None)
+    assert configuration.declared_torch(project / "pkg").files == ("requirements.txt",)
 
 
 def test_a_configured_torch_version_wins_over_the_declared_one(tmp_path):

@@ -543,14 +543,17 @@ class Configuration:
 
     def declared_torch(self, path: Path) -> DeclaredTorch | None:
         """The PyTorch the project of `path` declares: in the packaging files of the nearest
-        directory, from the file's own up, that has any naming torch."""
+        folder, from the file's own up to its project's root, that has any naming torch."""
         absolute = path if path.is_absolute() else self.cwd / path
         return self._declared_in(absolute if absolute.is_dir() else absolute.parent)
 
     def _declared_in(self, directory: Path) -> DeclaredTorch | None:
         if directory not in self._declared:
+            from torchperf_lint.discovery import PROJECT_MARKERS  # discovery imports this module
+
             declared = declared_torch(directory)
-            if declared is None and directory.parent != directory:
+            at_root = any(os.path.exists(directory / marker) for marker in PROJECT_MARKERS)
+            if declared is None and not at_root and directory.parent != directory:
                 declared = self._declared_in(directory.parent)
             self._declared[directory] = declared
         return self._declared[directory]
