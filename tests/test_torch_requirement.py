@@ -60,20 +60,24 @@ def test_declarations_are_alternatives_the_lowest_floor_and_highest_bound_win():
     assert pinned.union(TorchRange()) == TorchRange((1, 11, 0), None)
 
 
-def test_every_packaging_file_is_read(tmp_path):
+def test_every_packaging_file_is_read_but_not_the_extras(tmp_path):
     write_files(
         tmp_path,
         {
             "pyproject.toml": (
                 '[build-system]\nrequires = ["torch==1.0"]\n'
                 '[project]\nname = "p"\ndependencies = ["numpy", "torch>=2.4"]\n'
-                '[project.optional-dependencies]\nold = ["torch>=2.2"]\n'
+                '[project.optional-dependencies]\nold = ["torch>=1.0"]\n'
             ),
-            "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.5, <2.8\n",
+            "setup.cfg": (
+                "[options]\ninstall_requires =\n    torch>=2.5, <2.8\n"
+                "[options.extras_require]\nold = torch>=1.0\n"
+            ),
             "setup.py": (
                 "from setuptools import setup\n"
+                "REQUIRES = ['torch>=2.2']\n"
                 "with open('deps.txt') as f:\n    deps = f.read().splitlines()\n"
-                "setup(install_requires=deps, extras_require={'cuda': ['torch>=2.6']})\n"
+                "setup(install_requires=REQUIRES, extras_require={'old': ['torch>=1.0']})\n"
             ),
             "deps.txt": "torch>=2.1\n",
             "requirements-min.txt": "# the oldest we test\n-r requirements.txt\ntorch==2.0.1\n",
@@ -91,6 +95,14 @@ def test_every_packaging_file_is_read(tmp_path):
         "deps.txt",
         "requirements/docs.txt",
     )
+
+
+def test_setup_py_install_requires_written_in_the_call(tmp_path):
+    write_files(
+        tmp_path,
+        {"setup.py": "import setuptools\nsetuptools.setup(install_requires=['numpy', 'torch==1.12.1'])\n"},
+    )
+    assert declared_torch(tmp_path).versions == TorchRange((1, 12, 1), (1, 12, 2))
 
 
 def test_a_directory_without_torch_declares_nothing(tmp_path):
@@ -253,3 +265,14 @@ def test_editing_the_requirements_misses_the_cache(tmp_path):
         "train.py:5:6:",
         "Found 3 errors (3 fixable with --fix).",
     ]
+
+
+def test_show_settings_names_where_the_version_comes_from(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch>=1.11,<2.4\n", "train.py": TRAIN})
+
+    def torch_line(*options: str) -> str:
+        result = torchperf_lint("--show-settings", *options, "train.py", cwd=tmp_path)
+        return next(line for line in result.stdout.splitlines() if line.startswith("torch-version"))
+
+    assert torch_line() == 'torch-version = "1.11"  # declared in requirements.txt, below 2.4.0'
+    assert torch_line("--torch-version", "2.4") == 'torch-version = "2.4"'

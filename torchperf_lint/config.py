@@ -530,8 +530,7 @@ class Configuration:
             or config.torch_version
             or defaults.torch_version,
         )
-        configured = self.overrides.torch_version or config.torch_version
-        declared = None if configured else self._declared_in(absolute.parent)
+        declared = None if self._torch_configured(config) else self._declared_in(absolute.parent)
         if declared is not None:
             oldest = declared.versions.oldest
             options = replace(
@@ -542,10 +541,16 @@ class Configuration:
         return LintSettings(rules=rules, options=options, limits=limits)
 
     def declared_torch(self, path: Path) -> DeclaredTorch | None:
-        """The PyTorch the project of `path` declares: in the packaging files of the nearest
-        folder, from the file's own up to its project's root, that has any naming torch."""
+        """The PyTorch the project of `path` declares, which its settings take: the packaging
+        files of the nearest folder, from the file's own up to its project's root, that name
+        torch. None when `torch-version` is configured, or nothing names torch."""
         absolute = path if path.is_absolute() else self.cwd / path
+        if self._torch_configured(self.config_for(absolute)):
+            return None
         return self._declared_in(absolute if absolute.is_dir() else absolute.parent)
+
+    def _torch_configured(self, config: Config) -> bool:
+        return (self.overrides.torch_version or config.torch_version) is not None
 
     def _declared_in(self, directory: Path) -> DeclaredTorch | None:
         if directory not in self._declared:

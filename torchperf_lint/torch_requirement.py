@@ -4,12 +4,15 @@ When `torch-version` is not configured, the rules that depend on the PyTorch ver
 TPL603) take it from what the project installs. A directory declares PyTorch when one of
 these names `torch` with or without a version:
 
-- `pyproject.toml`: `[project].dependencies` and `[project].optional-dependencies`;
-- `setup.cfg`: `[options] install_requires` and `[options.extras_require]`;
-- `setup.py`, read without running it: every string literal that is a requirement on torch
-  (`"torch>=2.0"` in `install_requires=[...]`, `extras_require` or a table of pins), and the
-  requirements files it names (`open("requirements.txt")`);
+- `pyproject.toml`: `[project].dependencies`;
+- `setup.cfg`: `[options] install_requires`;
+- `setup.py`, read without running it: the strings of `install_requires=[...]` (or of the
+  list literal a module-level name it passes is bound to), and the `.txt` files it names
+  (`open("requirements.txt")`), read as requirements files;
 - `requirements*.txt` and `requirements/*.txt`.
+
+Extras (`optional-dependencies`, `extras_require`) are not read: they are what an optional
+feature needs (a tool, the docs), often another range than the code the project installs.
 
 Each requirement line is one declaration; its specifiers hold together (`torch>=2.4.1,<2.7`).
 Different declarations are different ways to install the project (the `-min` pins, an
@@ -147,13 +150,9 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
     if "setup.cfg" in names:
         found.extend(("setup.cfg", r) for r in _torch_in(_setup_cfg(directory / "setup.cfg")))
     if "setup.py" in names:
-        strings = _setup_py_strings(directory / "setup.py")
-        found.extend(("setup.py", r) for r in _torch_in(strings))
-        requirement_files.extend(
-            s
-            for s in strings
-            if _REQUIREMENTS_PATH.fullmatch(s) and os.path.isfile(directory / s)
-        )
+        install_requires, named_files = _setup_py(directory / "setup.py")
+        found.extend(("setup.py", r) for r in _torch_in(install_requires))
+        requirement_files.extend(name for name in named_files if os.path.isfile(directory / name))
     if "requirements" in names and os.path.isdir(directory / "requirements"):
         try:
             listed = os.listdir(directory / "requirements")
@@ -184,17 +183,10 @@ def _pyproject(path: Path) -> list[str]:
             project = tomllib.load(stream).get("project", {})
     except (OSError, ValueError):
         return []
-    if not isinstance(project, dict):
+    dependencies = project.get("dependencies") if isinstance(project, dict) else None
+    if not isinstance(dependencies, list):
         return []
-    lines = _strings(project.get("dependencies"))
-    extras = project.get("optional-dependencies")
-    for values in extras.values() if isinstance(extras, dict) else ():
-        lines.extend(_strings(values))
-    return lines
-
-
-def _strings(value: object) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+    return [item for item in dependencies if isinstance(item, str)]
 
 
 def _setup_cfg(path: Path) -> list[str]:
@@ -203,22 +195,38 @@ def _setup_cfg(path: Path) -> list[str]:
         parser.read(path, encoding="utf-8")
     except (configparser.Error, UnicodeDecodeError):
         return []
-    values = [parser.get("options", "install_requires", fallback="")]
-    if parser.has_section("options.extras_require"):
-        values.extend(value for _, value in parser.items("options.extras_require"))
-    return [line for value in values for line in value.splitlines()]
+    return parser.get("options", "install_requires", fallback="").splitlines()
 
 
-def _setup_py_strings(path: Path) -> list[str]:
-    """The string literals of `setup.py` (none when it does not parse)."""
+def _setup_py(path: Path) -> tuple[list[str], list[str]]:
+    """The strings `setup.py` passes as `install_requires` (a literal, or the literal a
+    module-level name is bound to), and the `.txt` files it names; nothing when it does not
+    parse."""
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
-        return []
+        return [], []
+    bound = {
+        target.id: statement.value
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
+    install_requires = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            value = bound.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
+            install_requires.extend(_string_literals(value))
+    named_files = [text for text in _string_literals(tree) if _REQUIREMENTS_PATH.fullmatch(text)]
+    return install_requires, named_files
+
+
+def _string_literals(node: ast.AST) -> list[str]:
     return [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        child.value
+        for child in ast.walk(node)
+        if isinstance(child, ast.Constant) and isinstance(child.value, str)
     ]
 
 

@@ -171,6 +171,13 @@ class DeprecatedCudaAmp(Rule):
     `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
     deprecation warns there as well.
 
+    Nothing is reported in a project that installs only PyTorch releases older than 2.4,
+    where these names are the current API and do not warn: one that pins (`torch==1.11.0`)
+    or caps (`torch<2.4`) its `torch` requirement. The requirement is the `torch-version`
+    setting when it is configured (`--torch-version`, `[tool.torchperf-lint]`), else what the
+    project's packaging files declare (`pyproject.toml` dependencies, `setup.cfg` and
+    `setup.py` `install_requires`, `requirements*.txt`; see the README's Configuration).
+
     ## Why is this bad?
     Since PyTorch 2.4 these names emit a `FutureWarning` on every call (an autocast entered
     each step warns each step) and they will be removed. The device-generic `torch.amp` API
@@ -201,8 +208,12 @@ class DeprecatedCudaAmp(Rule):
     `autocast` is `dtype`). A from-import is rewritten together with every use of the names
     it imports, in one fix; when one of those uses cannot be rewritten (the name is passed
     around rather than called, or a call unpacks `*args`), no fix is offered. The fix needs
-    the configured `torch-version` to be at least 2.3 (where `torch.amp.GradScaler` appeared),
-    and 2.4 for `custom_fwd`/`custom_bwd` (`torch.amp.custom_fwd` appeared in 2.4).
+    `torch.amp.GradScaler`, which appeared in PyTorch 2.3, and `torch.amp.custom_fwd`/
+    `custom_bwd`, which appeared in 2.4: when the oldest PyTorch the code must run on (the
+    `torch-version` setting, or the floor the project declares: `torch>=1.11`) is older, the
+    fix is display-only. It shows the replacement but is never applied: applied, it would
+    break the code for the users of the older releases the project still supports (a version
+    guard, or raising the floor, is the author's choice).
 
     ## References
     - PyTorch docs, [Automatic Mixed Precision package](https://pytorch.org/docs/stable/amp.html)
