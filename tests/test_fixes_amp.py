@@ -88,11 +88,16 @@ def test_custom_fwd_needs_torch_2_4() -> None:
     )
 
 
-def test_no_rewrite_for_a_torch_version_without_torch_amp_grad_scaler() -> None:
+def test_the_fix_is_display_only_for_a_torch_version_without_torch_amp_grad_scaler() -> None:
     before = "import torch\nscaler = torch.cuda.amp.GradScaler()\n"
     [diagnostic] = lint_text(before, "train.py", settings("TPL301", (2, 1)))
-    assert diagnostic.fix is None
+    assert diagnostic.fix is not None
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert diagnostic.fix.message == (
+        'Use `torch.amp.GradScaler` with `"cuda"` (needs PyTorch 2.3; the oldest supported is 2.1)'
+    )
     assert fixed("TPL301", before, torch_version=(2, 1)) == before
+    assert fixed("TPL301", before, unsafe=True, torch_version=(2, 1)) == before
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ nothing may be rewritten), and a second fix must change nothing.
 A fixture is `tests/fixtures/TPLnnn*.py` (or any `.py` below a `tests/fixtures/TPLnnn/` folder,
 for rules that look at the path). A line that must be reported ends with
 `# error: TPLnnn:COL` (several separated by spaces); every other line must stay silent. A first
-line `# fixture-options: target_device=cuda torch_version=2.1` sets rule options.
+line `# fixture-options: target_device=cuda torch_version=2.1 torch_below=2.4.0` sets rule
+options.
 
 A fixture is linted under its path below `tests/fixtures/` (`TPL101.py`,
 `TPL201/tests/test_training.py`): only the folders a fixture names itself make it a test file.
@@ -56,6 +57,8 @@ def fixture_options(text: str) -> RuleOptions:
     if "torch_version" in values:
         major, minor = values["torch_version"].split(".")[:2]
         options["torch_version"] = (int(major), int(minor))
+    if "torch_below" in values:
+        options["torch_below"] = tuple(int(part) for part in values["torch_below"].split("."))
     return RuleOptions(**options)
 
 

@@ -822,6 +822,12 @@ def _show_settings(
     config = configuration.config_for(path)
     settings = configuration.settings_for(path)
     cache = "(none)" if options.cache_dir is None else str(options.cache_dir)
+    torch_version = 'torch-version = "{}.{}"'.format(*settings.options.torch_version)
+    declared = configuration.declared_torch(path)
+    if declared is not None:
+        below = settings.options.torch_below
+        newest = "" if below is None else ", below {}".format(".".join(map(str, below)))
+        torch_version += f"  # declared in {', '.join(declared.files)}{newest}"
 
     def strings(values: Sequence[str]) -> str:
         return "[" + ", ".join(f'"{value}"' for value in values) + "]"
@@ -832,7 +838,7 @@ def _show_settings(
         "",
         f"rules = {strings([rule.code for rule in settings.rules])}",
         f'target-device = "{settings.options.target_device}"',
-        'torch-version = "{}.{}"'.format(*settings.options.torch_version),
+        torch_version,
         f"exclude = {strings(config.exclude)}",
         f"extend-exclude = {strings(config.extend_exclude)}",
         "per-file-ignores = {"

@@ -10,7 +10,8 @@ kebab-case, as in Ruff:
 - `exclude` (replaces the default list of skipped names), `extend-exclude` (adds to it);
 - `per-file-ignores`: `{glob = [codes...]}`;
 - `target-device`: `"auto"`, `"cuda"` or `"cpu"`; `torch-version`: `"2.3"`, the oldest PyTorch
-  the code must run on;
+  the code must run on (when it is not set, the project's packaging files say which PyTorch it
+  installs: see `torch_requirement`);
 - `max-file-size` (bytes) and `max-line-length` (characters): above them a file is reported
   as too large instead of linted.
 
@@ -31,6 +32,7 @@ from pathlib import Path
 from torchperf_lint.registry import RuleInfo
 from torchperf_lint.settings import LintSettings, RuleOptions
 from torchperf_lint.source import SourceLimits
+from torchperf_lint.torch_requirement import DeclaredTorch, declared_torch
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -469,6 +471,7 @@ class Configuration:
     _settings: dict[Config, tuple[RuleInfo, ...]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _declared: dict[Path, DeclaredTorch | None] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -527,7 +530,38 @@ class Configuration:
             or config.torch_version
             or defaults.torch_version,
         )
+        declared = None if self._torch_configured(config) else self._declared_in(absolute.parent)
+        if declared is not None:
+            oldest = declared.versions.oldest
+            options = replace(
+                options,
+                torch_version=oldest[:2] if oldest is not None else defaults.torch_version,
+                torch_below=declared.versions.below,
+            )
         return LintSettings(rules=rules, options=options, limits=limits)
+
+    def declared_torch(self, path: Path) -> DeclaredTorch | None:
+        """The PyTorch the project of `path` declares, which its settings take: the packaging
+        files of the nearest folder, from the file's own up to its project's root, that name
+        torch. None when `torch-version` is configured, or nothing names torch."""
+        absolute = path if path.is_absolute() else self.cwd / path
+        if self._torch_configured(self.config_for(absolute)):
+            return None
+        return self._declared_in(absolute if absolute.is_dir() else absolute.parent)
+
+    def _torch_configured(self, config: Config) -> bool:
+        return (self.overrides.torch_version or config.torch_version) is not None
+
+    def _declared_in(self, directory: Path) -> DeclaredTorch | None:
+        if directory not in self._declared:
+            from torchperf_lint.discovery import PROJECT_MARKERS  # discovery imports this module
+
+            declared = declared_torch(directory)
+            at_root = any(os.path.exists(directory / marker) for marker in PROJECT_MARKERS)
+            if declared is None and not at_root and directory.parent != directory:
+                declared = self._declared_in(directory.parent)
+            self._declared[directory] = declared
+        return self._declared[directory]
 
     def _selected(self, config: Config) -> tuple[RuleInfo, ...]:
         if config not in self._settings:

@@ -18,10 +18,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RuleOptions:
-    """The settings rules may read (from `[tool.torchperf-lint]` and the CLI)."""
+    """The settings rules may read (from `[tool.torchperf-lint]` and the CLI, or for PyTorch's
+    version from the project's packaging files)."""
 
     target_device: Literal["auto", "cuda", "cpu"] = "auto"
+    # The oldest PyTorch the code must run on.
     torch_version: tuple[int, int] = (2, 3)
+    # Every PyTorch the project allows is older than this release, `(2, 4, 0)`: its declared
+    # upper bound (`torch==1.11.0`, `torch<2.4`); None when it declares none.
+    torch_below: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ class Replacement:
 
     name: str  # the name in torch.amp
     device: str  # "cuda" or "cpu"
-    # Since when `torch.amp.<name>` exists: a fix for an older `torch-version` is not offered.
+    # Since when `torch.amp.<name>` exists: for an older `torch-version` the fix is display-only.
     since: tuple[int, int]
     # The new API takes the device first (autocast, GradScaler) or as `device_type=`.
     device_keyword: str | None = None
@@ -38,6 +38,9 @@ DEPRECATED = {
     "torch.cuda.amp.custom_fwd": Replacement("custom_fwd", "cuda", (2, 4), "device_type"),
     "torch.cuda.amp.custom_bwd": Replacement("custom_bwd", "cuda", (2, 4), "device_type"),
 }
+# The release whose `torch.cuda.amp`/`torch.cpu.amp` names warn: a project that allows only
+# older ones has nothing deprecated to replace.
+DEPRECATED_SINCE = (2, 4, 0)
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 _TYPE_CHECKS = frozenset({"builtins.isinstance", "builtins.issubclass"})
 # unittest's type assertions: `self.assertIsInstance(scaler, GradScaler)`.
@@ -47,9 +50,8 @@ _TYPE_ASSERTIONS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 class _DeprecatedAmpUses:
     """Every use of a deprecated AMP name in one file, with the rewrite of each."""
 
-    def __init__(self, facts: FileFacts, torch_version: tuple[int, int]) -> None:
+    def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self.torch_version = torch_version
         self.torch_name = facts.names.module_level_name("torch")
 
     # Rewriting one use.
@@ -58,8 +60,6 @@ class _DeprecatedAmpUses:
         """The edit turning `use` (a call of, or decorator naming, the deprecated `old`) into
         the `torch.amp` API; `func` is the new callee (None: keep the one written)."""
         replacement = DEPRECATED[old]
-        if replacement.since > self.torch_version:
-            return None
         if isinstance(use, cst.Call):
             call = use
         elif isinstance(self.facts.index.parents.get(use), cst.Decorator):
@@ -171,6 +171,13 @@ class DeprecatedCudaAmp(Rule):
     `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
     deprecation warns there as well.
 
+    Nothing is reported in a project that installs only PyTorch releases older than 2.4,
+    where these names are the current API and do not warn: one that pins (`torch==1.11.0`)
+    or caps (`torch<2.4`) its `torch` requirement. The requirement is the `torch-version`
+    setting when it is configured (`--torch-version`, `[tool.torchperf-lint]`), else what the
+    project's packaging files declare (`pyproject.toml` dependencies, `setup.cfg` and
+    `setup.py` `install_requires`, `requirements*.txt`; see the README's Configuration).
+
     ## Why is this bad?
     Since PyTorch 2.4 these names emit a `FutureWarning` on every call (an autocast entered
     each step warns each step) and they will be removed. The device-generic `torch.amp` API
@@ -201,8 +208,12 @@ class DeprecatedCudaAmp(Rule):
     `autocast` is `dtype`). A from-import is rewritten together with every use of the names
     it imports, in one fix; when one of those uses cannot be rewritten (the name is passed
     around rather than called, or a call unpacks `*args`), no fix is offered. The fix needs
-    the configured `torch-version` to be at least 2.3 (where `torch.amp.GradScaler` appeared),
-    and 2.4 for `custom_fwd`/`custom_bwd` (`torch.amp.custom_fwd` appeared in 2.4).
+    `torch.amp.GradScaler`, which appeared in PyTorch 2.3, and `torch.amp.custom_fwd`/
+    `custom_bwd`, which appeared in 2.4: when the oldest PyTorch the code must run on (the
+    `torch-version` setting, or the floor the project declares: `torch>=1.11`) is older, the
+    fix is display-only. It shows the replacement but is never applied: applied, it would
+    break the code for the users of the older releases the project still supports (a version
+    guard, or raising the floor, is the author's choice).
 
     ## References
     - PyTorch docs, [Automatic Mixed Precision package](https://pytorch.org/docs/stable/amp.html)
@@ -220,7 +231,10 @@ class DeprecatedCudaAmp(Rule):
     checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        uses = _DeprecatedAmpUses(facts, self.options.torch_version)
+        below = self.options.torch_below
+        if below is not None and below <= DEPRECATED_SINCE:
+            return  # every PyTorch the project allows is older than the deprecation.
+        uses = _DeprecatedAmpUses(facts)
         for statement in facts.index.imports:
             if isinstance(statement, cst.ImportFrom):
                 yield from self._check_import(facts, uses, statement)
@@ -231,7 +245,7 @@ class DeprecatedCudaAmp(Rule):
             use = _use_of(facts, attribute)
             func = uses.new_callee(attribute, old)
             edit = None if func is None else uses.rewrite(use, func, old)
-            yield self._finding(use, old, None if edit is None else (edit,))
+            yield self._finding(use, old, None if edit is None else (edit,), DEPRECATED[old].since)
 
     def _check_import(
         self, facts: FileFacts, uses: _DeprecatedAmpUses, statement: cst.ImportFrom
@@ -283,10 +297,12 @@ class DeprecatedCudaAmp(Rule):
             else:
                 edits.append(edit)
         fix_edits = None if edits is None else tuple(edits)
+        # One fix rewrites every name the statement imports: it needs the newest of them.
+        needs = max(DEPRECATED[old].since for _, old in deprecated)
         for alias, old in deprecated:
-            yield self._finding(alias.name, old, fix_edits)
+            yield self._finding(alias.name, old, fix_edits, needs)
         for use, old in reported:
-            yield self._finding(use, old, fix_edits)
+            yield self._finding(use, old, fix_edits, needs)
 
     def _reportable(self, facts: FileFacts, reference: cst.BaseExpression) -> bool:
         """A use that calls or passes the deprecated name, outside a compatibility shim;
@@ -294,16 +310,24 @@ class DeprecatedCudaAmp(Rule):
         return not _is_type_reference(facts, reference) and not facts.guards.in_compatibility_shim(reference)
 
     def _finding(
-        self, node: cst.CSTNode, old: str, edits: tuple[NodeEdit, ...] | None
+        self,
+        node: cst.CSTNode,
+        old: str,
+        edits: tuple[NodeEdit, ...] | None,
+        needs: tuple[int, int],
     ) -> Finding:
+        """The finding at `node`, with the fix `edits` make, which needs PyTorch `needs`."""
         replacement = DEPRECATED[old]
         fix = None
         if edits:
-            fix = ProposedFix(
-                Applicability.SAFE,
-                f"Use `torch.amp.{replacement.name}` with `\"{replacement.device}\"`",
-                edits,
-            )
+            message = f"Use `torch.amp.{replacement.name}` with `\"{replacement.device}\"`"
+            oldest = self.options.torch_version
+            if needs > oldest:
+                # Shown, never applied: it would break the code on the older PyTorch it
+                # supports; a version guard or a higher floor is the author's choice.
+                message += " (needs PyTorch {}.{}; the oldest supported is {}.{})".format(*needs, *oldest)
+            applicability = Applicability.SAFE if needs <= oldest else Applicability.DISPLAY_ONLY
+            fix = ProposedFix(applicability, message, edits)
         return self.finding(node, fix, old=old, new=replacement.name, device=replacement.device)
 
 

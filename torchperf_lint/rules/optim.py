@@ -288,8 +288,9 @@ class OptimizerNotFused(Rule):
     In a module that trains on CUDA, checks for `torch.optim.Adam`, `AdamW` and `SGD`
     constructions that pass neither `fused=` nor `foreach=`. An explicit `fused=False` or
     `foreach=...` is a decision and is left alone, as are calls that unpack `**kwargs`, modules
-    with no CUDA use, configured PyTorch versions whose optimizer has no fused kernel, and
-    optimizers over `model.parameters()` of a model built here and never moved to a device.
+    with no CUDA use, a `torch-version` (configured, or the project's declared floor) whose
+    optimizer has no fused kernel, and optimizers over `model.parameters()` of a model built
+    here and never moved to a device.
 
     Test files are not checked.
 

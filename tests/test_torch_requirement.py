@@ -1,0 +1,278 @@
+"""The PyTorch a project declares (its packaging files), and what TPL301 makes of it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import torchperf_lint, write_files
+
+from torchperf_lint.config import Configuration, Overrides
+from torchperf_lint.torch_requirement import TorchRange, declared_torch, parse_torch_requirement
+
+
+@pytest.mark.parametrize(
+    ("line", "oldest", "below"),
+    [
+        ("torch==1.11.0", (1, 11, 0), (1, 11, 1)),
+        ("torch==2.3", (2, 3, 0), (2, 3, 1)),
+        ("torch==2.3.*", (2, 3, 0), (2, 4, 0)),
+        ("torch===2.4", (2, 4, 0), (2, 4, 1)),
+        ("torch>=1.11", (1, 11, 0), None),
+        ("torch>1.11", (1, 11, 0), None),
+        ("torch>=2.4.1,<2.7", (2, 4, 1), (2, 7, 0)),
+        ("torch >= 2.4.1, < 2.7.0", (2, 4, 1), (2, 7, 0)),
+        ("torch<2.4", None, (2, 4, 0)),
+        ("torch<2.4.1", None, (2, 4, 1)),
+        ("torch<=2.3.1", None, (2, 3, 2)),
+        ("torch<=2.4", None, (2, 4, 1)),
+        ("torch~=2.1", (2, 1, 0), (3, 0, 0)),
+        ("torch~=2.1.0", (2, 1, 0), (2, 2, 0)),
+        ("torch!=2.0.1", None, None),
+        ("torch", None, None),
+        ("Torch", None, None),
+        ("torch[opt-einsum]>=2.0", (2, 0, 0), None),
+        ('torch>=2.0; python_version >= "3.8"', (2, 0, 0), None),
+        ("torch>=2.0  # the first with torch.compile", (2, 0, 0), None),
+        ("torch (>=1.8)", (1, 8, 0), None),
+        ("torch>=2.1.0rc1", (2, 1, 0), None),
+        ("torch==2.0.0+cu118", (2, 0, 0), (2, 0, 1)),
+        ("torch==2.0.0.post1", (2, 0, 0), (2, 0, 1)),
+        ("torch>=v2.2", (2, 2, 0), None),
+        ("torch @ https://download.pytorch.org/whl/torch-2.0.0.whl", None, None),
+    ],
+)
+def test_a_torch_requirement_gives_its_floor_and_its_exclusive_upper_bound(line, oldest, below):
+    assert parse_torch_requirement(line) == TorchRange(oldest, below)
+
+
+@pytest.mark.parametrize(
+    "line", ["torchvision>=0.15", "pytorch-lightning>=2.0", "torch-geometric", "numpy", "torch>=two"]
+)
+def test_other_projects_and_unreadable_versions_declare_nothing(line):
+    assert parse_torch_requirement(line) is None
+
+
+def test_declarations_are_alternatives_the_lowest_floor_and_highest_bound_win():
+    pinned = TorchRange((1, 11, 0), (1, 11, 1))
+    assert pinned.union(TorchRange((2, 4, 0), (2, 7, 0))) == TorchRange((1, 11, 0), (2, 7, 0))
+    # A declaration without a bound lifts the bound; one without a floor keeps the other's.
+    assert pinned.union(TorchRange()) == TorchRange((1, 11, 0), None)
+
+
+def test_every_packaging_file_is_read_but_not_the_extras(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                '[build-system]\nrequires = ["torch==1.0"]\n'
+                '[project]\nname = "p"\ndependencies = ["numpy", "torch>=2.4"]\n'
+                '[project.optional-dependencies]\nold = ["torch>=1.0"]\n'
+            ),
+            "setup.cfg": (
+                "[options]\ninstall_requires =\n    torch>=2.5, <2.8\n"
+                "[options.extras_require]\nold = torch>=1.0\n"
+            ),
+            "setup.py": (
+                "from setuptools import setup\n"
+                "REQUIRES = ['torch>=2.2']\n"
+                "with open('deps.txt') as f:\n    deps = f.read().splitlines()\n"
+                "setup(install_requires=REQUIRES, extras_require={'old': ['torch>=1.0']})\n"
+            ),
+            "deps.txt": "torch>=2.1\n",
+            "requirements-min.txt": "# the oldest we test\n-r requirements.txt\ntorch==2.0.1\n",
+            "requirements/docs.txt": "sphinx\ntorch>=1.13 ; python_version < '3.9'\n",
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert declared is not None
+    assert declared.versions == TorchRange((1, 13, 0), None)
+    assert declared.files == (
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "requirements-min.txt",
+        "deps.txt",
+        "requirements/docs.txt",
+    )
+
+
+def test_setup_py_install_requires_written_in_the_call(tmp_path):
+    write_files(
+        tmp_path,
+        {"setup.py": "import setuptools\nsetuptools.setup(install_requires=['numpy', 'torch==1.12.1'])\n"},
+    )
+    assert declared_torch(tmp_path).versions == TorchRange((1, 12, 1), (1, 12, 2))
+
+
+def test_a_directory_without_torch_declares_nothing(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "pyproject.toml": '[build-system]\nrequires = ["torch"]\n[project]\nname = "p"\n',
+            "setup.py": "this is not Python(\n",
+            "requirements.txt": "numpy\n--index-url https://example.org\n",
+            "broken/pyproject.toml": "[project\n",
+        },
+    )
+    assert declared_torch(tmp_path) is None
+    assert declared_torch(tmp_path / "broken") is None
+    assert declared_torch(tmp_path / "missing") is None
+
+
+def test_files_take_the_declaration_nearest_to_them_within_their_project(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "project/setup.py": "",
+            "project/requirements.txt": "torch==1.11.0\n",
+            "project/pkg/deep/train.py": "",
+            "project/examples/new/requirements.txt": "torch>=2.4\n",
+            "project/examples/new/train.py": "",
+            # A project of its own, which does not name torch: the outer one's pin is not its.
+            "project/tools/pyproject.toml": '[project]\nname = "tools"\ndependencies = ["click"]\n',
+            "project/tools/run.py": "",
+        },
+    )
+    project = tmp_path / "project"
+    configuration = Configuration(cwd=project)
+    pinned = configuration.settings_for(project / "pkg/deep/train.py").options
+    assert (pinned.torch_version, pinned.torch_below) == ((1, 11), (1, 11, 1))
+    newer = configuration.settings_for(project / "examples/new/train.py").options
+    assert (newer.torch_version, newer.torch_below) == ((2, 4), None)
+    tools = configuration.settings_for(project / "tools/run.py").options
+    assert (tools.torch_version, tools.torch_below) == ((2, 3), None)
+    assert configuration.declared_torch(project / "pkg").files == ("requirements.txt",)
+
+
+def test_a_configured_torch_version_wins_over_the_declared_one(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch==1.11.0\n", "train.py": ""})
+    by_option = Configuration(Overrides(torch_version=(2, 4)), cwd=tmp_path)
+    options = by_option.settings_for(tmp_path / "train.py").options
+    assert (options.torch_version, options.torch_below) == ((2, 4), None)
+    write_files(tmp_path, {"pyproject.toml": '[tool.torchperf-lint]\ntorch-version = "2.2"\n'})
+    options = Configuration(cwd=tmp_path).settings_for(tmp_path / "train.py").options
+    assert (options.torch_version, options.torch_below) == ((2, 2), None)
+
+
+def test_a_bare_torch_leaves_the_default_version(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch\n", "train.py": ""})
+    options = Configuration(cwd=tmp_path).settings_for(tmp_path / "train.py").options
+    assert (options.torch_version, options.torch_below) == ((2, 3), None)
+
+
+# TPL301 on projects that declare their PyTorch.
+
+TRAIN = """\
+import torch
+from torch.cuda.amp import GradScaler
+
+scaler = GradScaler()
+with torch.cuda.amp.autocast():
+    pass
+"""
+FIXED = """\
+import torch
+from torch.amp import GradScaler
+
+scaler = GradScaler("cuda")
+with torch.amp.autocast("cuda"):
+    pass
+"""
+
+
+def findings(tmp_path, *options: str) -> list[tuple[str, int, int, str | None, str | None]]:
+    result = torchperf_lint("--no-cache", "--output-format", "json", *options, ".", cwd=tmp_path)
+    return [
+        (
+            d["code"],
+            d["location"]["row"],
+            d["location"]["column"],
+            d["fix"] and d["fix"]["applicability"],
+            d["fix"] and d["fix"]["message"],
+        )
+        for d in json.loads(result.stdout)
+    ]
+
+
+def fix(tmp_path, *options: str) -> str:
+    torchperf_lint("--no-cache", "--fix", "--unsafe-fixes", *options, ".", cwd=tmp_path)
+    return (tmp_path / "train.py").read_text()
+
+
+SAFE = [
+    ("TPL301", 2, 28, "safe", 'Use `torch.amp.GradScaler` with `"cuda"`'),
+    ("TPL301", 4, 10, "safe", 'Use `torch.amp.GradScaler` with `"cuda"`'),
+    ("TPL301", 5, 6, "safe", 'Use `torch.amp.autocast` with `"cuda"`'),
+]
+
+
+def test_a_project_pinned_before_the_deprecation_gets_no_finding(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch==1.11.0\n", "train.py": TRAIN})
+    assert findings(tmp_path) == []
+    assert fix(tmp_path) == TRAIN
+
+
+def test_a_project_capped_before_the_deprecation_gets_no_finding(tmp_path):
+    write_files(
+        tmp_path,
+        {"setup.py": "from setuptools import setup\nsetup(install_requires=['torch>=1.8,<2.4'])\n",
+         "train.py": TRAIN},
+    )
+    assert findings(tmp_path) == []
+
+
+def test_a_floor_older_than_torch_amp_gets_the_finding_with_a_display_only_fix(tmp_path):
+    write_files(
+        tmp_path,
+        {"pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch>=1.11"]\n', "train.py": TRAIN},
+    )
+    needs = " (needs PyTorch 2.3; the oldest supported is 1.11)"
+    assert findings(tmp_path) == [
+        (code, row, column, "display-only", message + needs) for code, row, column, _, message in SAFE
+    ]
+    assert fix(tmp_path) == TRAIN
+
+
+def test_a_floor_with_torch_amp_gets_the_safe_fix(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch>=2.4.1, <2.7.0\n", "train.py": TRAIN})
+    assert findings(tmp_path) == SAFE
+    assert fix(tmp_path) == FIXED
+
+
+def test_without_a_packaging_file_the_default_version_holds(tmp_path):
+    write_files(tmp_path, {"train.py": TRAIN})
+    assert findings(tmp_path) == SAFE
+    assert fix(tmp_path) == FIXED
+
+
+def test_the_torch_version_option_overrides_the_declared_pin(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch==1.11.0\n", "train.py": TRAIN})
+    assert findings(tmp_path, "--torch-version", "2.4") == SAFE
+    assert fix(tmp_path, "--torch-version", "2.4") == FIXED
+
+
+def test_editing_the_requirements_misses_the_cache(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch==1.11.0\n", "train.py": TRAIN})
+    first = torchperf_lint("--output-format", "concise", ".", cwd=tmp_path)
+    assert (first.returncode, first.stdout) == (0, "All checks passed!\n")
+    write_files(tmp_path, {"requirements.txt": "torch>=2.4\n"})
+    second = torchperf_lint("--output-format", "concise", ".", cwd=tmp_path)
+    assert second.returncode == 1
+    assert [line.split(" TPL301 ")[0] for line in second.stdout.splitlines()] == [
+        "train.py:2:28:",
+        "train.py:4:10:",
+        "train.py:5:6:",
+        "Found 3 errors (3 fixable with --fix).",
+    ]
+
+
+def test_show_settings_names_where_the_version_comes_from(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "torch>=1.11,<2.4\n", "train.py": TRAIN})
+
+    def torch_line(*options: str) -> str:
+        result = torchperf_lint("--show-settings", *options, "train.py", cwd=tmp_path)
+        return next(line for line in result.stdout.splitlines() if line.startswith("torch-version"))
+
+    assert torch_line() == 'torch-version = "1.11"  # declared in requirements.txt, below 2.4.0'
+    assert torch_line("--torch-version", "2.4") == 'torch-version = "2.4"'

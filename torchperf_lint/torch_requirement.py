@@ -1,0 +1,241 @@
+"""The PyTorch versions a project declares it runs on, read from its packaging files.
+
+When `torch-version` is not configured, the rules that depend on the PyTorch version (TPL301,
+TPL603) take it from what the project installs. A directory declares PyTorch when one of
+these names `torch` with or without a version:
+
+- `pyproject.toml`: `[project].dependencies`;
+- `setup.cfg`: `[options] install_requires`;
+- `setup.py`, read without running it: the strings of `install_requires=[...]` (or of the
+  list literal a module-level name it passes is bound to), and the `.txt` files it names
+  (`open("requirements.txt")`), read as requirements files;
+- `requirements*.txt` and `requirements/*.txt`.
+
+Extras (`optional-dependencies`, `extras_require`) are not read: they are what an optional
+feature needs (a tool, the docs), often another range than the code the project installs.
+
+Each requirement line is one declaration; its specifiers hold together (`torch>=2.4.1,<2.7`).
+Different declarations are different ways to install the project (the `-min` pins, an
+extra, a marker for old Pythons), so the project runs on any of them: the oldest version is
+the lowest floor among them, and there is an upper bound only when every declaration has one.
+Environment markers are not evaluated, and a URL requirement (`torch @ https://...`) says
+nothing about the version. Nothing here imports `packaging`: the core depends only on
+libcst and click.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on older interpreters
+    import tomli as tomllib
+
+Version = tuple[int, ...]
+
+_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(.*)")
+_SPECIFIER = re.compile(
+    r"\s*(~=|===|==|!=|<=|>=|<|>)\s*v?(\d+(?:\.\d+)*)(\.\*)?"
+    # A pre-, post-, dev- or local part: the release numbers decide here.
+    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|post|rev|r|dev)[-_.]?\d*)*(?:\+[A-Za-z0-9.]+)?\s*",
+    re.IGNORECASE,
+)
+_REQUIREMENTS_FILE = re.compile(r"requirements[^/\\]*\.txt")
+# A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
+_REQUIREMENTS_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)*\.txt")
+
+
+@dataclass(frozen=True)
+class TorchRange:
+    """The PyTorch releases one declaration (or a whole project) allows: at least `oldest`
+    (None: no floor), older than `below` (None: no upper bound). Versions are release
+    numbers padded to three parts: `(2, 4, 0)`."""
+
+    oldest: Version | None = None
+    below: Version | None = None
+
+    def union(self, other: TorchRange) -> TorchRange:
+        """The releases either allows (as one range: the lower floor, the higher bound)."""
+        floors = [v for v in (self.oldest, other.oldest) if v is not None]
+        below = None if self.below is None or other.below is None else max(self.below, other.below)
+        return TorchRange(min(floors) if floors else None, below)
+
+
+@dataclass(frozen=True)
+class DeclaredTorch:
+    """The PyTorch a project declares, and where: the file names, relative to `directory`,
+    of its declarations."""
+
+    directory: Path
+    versions: TorchRange
+    files: tuple[str, ...]
+
+
+def parse_torch_requirement(text: str) -> TorchRange | None:
+    """The releases a PEP 508 requirement line allows, when it names `torch` (any extras);
+    None for another project, or a line whose version specifiers cannot be read.
+
+    `torch==1.11.0` is `[1.11.0, 1.11.1)`, `torch~=2.1` is `[2.1.0, 3.0.0)`, `torch>2.0` is
+    taken as `>=2.0` (a floor is what matters), `!=` excludes too little to matter, and
+    `torch @ <url>` allows anything."""
+    match = _NAME.fullmatch(text.split(";", 1)[0].split(" #", 1)[0].strip())
+    if match is None or match.group(1).lower() != "torch":
+        return None
+    rest = match.group(2).strip()
+    if rest.startswith("@"):
+        return TorchRange()
+    if rest.startswith("(") and rest.endswith(")"):
+        rest = rest[1:-1]
+    oldest: Version | None = None
+    below: Version | None = None
+    for specifier in filter(str.strip, rest.split(",")):
+        parsed = _SPECIFIER.fullmatch(specifier)
+        if parsed is None:
+            return None
+        parts = tuple(int(part) for part in parsed.group(2).split("."))
+        floor, bound = _bounds(parsed.group(1), parts, wildcard=parsed.group(3) is not None)
+        if floor is not None:
+            oldest = floor if oldest is None else max(oldest, floor)
+        if bound is not None:
+            below = bound if below is None else min(below, bound)
+    return TorchRange(oldest, below)
+
+
+def _bounds(operator: str, parts: Version, wildcard: bool) -> tuple[Version | None, Version | None]:
+    """The floor and the exclusive upper bound one specifier (`operator` and the release
+    numbers written) sets."""
+    release = _release_of(parts)
+    if operator in ("==", "==="):
+        # `==2.3.*` allows any 2.3 release, `==2.3` only 2.3.0.
+        return release, _next(parts if wildcard else release)
+    if operator in (">=", ">"):
+        return release, None
+    if operator == "<=":
+        return None, _next(release)
+    if operator == "<":
+        return None, release
+    if operator == "~=" and len(parts) >= 2:  # `~=2.1`: >=2.1, ==2.*
+        return release, _release_of(_next(parts[:-1]))
+    return None, None  # `!=`, or `~=` with one part (invalid): no bound worth reading.
+
+
+def _release_of(parts: Version) -> Version:
+    return parts + (0,) * (3 - len(parts))
+
+
+def _next(release: Version) -> Version:
+    """The smallest release after every release that starts with `release` (`2.3` → `2.4`)."""
+    return _release_of(release[:-1] + (release[-1] + 1,))
+
+
+def declared_torch(directory: Path) -> DeclaredTorch | None:
+    """What the packaging files in `directory` declare about torch; None when none names it
+    (or none can be read)."""
+    try:
+        names = set(os.listdir(directory))
+    except OSError:
+        return None
+    found: list[tuple[str, TorchRange]] = []
+    requirement_files = sorted(name for name in names if _REQUIREMENTS_FILE.fullmatch(name))
+    if "pyproject.toml" in names:
+        found.extend(("pyproject.toml", r) for r in _torch_in(_pyproject(directory / "pyproject.toml")))
+    if "setup.cfg" in names:
+        found.extend(("setup.cfg", r) for r in _torch_in(_setup_cfg(directory / "setup.cfg")))
+    if "setup.py" in names:
+        install_requires, named_files = _setup_py(directory / "setup.py")
+        found.extend(("setup.py", r) for r in _torch_in(install_requires))
+        requirement_files.extend(name for name in named_files if os.path.isfile(directory / name))
+    if "requirements" in names and os.path.isdir(directory / "requirements"):
+        try:
+            listed = os.listdir(directory / "requirements")
+        except OSError:
+            listed = []
+        requirement_files.extend(f"requirements/{name}" for name in sorted(listed) if name.endswith(".txt"))
+    for name in dict.fromkeys(requirement_files):
+        found.extend((name, r) for r in _torch_in(_requirement_lines(directory / name)))
+    if not found:
+        return None
+    versions = found[0][1]
+    for _, declaration in found[1:]:
+        versions = versions.union(declaration)
+    files = tuple(dict.fromkeys(name for name, _ in found))
+    return DeclaredTorch(directory, versions, files)
+
+
+def _torch_in(lines: Iterable[str]) -> Iterator[TorchRange]:
+    for line in lines:
+        declaration = parse_torch_requirement(line)
+        if declaration is not None:
+            yield declaration
+
+
+def _pyproject(path: Path) -> list[str]:
+    try:
+        with path.open("rb") as stream:
+            project = tomllib.load(stream).get("project", {})
+    except (OSError, ValueError):
+        return []
+    dependencies = project.get("dependencies") if isinstance(project, dict) else None
+    if not isinstance(dependencies, list):
+        return []
+    return [item for item in dependencies if isinstance(item, str)]
+
+
+def _setup_cfg(path: Path) -> list[str]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return []
+    return parser.get("options", "install_requires", fallback="").splitlines()
+
+
+def _setup_py(path: Path) -> tuple[list[str], list[str]]:
+    """The strings `setup.py` passes as `install_requires` (a literal, or the literal a
+    module-level name is bound to), and the `.txt` files it names; nothing when it does not
+    parse."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return [], []
+    bound = {
+        target.id: statement.value
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
+    install_requires = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            value = bound.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
+            install_requires.extend(_string_literals(value))
+    named_files = [text for text in _string_literals(tree) if _REQUIREMENTS_PATH.fullmatch(text)]
+    return install_requires, named_files
+
+
+def _string_literals(node: ast.AST) -> list[str]:
+    return [
+        child.value
+        for child in ast.walk(node)
+        if isinstance(child, ast.Constant) and isinstance(child.value, str)
+    ]
+
+
+def _requirement_lines(path: Path) -> list[str]:
+    """The requirement lines of a pip requirements file: comments, options (`-r`, `-e`,
+    `--index-url`) and blank lines dropped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith(("#", "-"))]
