@@ -92,11 +92,13 @@ class Steps:
         self.holds_a_model = holds_a_model
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
         self._model_loops: dict[cst.FunctionDef, list[LoopFacts]] = {}
-        self._generating: dict[cst.FunctionDef, bool] = {}
+        self._generating: dict[cst.FunctionDef, list[cst.Call]] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
         every iteration of a loop that runs a model (see the module's docs)."""
+        if self.prepares_generation(node):
+            return False
         if self.in_model_loop(node):
             return True
         if self.sets_up_a_model_loop(node):
@@ -159,12 +161,8 @@ class Steps:
         after it, or under a guard that runs on few of its iterations (`if attn is None: attn =
         torch.empty(...)`). Such set-up runs once per call, and its cost is shared by every
         model call of the loop. With autograd on, the loop is part of a training step (an RNN's
-        time steps in `forward`), whose set-up is paid on every step. A function that calls a
-        model's `generate(...)` (Hugging Face generation: a decoding loop with autograd off)
-        sets it up outside its own loops too."""
+        time steps in `forward`), whose set-up is paid on every step."""
         function = self.scopes.enclosing_function(node)
-        if function is not None and not self.loops.enclosing_loops(node) and self.generates(function):
-            return True
         if function is None or not (
             self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
         ):
@@ -181,13 +179,31 @@ class Steps:
             for loop in loops
         )
 
-    def generates(self, function: cst.FunctionDef) -> bool:
-        """Calls a model's `generate(...)` (`self.llm_model.generate(inputs_embeds=...,
-        max_new_tokens=...)`): the receiver holds a model, or the call passes generation
-        settings."""
+    def prepares_generation(self, node: cst.CSTNode) -> bool:
+        """In a function that runs a model's `generate(...)` with autograd off (Hugging Face
+        generation: a decoding loop that runs the model once per token), outside any loop
+        that generates on each of its iterations: what it prepares, even per frame of a
+        video, is paid once per generation and dwarfed by it."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or not (
+            self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
+        ):
+            return False
+        generations = self.generations(function)
+        return bool(generations) and not any(
+            any(self.scopes.within_same_scope(call, loop.node) for call in generations)
+            for loop in self.loops.enclosing_loops(node)
+        )
+
+    def generations(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of a model's `generate(...)` in `function` (`self.llm_model.generate(
+        inputs_embeds=..., max_new_tokens=...)`): the receiver holds a model, or the call
+        passes generation settings."""
         if function not in self._generating:
-            self._generating[function] = any(
-                type(call.func) is cst.Attribute
+            self._generating[function] = [
+                call for call in descendants_in_scope(function.body)
+                if type(call) is cst.Call
+                and type(call.func) is cst.Attribute
                 and call.func.attr.value == "generate"
                 and (
                     self.holds_a_model(call.func.value)
@@ -196,9 +212,7 @@ class Steps:
                         for arg in call.args
                     )
                 )
-                for call in descendants_in_scope(function.body)
-                if type(call) is cst.Call
-            )
+            ]
         return self._generating[function]
 
     def _repeats_a_model(self, loop: LoopFacts) -> bool:

@@ -537,8 +537,9 @@ class TensorCreatedThenMoved(Rule):
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in
     a per-step function that runs on the first call only, or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, also through a
-    method it calls on `self` that assigns the attribute; the set-up of a model's
-    `generate(...)`, whose decoding loop runs the model once per token); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
+    method it calls on `self` that assigns the attribute; what a function that
+    runs a model's `generate(...)` with autograd off prepares for it, also in its loops over
+    frames or modalities: the decoding loop runs the model once per token); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
     choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
