@@ -423,7 +423,9 @@ class DataLoaders:
     ) -> bool:
         """Whether `is_source` holds for the dataset `expression` is, seen through the names
         bound to it (every value), `Subset`/`ConcatDataset` and `+` (every part: `gold +
-        silver`, a concatenation of lists or, for datasets, a `ConcatDataset`)."""
+        silver`, a concatenation of lists or, for datasets, a `ConcatDataset`), a parameter
+        (what every caller in the module passes) and an unpacked call (`dataset, model =
+        load_train_objs()`: what the function returns in that place)."""
         if is_source(expression):
             return True
         if depth > 3:
@@ -444,11 +446,84 @@ class DataLoaders:
                 return self.every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
-            values = self.scopes.bound_values(expression) or self._split_from(expression)
+            values = (
+                self.scopes.bound_values(expression)
+                or self._split_from(expression)
+                or self._unpacked_from(expression)
+                or self._passed_for(expression)
+            )
             return bool(values) and all(
                 self.every_source(v, is_source, depth + 1) for v in values
             )
         return False
+
+    def _passed_for(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What the callers in this module pass for the parameter `expression` names, when
+        every call of its function (a module-level `def`, called by name) passes it:
+        `prepare_dataloader(dataset, batch_size)` gives the caller's `dataset`."""
+        function = self.scopes.enclosing_function(expression)
+        if (
+            not isinstance(expression, cst.Name)
+            or function is None
+            or self.scopes.enclosing_class(function) is not None
+            or not self.scopes.is_parameter(expression.value, function)
+        ):
+            return []
+        params = function.params
+        positional = [param.name.value for param in (*params.posonly_params, *params.params)]
+        passed = []
+        for call in self.index.calls:
+            if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+                continue
+            argument = _argument_for(call, expression.value, positional)
+            if argument is None:
+                return []
+            passed.append(argument)
+        return passed
+
+    def _unpacked_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The values a function of this module returns in the place of the name
+        `expression` in an unpacking of its call (`dataset, model, optimizer =
+        load_train_objs()`, where it ends with `return train_set, model, optimizer`)."""
+        if not isinstance(expression, cst.Name):
+            return []
+        function = self.scopes.enclosing_function(expression)
+        for assignment in self.index.assigns:
+            if not (
+                isinstance(assignment, cst.Assign)
+                and len(assignment.targets) == 1
+                and isinstance(assignment.targets[0].target, cst.Tuple)
+                and isinstance(assignment.value, cst.Call)
+                and isinstance(assignment.value.func, cst.Name)
+                and self.scopes.enclosing_function(assignment) is function
+            ):
+                continue
+            elements = [element.value for element in assignment.targets[0].target.elements]
+            position = next(
+                (i for i, element in enumerate(elements)
+                 if isinstance(element, cst.Name) and element.value == expression.value),
+                None,
+            )
+            if position is None:
+                continue
+            callees = [
+                f for f in self.index.functions
+                if f.name.value == assignment.value.func.value
+                and self.scopes.enclosing_class(f) is None
+            ]
+            if len(callees) != 1:
+                return []
+            returned = [
+                node.value for node in self.index.returns
+                if self.scopes.enclosing_function(node) is callees[0]
+            ]
+            if not returned or not all(
+                isinstance(value, cst.Tuple) and len(value.elements) == len(elements)
+                for value in returned
+            ):
+                return []
+            return [value.elements[position].value for value in returned]
+        return []
 
     def _split_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The dataset a `random_split` gave `expression` a part of:
@@ -962,6 +1037,20 @@ def _called_with(
     call = parents.get(arg) if isinstance(arg, cst.Arg) else None
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
+    return None
+
+
+def _argument_for(call: cst.Call, parameter: str, positional: list[str]) -> cst.BaseExpression | None:
+    """The argument `call` passes for `parameter` (by keyword, or by position among
+    `positional`), or None when it passes none or it cannot be told (`*args`, `**kwargs`)."""
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            if arg.keyword.value == parameter:
+                return arg.value
+        elif position < len(positional) and positional[position] == parameter:
+            return arg.value
     return None
 
 

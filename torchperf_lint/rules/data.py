@@ -70,7 +70,10 @@ class DataLoaderNoWorkers(Rule):
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
-    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`),
+    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`; a
+    loader factory's parameter counts by what every caller in the module passes, also
+    through a function's tuple return: `dataset, model, optimizer = load_train_objs()` then
+    `prepare_dataloader(dataset, batch_size)`),
     loaders only read for one batch (`next(iter(loader))`), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
     and test files. It is silent too for loaders that nothing reads once per step: a loader
