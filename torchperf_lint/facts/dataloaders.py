@@ -656,8 +656,8 @@ class DataLoaders:
         sampler = loader.argument("sampler")
         if sampler is None:
             return False
-        values = [sampler.value, *self.scopes.bound_values(sampler.value)]
-        return any(
+        values = self.scopes.bound_values(sampler.value) or [sampler.value]
+        return all(
             isinstance(value, cst.Call)
             and any(
                 arg.keyword is not None
