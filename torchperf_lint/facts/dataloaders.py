@@ -15,10 +15,11 @@ from torchperf_lint.facts.arguments import (
     UNKNOWN,
     argument_value,
     bound_argument,
+    literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
 from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope
-from torchperf_lint.facts.loops import LoopNode, iterated_expression
+from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
 from torchperf_lint.facts.names import (
     NameResolver,
     dotted_name,
@@ -83,6 +84,14 @@ _STAND_INS = ("Mock", "Dummy", "Fake")
 _LITERALS = (
     cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
 )
+# Builtins whose result is a container of values already computed (`list(InputExample(...)
+# for ...)`): whatever the argument, the samples are in memory once the call returns.
+_CONTAINER_BUILTINS = frozenset({"builtins.list", "builtins.tuple", "builtins.sorted"})
+# A sampler's number of samples (torchgeo's `RandomGeoSampler(..., length=3)`, PyTorch's
+# `RandomSampler(..., num_samples=3)`) up to which the loader is a look at a few samples
+# (to plot them), not a pass over the data.
+_SAMPLE_COUNT_KEYWORDS = ("length", "num_samples")
+_HANDFUL = 16
 
 
 @dataclass(frozen=True)
@@ -180,7 +189,8 @@ class DataLoaders:
         self, loader: DataLoaderConstruction, elsewhere: SamplesElsewhere = _unknown_elsewhere
     ) -> bool:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
-        a `TensorDataset`, a `range`, a list or other literal, a mock or other stand-in
+        a `TensorDataset`, a `range`, a list or other literal, a list built by a call of
+        `list`/`tuple`/`sorted` or by `+` of such lists, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
         `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins
         (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
@@ -397,7 +407,9 @@ class DataLoaders:
         if not isinstance(expression, cst.Call):
             return False
         qualified = self.names.call_name(expression) or ""
-        if qualified in _IN_MEMORY_DATASETS or qualified.startswith("unittest.mock."):
+        if qualified in _IN_MEMORY_DATASETS or qualified in _CONTAINER_BUILTINS:
+            return True
+        if qualified.startswith("unittest.mock."):
             return True
         if any(word in (last_identifier(expression.func) or "") for word in _STAND_INS):
             return True
@@ -410,11 +422,19 @@ class DataLoaders:
         depth: int = 0,
     ) -> bool:
         """Whether `is_source` holds for the dataset `expression` is, seen through the names
-        bound to it (every value) and `Subset`/`ConcatDataset` (every part)."""
+        bound to it (every value), `Subset`/`ConcatDataset` and `+` (every part: `gold +
+        silver`, a concatenation of lists or, for datasets, a `ConcatDataset`), a parameter
+        (what every caller in the module passes) and an unpacked call (`dataset, model =
+        load_train_objs()`: what the function returns in that place)."""
         if is_source(expression):
             return True
         if depth > 3:
             return False
+        if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Add):
+            return all(
+                self.every_source(part, is_source, depth + 1)
+                for part in (expression.left, expression.right)
+            )
         if isinstance(expression, cst.Call):
             qualified = self.names.call_name(expression) or ""
             if qualified in _DATASET_WRAPPERS and expression.args:
@@ -426,11 +446,84 @@ class DataLoaders:
                 return self.every_source(parts, is_source, depth + 1)
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
-            values = self.scopes.bound_values(expression) or self._split_from(expression)
+            values = (
+                self.scopes.bound_values(expression)
+                or self._split_from(expression)
+                or self._unpacked_from(expression)
+                or self._passed_for(expression)
+            )
             return bool(values) and all(
                 self.every_source(v, is_source, depth + 1) for v in values
             )
         return False
+
+    def _passed_for(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """What the callers in this module pass for the parameter `expression` names, when
+        every call of its function (a module-level `def`, called by name) passes it:
+        `prepare_dataloader(dataset, batch_size)` gives the caller's `dataset`."""
+        function = self.scopes.enclosing_function(expression)
+        if (
+            not isinstance(expression, cst.Name)
+            or function is None
+            or self.scopes.enclosing_class(function) is not None
+            or not self.scopes.is_parameter(expression.value, function)
+        ):
+            return []
+        params = function.params
+        positional = [param.name.value for param in (*params.posonly_params, *params.params)]
+        passed = []
+        for call in self.index.calls:
+            if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+                continue
+            argument = _argument_for(call, expression.value, positional)
+            if argument is None:
+                return []
+            passed.append(argument)
+        return passed
+
+    def _unpacked_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The values a function of this module returns in the place of the name
+        `expression` in an unpacking of its call (`dataset, model, optimizer =
+        load_train_objs()`, where it ends with `return train_set, model, optimizer`)."""
+        if not isinstance(expression, cst.Name):
+            return []
+        function = self.scopes.enclosing_function(expression)
+        for assignment in self.index.assigns:
+            if not (
+                isinstance(assignment, cst.Assign)
+                and len(assignment.targets) == 1
+                and isinstance(assignment.targets[0].target, cst.Tuple)
+                and isinstance(assignment.value, cst.Call)
+                and isinstance(assignment.value.func, cst.Name)
+                and self.scopes.enclosing_function(assignment) is function
+            ):
+                continue
+            elements = [element.value for element in assignment.targets[0].target.elements]
+            position = next(
+                (i for i, element in enumerate(elements)
+                 if isinstance(element, cst.Name) and element.value == expression.value),
+                None,
+            )
+            if position is None:
+                continue
+            callees = [
+                f for f in self.index.functions
+                if f.name.value == assignment.value.func.value
+                and self.scopes.enclosing_class(f) is None
+            ]
+            if len(callees) != 1:
+                return []
+            returned = [
+                node.value for node in self.index.returns
+                if self.scopes.enclosing_function(node) is callees[0]
+            ]
+            if not returned or not all(
+                isinstance(value, cst.Tuple) and len(value.elements) == len(elements)
+                for value in returned
+            ):
+                return []
+            return [value.elements[position].value for value in returned]
+        return []
 
     def _split_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The dataset a `random_split` gave `expression` a part of:
@@ -513,6 +606,217 @@ class DataLoaders:
             and self.scopes.enclosing_function(name) is function
         ]
         return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
+
+    def converted_by_sentence_transformers(self, loader: DataLoaderConstruction) -> bool:
+        """The loader is handed to sentence-transformers' `fit` (`model.fit(train_objectives=[
+        (loader, loss)])`, `CrossEncoder(...).fit(loader)`) and no loop of the module iterates
+        it: `fit` reads it once with an identity collate to build a `datasets.Dataset` and
+        trains from its own Trainer's loader, so this loader's settings never reach a step."""
+        if any(self.loader_of(loop) == loader for loop in self.index.loops):
+            return False
+        for call in self._fit_calls:
+            objectives = next(
+                (arg.value for arg in call.args
+                 if arg.keyword is not None and arg.keyword.value == "train_objectives"),
+                None,
+            )
+            if objectives is not None:
+                handed = [objectives, *descendants(objectives)]
+            elif self._is_sentence_transformers(call.func.value):
+                handed = [arg.value for arg in call.args]
+            else:
+                continue
+            if any(
+                isinstance(node, cst.BaseExpression) and self.construction(node) == loader
+                for node in handed
+            ):
+                return True
+        return False
+
+    @cached_property
+    def _fit_calls(self) -> list[cst.Call]:
+        return [
+            call for call in self.index.calls
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"
+        ]
+
+    def _is_sentence_transformers(self, receiver: cst.BaseExpression) -> bool:
+        """A `SentenceTransformer` or `CrossEncoder` of `sentence_transformers`, or a name
+        bound to one."""
+        return any(
+            isinstance(value, cst.Call)
+            and (self.names.call_name(value) or "").startswith("sentence_transformers.")
+            for value in self.scopes.bound_values(receiver)
+        )
+
+    def draws_a_handful(self, loader: DataLoaderConstruction) -> bool:
+        """The loader's sampler draws a handful of samples (`RandomGeoSampler(dataset,
+        size=4096, length=3)`, `RandomSampler(data, num_samples=8)`): a look at a few
+        samples, to plot them, not a pass over the data."""
+        sampler = loader.argument("sampler")
+        if sampler is None:
+            return False
+        values = self.scopes.bound_values(sampler.value) or [sampler.value]
+        return all(
+            isinstance(value, cst.Call)
+            and any(
+                arg.keyword is not None
+                and arg.keyword.value in _SAMPLE_COUNT_KEYWORDS
+                and isinstance(count := literal_value(arg.value), int)
+                and not isinstance(count, bool)
+                and count <= _HANDFUL
+                for arg in value.args
+            )
+            for value in values
+        )
+
+    def read_in_one_pass_after_training(
+        self, loader: DataLoaderConstruction, loops: Loops
+    ) -> bool:
+        """The loader, bound to a name, is read only by passes that run once, after its
+        function (or the module) has trained: a loop over it that no other loop encloses and
+        that trains nothing (an embedding pass, a final test), or a call, outside any loop, of
+        a function of this module that reads its parameter so (`evaluate(test_loader)` after
+        the epoch loop). Reading its length or attributes is no pass. Loading cost there is
+        paid once, not per step, next to a whole training."""
+        parent = self.index.parents.get(loader.call)
+        if not (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return False
+        bound = parent.targets[0].target
+        function = self.scopes.enclosing_function(parent)
+        reads = self._reads_of(bound, function)
+        return bool(reads) and all(
+            self._one_pass_after_training(read, loader, loops) for read in reads
+        )
+
+    def _reads_of(self, bound: cst.Name, function: cst.FunctionDef | None) -> list[cst.Name]:
+        """The reads of the name `bound` binds: in its function, or anywhere in the module
+        for a module-level name (a function may read the global)."""
+        return [
+            name for name in self._names_by_identifier.get(bound.value, ())
+            if name is not bound
+            and _is_read(self.index.parents, name)
+            and (function is None or self.scopes.enclosing_function(name) is function)
+        ]
+
+    def _one_pass_after_training(
+        self, read: cst.Name, loader: DataLoaderConstruction | None, loops: Loops, depth: int = 0
+    ) -> bool:
+        """`read` takes the loader's length or an attribute, is iterated by a single pass
+        (`_single_pass`), or hands it to a function of this module, outside any loop, that
+        reads its parameter only so. With `loader` (the caller's read), the pass must come
+        after a training in its scope."""
+        parent = self.index.parents.get(read)
+        if isinstance(parent, cst.Attribute) and parent.value is read:
+            return True  # `loader.dataset`, `loader.batch_size`
+        if _called_with(self.index.parents, read, "len") is not None:
+            return True
+        loop = self._loop_iterating(read)
+        if loop is not None:
+            return self._single_pass(loop, loops) and (
+                loader is None or self._after_training(loop, loops)
+            )
+        argument = parent if isinstance(parent, cst.Arg) else None
+        call = self.index.parents.get(argument) if argument is not None else None
+        if not isinstance(call, cst.Call) or depth > 1 or loops.enclosing_loops(call):
+            return False
+        parameter = self._parameter_for(call, argument)
+        if parameter is None:
+            return False
+        callee = self.scopes.enclosing_function(parameter)
+        reads = [
+            name for name in self._names_by_identifier.get(parameter.name.value, ())
+            if name is not parameter.name
+            and _is_read(self.index.parents, name)
+            and self.scopes.enclosing_function(name) is callee
+        ]
+        return (
+            bool(reads)
+            and all(self._one_pass_after_training(name, None, loops, depth + 1) for name in reads)
+            and (loader is None or self._after_training(call, loops))
+        )
+
+    def _loop_iterating(self, read: cst.Name) -> cst.For | cst.CompFor | None:
+        """The `for` loop or comprehension that iterates `read` (`for x in read`,
+        `enumerate(read)`, `[f(x) for x in read]`)."""
+        for parent, child in self.scopes.ancestors_with_child(read):
+            if isinstance(parent, cst.For):
+                return parent if child is parent.iter and iterated_expression(parent) is read else None
+            if isinstance(parent, cst.CompFor):
+                return parent if child is parent.iter and parent.iter is read else None
+            if isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+                return None
+        return None
+
+    def _single_pass(self, loop: cst.For | cst.CompFor, loops: Loops) -> bool:
+        """A loop (or comprehension) that no other loop of its function encloses and that
+        trains nothing, in its body or a loop inside it."""
+        if loops.enclosing_loops(loop):
+            return False
+        if isinstance(loop, cst.CompFor):
+            return True
+        inside = set(self.index.inside(self.index.loops, loop))
+        return not any(
+            other.is_training for other in loops.all if other.node is loop or other.node in inside
+        )
+
+    def _after_training(self, node: cst.CSTNode, loops: Loops) -> bool:
+        """Before `node`, its function (the module, at module level) has trained: a training
+        loop, or a call of a function of this module that holds one (`train(loader)` in the
+        epoch loop), ends before it starts, or a Lightning `Trainer.fit` call does."""
+        function = self.scopes.enclosing_function(node)
+        start = self.index.preorder[node]
+        if any(
+            loop.function is function and self.index.subtree_end[loop.node] < start
+            for loop in loops.training_loops
+        ):
+            return True
+        trainers = {loop.function.name.value for loop in loops.training_loops if loop.function}
+        return any(
+            self.index.subtree_end[call] < start
+            and self.scopes.enclosing_function(call) is function
+            and self._trains(call, trainers)
+            for call in self.index.calls
+        )
+
+    def _trains(self, call: cst.Call, trainers: set[str]) -> bool:
+        """`call` runs a function of this module with a training loop, or is a Lightning
+        Trainer's `fit`."""
+        if isinstance(call.func, cst.Name):
+            return call.func.value in trainers
+        return (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "fit"
+            and any(
+                isinstance(value, cst.Call) and is_lightning_name(self.names.call_name(value) or "")
+                for value in self.scopes.bound_values(call.func.value)
+            )
+        )
+
+    def _parameter_for(self, call: cst.Call, argument: cst.Arg) -> cst.Param | None:
+        """The parameter of a function of this module (called by its name) that `argument`
+        binds."""
+        if not isinstance(call.func, cst.Name):
+            return None
+        functions = [f for f in self.index.functions if f.name.value == call.func.value]
+        if len(functions) != 1 or self.scopes.enclosing_class(functions[0]) is not None:
+            return None
+        params = functions[0].params
+        positional = [*params.posonly_params, *params.params]
+        if argument.keyword is not None:
+            return next(
+                (p for p in (*positional, *params.kwonly_params)
+                 if p.name.value == argument.keyword.value),
+                None,
+            )
+        if argument.star:
+            return None
+        position = call.args.index(argument)
+        return positional[position] if position < len(positional) else None
 
     def iterable_dataset_without_sharding(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is an instance of a class of this module derived from `IterableDataset`
@@ -734,6 +1038,33 @@ def _called_with(
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == function:
         return call
     return None
+
+
+def _argument_for(call: cst.Call, parameter: str, positional: list[str]) -> cst.BaseExpression | None:
+    """The argument `call` passes for `parameter` (by keyword, or by position among
+    `positional`), or None when it passes none or it cannot be told (`*args`, `**kwargs`)."""
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            if arg.keyword.value == parameter:
+                return arg.value
+        elif position < len(positional) and positional[position] == parameter:
+            return arg.value
+    return None
+
+
+def _is_read(parents: dict[cst.CSTNode, cst.CSTNode], name: cst.Name) -> bool:
+    """`name` reads a variable: not an attribute's name (`x.loader`), a keyword
+    (`f(loader=...)`), a parameter or the target of an assignment."""
+    parent = parents.get(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    if isinstance(parent, (cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef)):
+        return False
+    return not (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is name)
 
 
 def _methods_of(cls: cst.ClassDef, names: tuple[str, ...] | None = None) -> list[cst.FunctionDef]:

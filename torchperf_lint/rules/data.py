@@ -61,7 +61,8 @@ class DataLoaderNoWorkers(Rule):
     and is left alone, like an explicit `pin_memory=False` for TPL102.
 
     It stays silent where workers would gain nothing: datasets that already hold their
-    samples in memory (a `TensorDataset`, a `range`, a list or other literal, a mock or other
+    samples in memory (a `TensorDataset`, a `range`, a list or other literal, a list built by
+    an expression such as `list(InputExample(...) for ...)` or `gold + silver`, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
     batch_size=1024)` over node indices), a dataset class of the module whose
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
@@ -69,11 +70,25 @@ class DataLoaderNoWorkers(Rule):
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
-    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`),
-    loaders only read for one batch, loaders a dataset class builds in its own methods (PyG's
-    `process()` running a feature extractor once over the raw data)
-    (`next(iter(loader))`), and test files. It is silent too where loading must stay in the
-    training process: a dataset built from the running object's own state, a bound method
+    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`; a
+    loader factory's parameter counts by what every caller in the module passes, also
+    through a function's tuple return: `dataset, model, optimizer = load_train_objs()` then
+    `prepare_dataloader(dataset, batch_size)`),
+    loaders only read for one batch (`next(iter(loader))`), loaders a dataset class builds in
+    its own methods (PyG's `process()` running a feature extractor once over the raw data),
+    and test files. It is silent too for loaders that nothing reads once per step: a loader
+    handed to sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
+    `CrossEncoder.fit(loader)`), which reads it once to build a dataset and trains from its
+    own Trainer's loader; a loader whose only reads are one pass after the training of its
+    function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
+    loop: a loop over it, or a call of a function of the module that loops over its
+    parameter, that no loop encloses and that trains nothing); and a loader whose sampler
+    draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
+    length=3)`, to plot them). A loader read inside a loop (each epoch), before any training,
+    or by a framework every step (a Lightning `Trainer.fit`, `accelerator.prepare`) is still
+    reported. It is silent
+    too where loading must stay in the training process: a dataset built from the running
+    object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
     experience with the current policy) or a replay buffer the training fills
     (`RLDataset(self.buffer)`): workers would sample from stale copies of it.
@@ -134,6 +149,8 @@ class DataLoaderNoWorkers(Rule):
                 continue  # a tensor of indices or samples: batches are slices of it
             if loaders.read_once(loader) or loaders.built_by_a_dataset(loader):
                 continue
+            if _never_read_per_step(facts, loader):
+                continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
             new_call = add_keyword(loader.call, "num_workers", cst.Integer(str(SUGGESTED_WORKERS)))
@@ -171,7 +188,12 @@ class DataLoaderNoPinMemory(Rule):
 
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight); when the loader's only loop is a pass that runs
-    once before its function's training loop (caching latents or embeddings), or a dataset class builds it in its own methods (PyG's `process()`, once over the raw data); when the dataset is a class of the module whose
+    once before its function's training loop (caching latents or embeddings), or a dataset
+    class builds it in its own methods (PyG's `process()`, once over the raw data); when
+    nothing reads it once per step, as for TPL101 (sentence-transformers' `fit` converts it
+    into a dataset; its only reads are one pass after training, an embedding pass or a final
+    test; its sampler draws a handful of samples); for `DataLoader([])`, a stand-in that
+    yields no batch; when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
@@ -241,6 +263,10 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
+            if dataset is not None and _empty_literal(dataset.value):
+                continue  # `DataLoader([])`: a stand-in that yields no batch
+            if _never_read_per_step(facts, loader):
+                continue
             elsewhere = facts.program.dataset_samples
             if facts.dataloaders.preprocessed_rows(loader, elsewhere):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
@@ -259,6 +285,24 @@ class DataLoaderNoPinMemory(Rule):
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
             fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
             yield self.finding(loader.call, fix)
+
+
+def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """Nothing reads the loader once per step: sentence-transformers' `fit` converts it
+    into a dataset and trains from its own loader, it is only read in one pass after
+    training (an embedding pass, a final test), or its sampler draws a handful of samples."""
+    loaders = facts.dataloaders
+    return (
+        loaders.converted_by_sentence_transformers(loader)
+        or loaders.read_in_one_pass_after_training(loader, facts.loops)
+        or loaders.draws_a_handful(loader)
+    )
+
+
+def _empty_literal(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, (cst.List, cst.Tuple, cst.Dict)) and not (
+        expression.elements
+    )
 
 
 def _batches_reach_the_device(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
