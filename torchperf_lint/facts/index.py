@@ -40,6 +40,11 @@ class SyntaxIndex:
     formatted_strings: list[cst.FormattedString] = field(default_factory=list)
     # Nodes with a test: `if`/`elif`, `while`, conditional expressions and `assert`.
     conditions: list[cst.If | cst.While | cst.IfExp | cst.Assert] = field(default_factory=list)
+    # Nodes that bind names: assignment targets, augmented and annotated assignments, `for`
+    # loops, walruses and `as` names.
+    binders: list[
+        cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr | cst.AsName
+    ] = field(default_factory=list)
     # Per list of nodes above (by identity), the pre-order position of each of its nodes.
     _positions: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
@@ -76,13 +81,16 @@ class SyntaxIndex:
 # The buckets each node type goes into.
 _BUCKETS: dict[type, tuple[str, ...]] = {
     cst.Call: ("calls",),
-    cst.For: ("loops",),
+    cst.For: ("loops", "binders"),
     cst.While: ("loops", "conditions"),
     cst.FunctionDef: ("functions",),
     cst.ClassDef: ("classes",),
     cst.Assign: ("assigns",),
-    cst.AnnAssign: ("assigns",),
-    cst.AugAssign: ("assigns",),
+    cst.AnnAssign: ("assigns", "binders"),
+    cst.AugAssign: ("assigns", "binders"),
+    cst.AssignTarget: ("binders",),
+    cst.NamedExpr: ("binders",),
+    cst.AsName: ("binders",),
     cst.With: ("withs",),
     cst.Import: ("imports",),
     cst.ImportFrom: ("imports",),

@@ -19,6 +19,7 @@ class Scopes:
 
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
+        self._binders = index.binders
         # For `enclosing_function` (see `nearest_ancestor`).
         self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
@@ -178,24 +179,12 @@ class Scopes:
     def _binding_sites(self) -> dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]]:
         """Per (function, name), the nodes that bind the name there (see `_binds`)."""
         sites: dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]] = defaultdict(list)
-        for node in self.parents:
-            target = _bound_target(node)
-            if target is None:
-                continue
+        for node in self._binders:
+            target = node.name if isinstance(node, cst.AsName) else node.target
             function = self.enclosing_function(node)
             for name in target_names(target):
                 sites[(function, name)].append(node)
         return sites
-
-
-def _bound_target(node: cst.CSTNode) -> cst.BaseExpression | None:
-    """What `node` binds, when it binds names: an assignment's or a loop's target, a `with
-    ... as` name, a walrus's target."""
-    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-        return node.target
-    if isinstance(node, cst.AsName):
-        return node.name
-    return None
 
 
 def single_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
