@@ -24,6 +24,10 @@ class SyntaxIndex:
     """
 
     parents: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    # The `id` of each node inside a `def` to the innermost `def` around it (nodes at module
+    # level, and the module, are not keys). By `id`: a node hashes in Python code, an `int`
+    # does not, and most nodes are keys.
+    function_of: dict[int, cst.FunctionDef] = field(default_factory=dict)
     calls: list[cst.Call] = field(default_factory=list)
     loops: list[cst.For | cst.While] = field(default_factory=list)
     functions: list[cst.FunctionDef] = field(default_factory=list)
@@ -253,17 +257,25 @@ def build_index(module: cst.Module) -> SyntaxIndex:
     """
     index = SyntaxIndex()
     parents = index.parents
+    function_of = index.function_of
     buckets = {
         node_type: [getattr(index, name) for name in names] for node_type, names in _BUCKETS.items()
     }
-    pending: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    # (node, its parent, the innermost `def` around it)
+    pending: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.FunctionDef | None]] = [
+        (module, None, None)
+    ]
     while pending:
-        node, parent = pending.pop()
+        node, parent, function = pending.pop()
         if parent is not None:
             parents[node] = parent  # in pre-order: analyses rely on the insertion order
-        for bucket in buckets.get(type(node), ()):
+            if function is not None:
+                function_of[id(node)] = function
+        node_type = type(node)
+        for bucket in buckets.get(node_type, ()):
             bucket.append(node)
         below = children(node)
         below.reverse()
-        pending.extend([(child, node) for child in below])
+        inner = node if node_type is cst.FunctionDef else function
+        pending.extend([(child, node, inner) for child in below])
     return index

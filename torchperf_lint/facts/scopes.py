@@ -8,10 +8,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, nearest_ancestor
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex
 from torchperf_lint.facts.names import dotted_name, target_names
-
-_FUNCTION = frozenset({cst.FunctionDef})
 
 
 class Scopes:
@@ -20,8 +18,9 @@ class Scopes:
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
         self._binders = index.binders
-        # For `enclosing_function` (see `nearest_ancestor`).
-        self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
+        self._function_of = index.function_of
+        # Per function, the names of its parameters (for `is_parameter`).
+        self._parameters: dict[cst.FunctionDef, frozenset[str]] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
         self._nearest_bindings: dict[cst.Name, cst.CSTNode | bool | None] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
@@ -72,7 +71,7 @@ class Scopes:
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The innermost `def` containing `node`, or None at module level."""
-        return nearest_ancestor(self.parents, self._function_of, node, _FUNCTION)
+        return self._function_of.get(id(node))
 
     def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """Every `def` containing `node`, innermost first."""
@@ -98,10 +97,13 @@ class Scopes:
     def is_parameter(self, name: str, function: cst.FunctionDef | None) -> bool:
         if function is None:
             return False
-        params = function.params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-        return any(p.name.value == name for p in (*every, *extras))
+        names = self._parameters.get(function)
+        if names is None:
+            params = function.params
+            every = (*params.posonly_params, *params.params, *params.kwonly_params)
+            extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+            names = self._parameters[function] = frozenset(p.name.value for p in (*every, *extras))
+        return name in names
 
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """Values assigned to the name or `self.attr` that `expression` reads.
