@@ -18,7 +18,8 @@ files' entry keys, the other files' summary keys): the results of the run, their
 located. When no file changed it is replayed as it is, without reading the files' entries,
 linking the program or importing LibCST. And a program's answers to the files' questions are
 kept by the digests of all its summaries: an edit that changes no summary (a comment, say)
-relints the edited file and links nothing.
+relints the edited file and links nothing (nor decodes the other files' summaries: they stay
+JSON text in the entries until the program is linked).
 
 The files' bytes are hashed only when their stamps (size, modification and change times,
 inode) changed since the last run (`FileDigests`): an unchanged project, and the linter's own
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
-FORMAT = 4
+FORMAT = 5
 _GITIGNORE = "# Automatically created by torchperf-lint.\n*\n"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -179,9 +180,8 @@ class Cache:
         self.write(key, {"results": [[r.filename, _record(r)] for r in results]})
 
     def get(self, key: str, filename: str) -> Analysis | None:
-        """The analysis stored under `key`, or None when there is none or it cannot be used."""
-        from torchperf_lint.program.summary import ModuleSummary
-
+        """The analysis stored under `key` (its summary still stored: `Analysis.stored_summary`),
+        or None when there is none or it cannot be used."""
         record = self.read(key)
         if record is None:
             return None
@@ -189,10 +189,10 @@ class Cache:
             summary = record["summary"]
             return Analysis(
                 _result(record, filename),
-                None if summary is None else ModuleSummary.from_json(summary),
-                dict(record["asked"]),
+                asked=dict(record["asked"]),
                 replayed=True,
                 summary_digest=str(record["summary_digest"]),
+                stored_summary=None if summary is None else str(summary),
             )
         except Exception:  # noqa: BLE001 - anything malformed is a miss
             return None
@@ -201,8 +201,9 @@ class Cache:
         """Store `analysis` (and give it its summary's digest); a cache that cannot be written
         is silently not used."""
         record = _record(analysis.result)
-        record["summary"] = None if analysis.summary is None else analysis.summary.to_json()
-        record["summary_digest"] = analysis.summary_digest = summary_digest(record["summary"])
+        summary = None if analysis.summary is None else analysis.summary.to_json()
+        record["summary"] = None if summary is None else stored_summary(summary)
+        record["summary_digest"] = analysis.summary_digest = summary_digest(summary)
         record["asked"] = analysis.asked
         self.write(key, record)
 
@@ -646,17 +647,26 @@ def summary_digest(summary: dict[str, object] | None) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def get_summary(cache: Cache, key: str) -> tuple[ModuleSummary | None, str] | None:
-    """The summary-only entry `key` (a summary, None for a file that cannot hold PyTorch code,
-    and the summary's digest), or None when it is not in the cache."""
+def stored_summary(summary: dict[str, object]) -> str:
+    """A summary's JSON as entries hold it: text, which reading an entry does not decode."""
+    return json.dumps(summary, separators=(",", ":"))
+
+
+def decoded_summary(stored: str) -> ModuleSummary:
+    """The summary a `stored_summary` holds."""
     from torchperf_lint.program.summary import ModuleSummary
 
+    return ModuleSummary.from_json(json.loads(stored))
+
+
+def get_summary(cache: Cache, key: str) -> tuple[str | None, str] | None:
+    """The summary-only entry `key` (a `stored_summary`, None for a file that cannot hold
+    PyTorch code, and the summary's digest), or None when it is not in the cache."""
     record = cache.read(key)
     if record is not None:
         with suppress(Exception):
             summary = record["summary"]
-            digest = str(record["digest"])
-            return None if summary is None else ModuleSummary.from_json(summary), digest
+            return None if summary is None else str(summary), str(record["digest"])
     return None
 
 
@@ -670,9 +680,11 @@ def summary_cached(cache: Cache, path: Path) -> tuple[ModuleSummary | None, str 
         return None, None
     found = get_summary(cache, key)
     if found is not None:
-        return found
+        stored, digest = found
+        return None if stored is None else decoded_summary(stored), digest
     summary = summarize_file(path)
     record = None if summary is None else summary.to_json()
     digest = summary_digest(record)
-    cache.write(key, {"summary": record, "digest": digest})
+    stored = None if record is None else stored_summary(record)
+    cache.write(key, {"summary": stored, "digest": digest})
     return summary, digest

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -225,11 +225,11 @@ def _lint_program(
 ) -> Run[FileResult]:
     """The three phases; the entries of `keys` (linted files) and `summary_keys` (the other
     files) that are in `cache` are read here, and only the other files go to the workers."""
-    from torchperf_lint.program.link import ProgramFacts
     from torchperf_lint.program.locate import locate_related
 
     replayed: list[Analysis] = []
-    summaries: dict[str, ModuleSummary] = {}
+    # Each file's summary, or the `cache.stored_summary` it was replayed with.
+    summaries: dict[str, ModuleSummary | str] = {}
     digests: dict[str, str | None] = {}
     linted_names = {job.display_name for job in jobs}
     to_lint = list(jobs)
@@ -258,11 +258,11 @@ def _lint_program(
     first = [*replayed, *linted.outcomes]
     others = run_jobs(summary_job, to_summarize, workers)
     for analysis in (*first, *others.outcomes):
-        if analysis.summary is not None:
-            summaries[analysis.result.filename] = analysis.summary
+        summary = analysis.summary if analysis.summary is not None else analysis.stored_summary
+        if summary is not None:
+            summaries[analysis.result.filename] = summary
             digests[analysis.result.filename] = analysis.summary_digest
-    program = ProgramFacts(summaries)
-    answers = _Answers(program, cache, digests)
+    answers = _Answers(partial(_linked, summaries), cache, digests)
     by_name = {job.display_name: job for job in jobs}
     results: dict[str, FileResult] = {}
     final: list[Analysis] = []
@@ -274,7 +274,7 @@ def _lint_program(
             final.append(analysis)
         else:
             stale.append(by_name[name])
-    second = run_jobs(analyse_job, stale, workers, shared=program)
+    second = run_jobs(analyse_job, stale, workers, shared=answers.program if stale else None)
     for analysis in second.outcomes:
         results[analysis.result.filename] = analysis.result
     run: Run[FileResult] = Run(
@@ -294,21 +294,39 @@ def _lint_program(
     return run
 
 
+def _linked(summaries: dict[str, ModuleSummary | str]) -> ProgramFacts:
+    """The program of these summaries, decoding those replayed from the cache."""
+    from torchperf_lint.cache import decoded_summary
+    from torchperf_lint.program.link import ProgramFacts
+
+    return ProgramFacts({
+        name: decoded_summary(summary) if isinstance(summary, str) else summary
+        for name, summary in summaries.items()
+    })
+
+
 class _Answers:
     """The program's answers to the files' questions: those an earlier run stored for the same
-    summaries (the cache, by their digests), else the linked program's, computed when first
+    summaries (the cache, by their digests), else the linked program's, linked when first
     needed (linking a large program takes longer than replaying all its files)."""
 
     def __init__(
-        self, program: ProgramFacts, cache: Cache | None, digests: dict[str, str | None]
+        self,
+        link: Callable[[], ProgramFacts],
+        cache: Cache | None,
+        digests: dict[str, str | None],
     ) -> None:
-        self.program = program
+        self._link = link
         self.cache = cache
         self.key = None
         if cache is not None and all(digest is not None for digest in digests.values()):
             self.key = cache.answers_key(digests)  # type: ignore[arg-type]
         self.known = {} if self.key is None else cache.get_answers(self.key)
         self.new = self.key is not None and not self.known
+
+    @cached_property
+    def program(self) -> ProgramFacts:
+        return self._link()
 
     def answer(self, file: str, question: str) -> Answer:
         known = self.known.get(file, {})

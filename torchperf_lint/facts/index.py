@@ -31,6 +31,10 @@ class SyntaxIndex:
     """
 
     parents: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    # The `id` of each node inside a `def` to the innermost `def` around it (nodes at module
+    # level, and the module, are not keys). By `id`: a node hashes in Python code, an `int`
+    # does not, and most nodes are keys.
+    function_of: dict[int, cst.FunctionDef] = field(default_factory=dict)
     calls: list[cst.Call] = field(default_factory=list)
     loops: list[cst.For | cst.While] = field(default_factory=list)
     functions: list[cst.FunctionDef] = field(default_factory=list)
@@ -47,6 +51,11 @@ class SyntaxIndex:
     formatted_strings: list[cst.FormattedString] = field(default_factory=list)
     # Nodes with a test: `if`/`elif`, `while`, conditional expressions and `assert`.
     conditions: list[cst.If | cst.While | cst.IfExp | cst.Assert] = field(default_factory=list)
+    # Nodes that bind names: assignment targets, augmented and annotated assignments, `for`
+    # loops, walruses and `as` names.
+    binders: list[
+        cst.AssignTarget | cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr | cst.AsName
+    ] = field(default_factory=list)
     # Per list of nodes above (by identity), the pre-order position of each of its nodes.
     _positions: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
@@ -90,13 +99,16 @@ class SyntaxIndex:
 # The buckets each node type goes into.
 _BUCKETS: dict[type, tuple[str, ...]] = {
     cst.Call: ("calls",),
-    cst.For: ("loops",),
+    cst.For: ("loops", "binders"),
     cst.While: ("loops", "conditions"),
     cst.FunctionDef: ("functions",),
     cst.ClassDef: ("classes",),
     cst.Assign: ("assigns",),
-    cst.AnnAssign: ("assigns",),
-    cst.AugAssign: ("assigns",),
+    cst.AnnAssign: ("assigns", "binders"),
+    cst.AugAssign: ("assigns", "binders"),
+    cst.AssignTarget: ("binders",),
+    cst.NamedExpr: ("binders",),
+    cst.AsName: ("binders",),
     cst.With: ("withs",),
     cst.Import: ("imports",),
     cst.ImportFrom: ("imports",),
@@ -266,19 +278,27 @@ def statement_index(statement: cst.CSTNode) -> SyntaxIndex:
     """
     index = SyntaxIndex()
     parents = index.parents
+    function_of = index.function_of
     buckets = {
         node_type: [getattr(index, name) for name in names] for node_type, names in _BUCKETS.items()
     }
-    pending: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(statement, None)]
+    # (node, its parent, the innermost `def` around it)
+    pending: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.FunctionDef | None]] = [
+        (statement, None, None)
+    ]
     while pending:
-        node, parent = pending.pop()
+        node, parent, function = pending.pop()
         if parent is not None:
             parents[node] = parent  # in pre-order: analyses rely on the insertion order
-        for bucket in buckets.get(type(node), ()):
+            if function is not None:
+                function_of[id(node)] = function
+        node_type = type(node)
+        for bucket in buckets.get(node_type, ()):
             bucket.append(node)
         below = children(node)
         below.reverse()
-        pending.extend([(child, node) for child in below])
+        inner = node if node_type is cst.FunctionDef else function
+        pending.extend([(child, node, inner) for child in below])
     return index
 
 
@@ -291,6 +311,7 @@ def joined_index(module: cst.Module, statements: list[SyntaxIndex]) -> SyntaxInd
     for statement, part in zip(module.body, statements):
         parents[statement] = module
         parents.update(part.parents)
+        index.function_of.update(part.function_of)
         for name, nodes in lists:
             nodes.extend(getattr(part, name))
     return index

@@ -12,11 +12,8 @@ from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     SyntaxIndex,
-    nearest_ancestor,
 )
 from torchperf_lint.facts.names import dotted_name, target_names
-
-_FUNCTION = frozenset({cst.FunctionDef})
 
 
 class Scopes:
@@ -24,8 +21,10 @@ class Scopes:
 
     def __init__(self, index: SyntaxIndex) -> None:
         self.parents = index.parents
-        # For `enclosing_function` (see `nearest_ancestor`).
-        self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
+        self._binders = index.binders
+        self._function_of = index.function_of
+        # Per function, the names of its parameters (for `is_parameter`).
+        self._parameters: dict[cst.FunctionDef, frozenset[str]] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
         self._nearest_bindings: dict[cst.Name, cst.CSTNode | bool | None] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
@@ -76,7 +75,7 @@ class Scopes:
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The innermost `def` containing `node`, or None at module level."""
-        return nearest_ancestor(self.parents, self._function_of, node, _FUNCTION)
+        return self._function_of.get(id(node))
 
     def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """Every `def` containing `node`, innermost first."""
@@ -102,10 +101,13 @@ class Scopes:
     def is_parameter(self, name: str, function: cst.FunctionDef | None) -> bool:
         if function is None:
             return False
-        params = function.params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        extras = [p for p in (params.star_arg, params.star_kwarg) if type(p) is cst.Param]
-        return any(p.name.value == name for p in (*every, *extras))
+        names = self._parameters.get(function)
+        if names is None:
+            params = function.params
+            every = (*params.posonly_params, *params.params, *params.kwonly_params)
+            extras = [p for p in (params.star_arg, params.star_kwarg) if type(p) is cst.Param]
+            names = self._parameters[function] = frozenset(p.name.value for p in (*every, *extras))
+        return name in names
 
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """Values assigned to the name or `self.attr` that `expression` reads.
@@ -184,32 +186,12 @@ class Scopes:
     def _binding_sites(self) -> dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]]:
         """Per (function, name), the nodes that bind the name there (see `_binds`)."""
         sites: dict[tuple[cst.CSTNode | None, str], list[cst.CSTNode]] = defaultdict(list)
-        for node in self.parents:
-            target = _bound_target(node)
-            if target is None:
-                continue
+        for node in self._binders:
+            target = node.name if isinstance(node, cst.AsName) else node.target
             function = self.enclosing_function(node)
             for name in target_names(target):
                 sites[(function, name)].append(node)
         return sites
-
-
-def _bound_target(node: cst.CSTNode) -> cst.BaseExpression | None:
-    """What `node` binds, when it binds names: an assignment's or a loop's target, a `with
-    ... as` name, a walrus's target."""
-    field = _BINDING_FIELD.get(type(node))  # asked of every node: by type, as in `index`
-    return None if field is None else getattr(node, field)
-
-
-# The node types that bind names, and the field holding what they bind.
-_BINDING_FIELD = {
-    cst.AssignTarget: "target",
-    cst.AugAssign: "target",
-    cst.AnnAssign: "target",
-    cst.For: "target",
-    cst.NamedExpr: "target",
-    cst.AsName: "name",
-}
 
 
 def single_assignment(statement: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
