@@ -102,6 +102,11 @@ class Scopes:
         extras = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
         return any(p.name.value == name for p in (*every, *extras))
 
+    def binds(self, function: cst.FunctionDef | None, name: str) -> bool:
+        """Whether `function` (None: the module's own code) binds `name`: a parameter, an
+        assignment, a loop or `with` target."""
+        return self.is_parameter(name, function) or bool(self._binding_sites.get((function, name)))
+
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """Values assigned to the name or `self.attr` that `expression` reads.
 

@@ -504,7 +504,9 @@ class TensorCreatedThenMoved(Rule):
     Checks for tensor factories whose result is immediately moved, in code that runs on every
     training or evaluation step (the body of a training loop or of a loop over a
     `DataLoader`, `forward` and the functions it calls, also in other modules, a framework's
-    per-step hook such as `training_step`):
+    per-step hook such as `training_step`, and the functions these call, also through an
+    object tested with `isinstance`: `posterior.sample()` under
+    `if isinstance(posterior, DiagonalGaussian):`):
     `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`. Also
     a factory's result moved by the next statement (`z = torch.randn(n, d)` then
     `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and
