@@ -124,6 +124,24 @@ class Scopes:
             return local
         return self._bindings.get((None, name), [])
 
+    def unpacked_from(self, name: cst.Name) -> tuple[cst.BaseExpression, int] | None:
+        """The value and the position of `name` in it, when the name's one binding in its
+        function is an element of an unpacking assignment: `loader, dataset = build(cfg)`
+        gives (`build(cfg)`, 0)."""
+        sites = self._binding_sites.get((self.enclosing_function(name), name.value), [])
+        if len(sites) != 1 or not isinstance(sites[0], cst.AssignTarget):
+            return None
+        target = sites[0].target
+        assignment = self.parents.get(sites[0])
+        if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(assignment, cst.Assign):
+            return None
+        for position, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                return None
+            if isinstance(element.value, cst.Name) and element.value.value == name.value:
+                return assignment.value, position
+        return None
+
     def reaching_value(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the assignment `name = value` that every path to this use of `name`
         goes through last, in straight-line code of its function: the nearest earlier

@@ -720,9 +720,17 @@ class ProgramFacts:
 
     # DataLoaders --------------------------------------------------------------------------
 
-    def returned_loader(self, target: Target | None) -> list | None:
-        """[pins_memory, has_custom_collate] of the loader a function returns, if known."""
-        return self._returned_loaders.get(target) if target is not None else None
+    def returned_loader(self, target: Target | None, index: int | None = None) -> list | None:
+        """[pins_memory, has_custom_collate] of the loader a function returns (with `index`,
+        as that item of the tuple it returns: `return loader, dataset`), if known."""
+        if target is None or index is None:
+            return self._returned_loaders.get(target) if target is not None else None
+        function = self.function(target)
+        known = []
+        for value in function.returns if function is not None else ():
+            item = value[1][index] if value[0] == "tuple" and index < len(value[1]) else None
+            known.append(None if item is None else self._loader(target.file, item, self._returned_loader_of))
+        return _agreed(known)
 
     @cached_property
     def _returned_loaders(self) -> dict[Target, list | None]:
@@ -861,8 +869,8 @@ class ProgramFacts:
     def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
         return self.loader_argument(Target(file, qualname, "function"), parameter)
 
-    def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
-        return self.returned_loader(self.resolve(file, ref))
+    def _answer_returned_loader(self, file: str, ref: Ref, index: int | None = None) -> Answer:
+        return self.returned_loader(self.resolve(file, ref), index)
 
     def _answer_external_bases(self, file: str, qualname: str) -> Answer:
         return sorted(set(self.external_bases(Target(file, qualname, "class"))))

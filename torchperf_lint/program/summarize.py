@@ -362,6 +362,12 @@ class _Summarizer:
         if loader is not None:
             collate = loader.value("collate_fn")
             return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
+        if isinstance(expression, cst.Tuple):  # `return loader, dataset`
+            items = [
+                None if isinstance(element, cst.StarredElement) else self._value(element.value, depth)
+                for element in expression.elements
+            ]
+            return ["tuple", items] if any(items) else None
         if isinstance(expression, cst.Call):
             callee = self.refs.callee(expression)
             if callee is not None and not is_external(callee):

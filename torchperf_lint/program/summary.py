@@ -34,8 +34,9 @@ Ref = str
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
 # (["call", ref]) or, for a name bound on different paths, of one of several
 # (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
-# live on the device (["tensor"]), or a Hugging Face dataset preprocessed ahead of training
-# (["rows"]: `load_dataset(...).map(tokenize)`).
+# live on the device (["tensor"]), a Hugging Face dataset preprocessed ahead of training
+# (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of values (["tuple", [value or
+# None, ...]]: `return loader, dataset`).
 Value = list
 
 

@@ -396,9 +396,14 @@ class BlockingHostToDeviceCopy(Rule):
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
     `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
     the loader pins when asked), without `non_blocking=True`. The loader may be built
-    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
-    or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
-    tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
+    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`,
+    also as an item of a tuple: `loader, dataset = create_dataloader(...)`), or passed as a
+    parameter (`def train_one_epoch(model, loader):`) by every caller outside tests; a
+    logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through, and
+    so is a name bound to a wrapper (`pbar = enumerate(loader)`, then `pbar = tqdm(pbar)`).
+    A subclass of `DataLoader` that takes its arguments as they are (`InfiniteDataLoader`),
+    or a name bound to such classes (`loader = DataLoader if weighted else
+    InfiniteDataLoader`), builds a loader as `DataLoader` does.
     A loader that Accelerate or Fabric prepares (`accelerator.prepare(loader)`) is not
     checked: the framework copies its batches to the device, and a later `.to(device, dtype)`
     only casts.
