@@ -198,9 +198,11 @@ class References:
         return None
 
     def _narrowed_class(self, expression: cst.BaseExpression) -> Ref | None:
-        """The class a name is tested to be an instance of, in the body of that test:
-        `encoder_posterior.sample()` under `if isinstance(encoder_posterior, Gaussian):`."""
-        if not isinstance(expression, cst.Name):
+        """The class a name or attribute is tested to be an instance of, in the body of that
+        test: `posterior.sample()` under `if isinstance(posterior, Gaussian):`,
+        `self.sampler.update(...)` under `if isinstance(self.sampler, LossAwareSampler):`."""
+        name = dotted_name(expression)
+        if name is None:
             return None
         for parent, child in self.scopes.ancestors_with_child(expression):
             if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -212,8 +214,7 @@ class References:
                 isinstance(test, cst.Call)
                 and self.facts.names.call_name(test) == "builtins.isinstance"
                 and len(test.args) == 2
-                and isinstance(test.args[0].value, cst.Name)
-                and test.args[0].value.value == expression.value
+                and dotted_name(test.args[0].value) == name
             ):
                 tested = dotted_name(test.args[1].value)  # one class, not a tuple of them
                 return None if tested is None else self.of_name(tested, test)
