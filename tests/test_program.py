@@ -105,6 +105,32 @@ def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
     assert diagnostic(run, "train.py", "TPL201", 11).related == ()
 
 
+def test_a_trainer_runs_the_forward_of_the_model_it_is_given_on_every_step() -> None:
+    run = lint_project(PROJECTS / "trainer_model")
+    assert diagnostic(run, "model/llava_arch.py", "TPL201", 10).related == (
+        Related("train.py", Location(16, 15), "calls `forward` on every training step"),
+        Related(
+            "model/llava_llama.py",
+            Location(9, 25),
+            "calls `prepare_inputs_labels_for_multimodal` on every training step",
+        ),
+    )
+
+
+def test_a_method_of_what_the_callers_pass_is_called_from_the_loop() -> None:
+    run = lint_project(PROJECTS / "logger_argument")
+    assert diagnostic(run, "loggers.py", "TPL201", 14).related == (
+        Related("engine.py", Location(12, 13), "calls `update` on every training step"),
+    )
+
+
+def test_a_base_class_step_calls_the_subclass_override() -> None:
+    run = lint_project(PROJECTS / "overridden_step")
+    assert diagnostic(run, "latent.py", "TPL201", 9).related == (
+        Related("base.py", Location(14, 16), "calls `shared_step` on every training step"),
+    )
+
+
 def test_one_file_is_judged_by_the_program_of_its_project() -> None:
     """`torchperf-lint utils.py` sees the same program as `torchperf-lint .`."""
     root = PROJECTS / "per_step_helper"

@@ -62,6 +62,12 @@ _TRAINER_HOOKS = {"training_step": "train", "compute_loss": "train", "prediction
 _FAIRSEQ_TASK_HOOKS = {"train_step": "train", "valid_step": "eval", "inference_step": "eval"}
 
 
+def runs_its_model_per_step(framework_class: str) -> bool:
+    """Whether a framework class (a qualified name) runs the model it is given (`model=`)
+    forward on every training step: a `transformers.Trainer` and its kin."""
+    return framework_class.startswith("transformers.") and framework_class.endswith("Trainer")
+
+
 def framework_hook_kind(base: str, method: str) -> str | None:
     """The kind of step ("train" or "eval") on which a framework runs `method` of a class
     derived from `base` (a qualified name), or None when it does not run it on every step."""

@@ -19,9 +19,9 @@ from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Guards, is_main_test
 from torchperf_lint.facts.index import SyntaxIndex, build_index, descendants
-from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
+from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression, unwrapped_iterable
 from torchperf_lint.facts.models import ModelUse
-from torchperf_lint.facts.names import NameResolver
+from torchperf_lint.facts.names import NameResolver, dotted_name
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
@@ -144,35 +144,61 @@ class FileFacts:
         )
 
     def loader_of(self, loop: LoopNode) -> LoaderDescription | None:
-        """The DataLoader `loop` iterates, when known: built in this module, returned by a
-        project factory (`for x in build_loader(cfg)`, `loader = build_loader(cfg)`), or passed
-        as a parameter by every caller outside tests."""
-        construction = self.dataloaders.loader_of(loop)
+        """The DataLoader `loop` iterates, when known: built in this module (also behind a
+        name bound to a wrapper of it: `pbar = tqdm(loader)`), returned by a project factory
+        (`for x in build_loader(cfg)`, `loader = build_loader(cfg)`, `loader, dataset =
+        build(cfg)` of a factory that returns both), or passed as a parameter by every caller
+        outside tests."""
+        iterated = iterated_expression(loop)
+        if iterated is None:
+            return None
+        iterated = self._wrapped_by_name(iterated)
+        construction = self.dataloaders.loader_of(loop) or self.dataloaders.construction(iterated)
         if construction is not None:
             return LoaderDescription(
                 construction.pins_memory,
                 construction.has_custom_collate,
                 self.dataloaders.moved_by_a_framework(construction),
             )
-        iterated = iterated_expression(loop)
-        if iterated is None:
-            return None
+        unpacked = self.scopes.unpacked_from(iterated) if isinstance(iterated, cst.Name) else None
         values = [iterated] if isinstance(iterated, cst.Call) else self.scopes.bound_values(iterated)
-        if len(values) == 1 and isinstance(values[0], cst.Call):
+        if unpacked is not None and isinstance(unpacked[0], cst.Call):
+            returned = self.program.returned_loader(*unpacked)
+        elif len(values) == 1 and isinstance(values[0], cst.Call):
             returned = self.program.returned_loader(values[0])
-            if (
-                returned is not None
-                and isinstance(iterated, (cst.Name, cst.Attribute))
-                and self.dataloaders.prepared_by_a_framework(iterated)
+        else:
+            function = self.scopes.enclosing_function(loop)
+            if not values and isinstance(iterated, cst.Name) and self.scopes.is_parameter(
+                iterated.value, function
             ):
-                return LoaderDescription(returned.pins_memory, returned.has_custom_collate, True)
-            return returned
-        function = self.scopes.enclosing_function(loop)
-        if not values and isinstance(iterated, cst.Name) and self.scopes.is_parameter(
-            iterated.value, function
+                return self.program.loader_argument(function, iterated.value)
+            return None
+        if (
+            returned is not None
+            and isinstance(iterated, (cst.Name, cst.Attribute))
+            and self.dataloaders.prepared_by_a_framework(iterated)
         ):
-            return self.program.loader_argument(function, iterated.value)
-        return None
+            return LoaderDescription(returned.pins_memory, returned.has_custom_collate, True)
+        return returned
+
+    def _wrapped_by_name(self, iterated: cst.BaseExpression) -> cst.BaseExpression:
+        """What a name bound to a wrapper of an iterable wraps: `loader` for `pbar` after
+        `pbar = enumerate(loader)`, also when a later binding wraps the name itself again
+        (`if rank == 0: pbar = tqdm(pbar)`)."""
+        if not isinstance(iterated, cst.Name):
+            return iterated
+        values = [
+            value for value in self.scopes.bound_values(iterated)
+            if not (
+                isinstance(value, cst.Call)
+                and unwrapped_iterable(value) is not value
+                and dotted_name(unwrapped_iterable(value)) == iterated.value
+            )
+        ]
+        if len(values) != 1:
+            return iterated
+        wrapped = unwrapped_iterable(values[0])
+        return iterated if wrapped is values[0] else wrapped
 
     def code(self, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
         """The source text of `node` (or of a new node built from this module's nodes).

@@ -31,6 +31,7 @@ from torchperf_lint.facts.scopes import Scopes
 
 DATALOADER = "torch.utils.data.DataLoader"
 DATALOADER_SIGNATURE = SIGNATURES[DATALOADER]
+_DATALOADER_NAMES = frozenset({DATALOADER, "torch.utils.data.dataloader.DataLoader"})
 _ITERABLE_DATASETS = frozenset({
     "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset",
 })
@@ -148,15 +149,41 @@ class DataLoaders:
         self.index = index
         self.scopes = scopes
         self.names = names
+        self._module_classes = {
+            cls.name.value: cls
+            for cls in index.classes
+            if isinstance(scopes.parents.get(cls), cst.Module)
+        }
         self.constructions = [
-            DataLoaderConstruction(call)
-            for call in index.calls
-            if names.call_name(call) == DATALOADER
+            DataLoaderConstruction(call) for call in index.calls if self._builds_a_loader(call.func)
         ]
         self._by_call = {c.call: c for c in self.constructions}
         # Rules ask about every loop for every loader: the answers per loop are kept.
         self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
         self._moves_batches: dict[LoopNode, bool] = {}
+
+    def _builds_a_loader(self, func: cst.BaseExpression, depth: int = 0) -> bool:
+        """`DataLoader`; a class of the module derived from it that takes the same arguments
+        (no `__init__` of its own, or one that takes `*args, **kwargs` only:
+        `InfiniteDataLoader`); or a name bound only to these (`loader = DataLoader if weighted
+        else InfiniteDataLoader`, then `loader(dataset, ...)`)."""
+        if self.names.qualified_name(func) in _DATALOADER_NAMES:
+            return True
+        if depth > 2:
+            return False
+        if isinstance(func, cst.IfExp):
+            return self._builds_a_loader(func.body, depth + 1) and self._builds_a_loader(
+                func.orelse, depth + 1
+            )
+        if not isinstance(func, cst.Name):
+            return False
+        cls = self._module_classes.get(func.value)
+        if cls is not None:
+            return _takes_loader_arguments(cls) and any(
+                self._builds_a_loader(base.value, depth + 1) for base in cls.bases
+            )
+        values = self.scopes.bound_values(func)
+        return bool(values) and all(self._builds_a_loader(value, depth + 1) for value in values)
 
     def construction(self, expression: cst.BaseExpression) -> DataLoaderConstruction | None:
         """The DataLoader construction `expression` evaluates to, when it can be known."""
@@ -994,6 +1021,18 @@ class DataLoaders:
             return True
         identifier = (last_identifier(expression) or "").lower()
         return "device" in identifier and not is_cpu_device(expression, self.names, self.scopes)
+
+
+def _takes_loader_arguments(cls: cst.ClassDef) -> bool:
+    """A class whose construction takes what `DataLoader(...)` takes: it defines no
+    `__init__`, or one with `self, *args, **kwargs` only."""
+    for init in _methods_of(cls, ("__init__",)):
+        params = init.params
+        if len(params.params) != 1 or params.posonly_params or params.kwonly_params:
+            return False
+        if not isinstance(params.star_arg, cst.Param) or params.star_kwarg is None:
+            return False
+    return True
 
 
 def _method_chain(expression: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]]:

@@ -218,9 +218,14 @@ def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:
     and through a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`)."""
     if not isinstance(loop, cst.For):
         return None
-    expression: cst.BaseExpression = loop.iter
+    return unwrapped_iterable(loop.iter)
+
+
+def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """What an iterable wraps: `loader` for `enumerate(loader)`, `tqdm(loader)` and the like,
+    and for a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`)."""
     while isinstance(expression, cst.Call) and expression.args:
-        if last_identifier(expression.func) in _ITERATION_WRAPPERS:
+        if (last_identifier(expression.func) or "").lower() in _ITERATION_WRAPPERS:  # also `TQDM`
             expression = expression.args[0].value
             continue
         loaders = [

@@ -99,8 +99,10 @@ class ProgramAnswers:
         """The DataLoader every caller outside tests passes as `parameter` of `function`."""
         return None
 
-    def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
-        """The DataLoader that the project function `call` runs returns (a loader factory)."""
+    def returned_loader(self, call: cst.Call, index: int | None = None) -> LoaderDescription | None:
+        """The DataLoader that the project function `call` runs returns (a loader factory);
+        with `index`, the DataLoader that is that item of the tuple it returns
+        (`return loader, dataset`)."""
         return None
 
     def dataset_samples(self, call: cst.Call) -> str | None:

@@ -109,6 +109,11 @@ class Scopes:
             names = self._parameters[function] = frozenset(p.name.value for p in (*every, *extras))
         return name in names
 
+    def binds(self, function: cst.FunctionDef | None, name: str) -> bool:
+        """Whether `function` (None: the module's own code) binds `name`: a parameter, an
+        assignment, a loop or `with` target."""
+        return self.is_parameter(name, function) or bool(self._binding_sites.get((function, name)))
+
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """Values assigned to the name or `self.attr` that `expression` reads.
 
@@ -125,6 +130,24 @@ class Scopes:
         if local or self.is_parameter(name.split(".")[0], function):
             return local
         return self._bindings.get((None, name), [])
+
+    def unpacked_from(self, name: cst.Name) -> tuple[cst.BaseExpression, int] | None:
+        """The value and the position of `name` in it, when the name's one binding in its
+        function is an element of an unpacking assignment: `loader, dataset = build(cfg)`
+        gives (`build(cfg)`, 0)."""
+        sites = self._binding_sites.get((self.enclosing_function(name), name.value), [])
+        if len(sites) != 1 or not isinstance(sites[0], cst.AssignTarget):
+            return None
+        target = sites[0].target
+        assignment = self.parents.get(sites[0])
+        if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(assignment, cst.Assign):
+            return None
+        for position, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                return None
+            if isinstance(element.value, cst.Name) and element.value.value == name.value:
+                return assignment.value, position
+        return None
 
     def reaching_value(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the assignment `name = value` that every path to this use of `name`

@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from torchperf_lint.conventions import framework_hook_kind, is_test_file
+from torchperf_lint.conventions import framework_hook_kind, is_test_file, runs_its_model_per_step
 from torchperf_lint.program.modules import ModuleMap
 from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref
 
 # Name chains (imports of imports, base classes) are followed at most this deep: cycles end.
 MAX_DEPTH = 32
+# A call of a method on `self` follows at most this many overrides in subclasses.
+MAX_OVERRIDES = 8
 STEP_KINDS = ("train", "eval")
 
 Answer = object  # JSON: None, bool, list or dict.
@@ -136,7 +138,40 @@ class ProgramFacts:
             method, _, constructed = rest.partition(":")
             cls = self._resolve(file, constructed, depth + 1)
             return self.method(cls, method) if cls is not None and cls.kind == "class" else None
+        if kind == "argument":
+            method, _, parameter = rest.partition(":")
+            qualname, _, parameter = parameter.partition(":")
+            cls = self._argument_class(Target(file, qualname, "function"), parameter)
+            return self.method(cls, method) if cls is not None else None
         return None
+
+    def _argument_class(self, target: Target, parameter: str) -> Target | None:
+        """The project class of the instances the callers outside tests pass as `parameter`
+        of `target`, when they all agree (callers that pass something else, or nothing the
+        summaries keep, say nothing). Only direct calls are read: the calls on parameters are
+        what this answers."""
+        classes = {
+            cls
+            for file, _, argument in self._arguments_for(target, parameter, self._direct_callers)
+            for cls in self._instance_classes(file, argument)
+        }
+        return classes.pop() if len(classes) == 1 else None
+
+    def _instance_classes(self, file: str, value: list) -> set[Target]:
+        """The project classes a summarized value, written in `file`, may be an instance of:
+        built by calling the class (`TensorboardLogger(log_dir)`) or one of its own
+        constructors that the project does not define (`Model.from_pretrained(name)`)."""
+        if value[0] not in ("call", "calls"):
+            return set()
+        found = set()
+        for ref in _called(value):
+            target = self.resolve(file, ref)
+            if target is None:
+                head, _, last = ref.rpartition(".")
+                target = self.resolve(file, head) if last.startswith("from_") else None
+            if target is not None and target.kind == "class":
+                found.add(target)
+        return found
 
     def _imported(self, file: str, target: str, depth: int) -> Target | None:
         found = self.modules.resolve(file, target)
@@ -245,8 +280,11 @@ class ProgramFacts:
         function = summary.functions.get(target.qualname)
         kinds = set()
         for value in function.returns if function is not None else ():
-            if value[0] == "call":
-                kinds.add(self.dataset_samples(self.resolve(target.file, value[1]), depth + 1))
+            if value[0] in ("call", "calls"):
+                kinds.update(
+                    self.dataset_samples(self.resolve(target.file, ref), depth + 1)
+                    for ref in _called(value)
+                )
             else:
                 kinds.add("rows" if value[0] == "rows" else None)
         return kinds.pop() if len(kinds) == 1 else None
@@ -319,16 +357,79 @@ class ProgramFacts:
 
     @cached_property
     def _edges(self) -> dict[tuple[str, str], list[tuple[CallSite, Target]]]:
-        """Per function (file, qualname): its calls that run project functions."""
+        """Per function (file, qualname): its calls that run project functions. A call of a
+        method on `self` may also run the overrides of that method in project subclasses; one
+        on a parameter runs the method of the class whose instances the callers pass, which
+        the direct calls tell."""
+        edges = {}
+        for file, function in self._functions:
+            key = (file, function.qualname)
+            through_arguments = [
+                (site, target)
+                for site in function.calls
+                if site.callee.startswith("argument:")
+                for target in (self.callee(file, site),)
+                if target is not None
+            ]
+            edges[key] = self._direct_edges[key]
+            if through_arguments:  # in source order, as the others
+                edges[key] = sorted([*edges[key], *through_arguments], key=lambda edge: edge[0].ordinal)
+        return edges
+
+    @cached_property
+    def _direct_edges(self) -> dict[tuple[str, str], list[tuple[CallSite, Target]]]:
+        """The edges but for the calls of methods on parameters."""
         edges: dict[tuple[str, str], list[tuple[CallSite, Target]]] = {}
         for file, function in self._functions:
             resolved = []
             for site in function.calls:
+                if site.callee.startswith("argument:"):
+                    continue
                 target = self.callee(file, site)
                 if target is not None:
                     resolved.append((site, target))
+                    resolved.extend((site, override) for override in self._overrides(file, site))
             edges[(file, function.qualname)] = resolved
         return edges
+
+    def _overrides(self, file: str, site: CallSite) -> list[Target]:
+        """The overrides that `self.name()` (in a method of class `Owner`) runs when `self` is
+        an instance of a project subclass: `self.shared_step(batch)` in a base class's
+        `training_step` runs the subclass's own `shared_step`. None when more than
+        `MAX_OVERRIDES` subclasses define it: such a call says little about any of them."""
+        kind, _, rest = site.callee.partition(":")
+        if kind != "method":
+            return []
+        owner, _, name = rest.partition(":")
+        found = []
+        for subclass in self._descendants(Target(file, owner, "class")):
+            summary = self.summaries[subclass.file]
+            qualname = f"{subclass.qualname}.{name}"
+            if qualname in summary.functions:
+                found.append(Target(subclass.file, qualname, "function"))
+        return found if len(found) <= MAX_OVERRIDES else []
+
+    def _descendants(self, cls: Target) -> list[Target]:
+        """The project classes derived from `cls`, directly or not, sorted."""
+        found: set[Target] = set()
+        queue = deque(self._subclasses.get(cls, ()))
+        while queue:
+            current = queue.popleft()
+            if current not in found:
+                found.add(current)
+                queue.extend(self._subclasses.get(current, ()))
+        return sorted(found)
+
+    @cached_property
+    def _subclasses(self) -> dict[Target, list[Target]]:
+        """Per project class, the project classes that name it as a base."""
+        subclasses: dict[Target, list[Target]] = defaultdict(list)
+        for file in sorted(self.summaries):
+            for qualname in self.summaries[file].classes:
+                cls = Target(file, qualname, "class")
+                for base in self.bases(cls):
+                    subclasses[base].append(cls)
+        return subclasses
 
     @cached_property
     def _called(self) -> set[Target]:
@@ -338,11 +439,20 @@ class ProgramFacts:
     @cached_property
     def _callers(self) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
         """Per function: the calls of it outside test files."""
+        return self._callers_in(self._edges)
+
+    @cached_property
+    def _direct_callers(self) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
+        return self._callers_in(self._direct_edges)
+
+    def _callers_in(
+        self, edges: dict[tuple[str, str], list[tuple[CallSite, Target]]]
+    ) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
         callers: dict[Target, list[tuple[str, FunctionSummary, CallSite]]] = defaultdict(list)
         for file, function in self._functions:
             if file in self.tests:
                 continue
-            for site, target in self._edges[(file, function.qualname)]:
+            for site, target in edges[(file, function.qualname)]:
                 callers[target].append((file, function, site))
         return callers
 
@@ -398,6 +508,10 @@ class ProgramFacts:
             for hook in self._hooks(kind):
                 paths.setdefault(hook, ())
                 queue.append(hook)
+            for forward, hop in self._trained_forwards if kind == "train" else ():
+                if forward not in paths:
+                    paths[forward] = (hop,)
+                    queue.append(forward)
             for file, function in self._functions:
                 if file in self.tests:
                     continue
@@ -457,6 +571,39 @@ class ProgramFacts:
                     if any(framework_hook_kind(base, method) == kind for base in bases):
                         found.append(Target(file, qualname, "function"))
         return found
+
+    @cached_property
+    def _trained_forwards(self) -> list[tuple[Target, Hop]]:
+        """The `forward` of each project model handed to a framework that runs it on every
+        training step (`Trainer(model=model, ...)` of transformers, or a project subclass),
+        outside tests, with the hand-over as the first hop of its per-step path. A model
+        bound on several paths (`Llava.from_pretrained(...)` or `Mpt.from_pretrained(...)`)
+        is any of them."""
+        found = []
+        for file, function in self._functions:
+            if file in self.tests:
+                continue
+            for site in function.calls:
+                model = site.arguments.get("model", site.arguments.get("0"))
+                if model is None or not self._runs_its_model(file, site.callee):
+                    continue
+                for cls in sorted(self._instance_classes(file, model)):
+                    forward = self.method(cls, "forward")
+                    if forward is not None:
+                        found.append((forward, Hop(file, site.ordinal, forward.qualname)))
+        return found
+
+    def _runs_its_model(self, file: str, ref: Ref) -> bool:
+        """Whether `ref`, called in `file`, builds a framework class that runs its model on
+        every training step (`conventions.runs_its_model_per_step`), or a project subclass."""
+        target = self.resolve(file, ref)
+        if target is not None and target.kind == "class":
+            names = self.external_bases(target)
+        elif target is None and ref.startswith("import:") and not ref.startswith("import:."):
+            names = [ref[len("import:"):]]
+        else:
+            return False
+        return any(map(runs_its_model_per_step, names))
 
     @cached_property
     def _per_forward(self) -> frozenset[Target]:
@@ -621,9 +768,17 @@ class ProgramFacts:
 
     # DataLoaders --------------------------------------------------------------------------
 
-    def returned_loader(self, target: Target | None) -> list | None:
-        """[pins_memory, has_custom_collate] of the loader a function returns, if known."""
-        return self._returned_loaders.get(target) if target is not None else None
+    def returned_loader(self, target: Target | None, index: int | None = None) -> list | None:
+        """[pins_memory, has_custom_collate] of the loader a function returns (with `index`,
+        as that item of the tuple it returns: `return loader, dataset`), if known."""
+        if target is None or index is None:
+            return self._returned_loaders.get(target) if target is not None else None
+        function = self.function(target)
+        known = []
+        for value in function.returns if function is not None else ():
+            item = value[1][index] if value[0] == "tuple" and index < len(value[1]) else None
+            known.append(None if item is None else self._loader(target.file, item, self._returned_loader_of))
+        return _agreed(known)
 
     @cached_property
     def _returned_loaders(self) -> dict[Target, list | None]:
@@ -688,15 +843,16 @@ class ProgramFacts:
         return False
 
     def _arguments_for(
-        self, target: Target, parameter: str
+        self, target: Target, parameter: str, callers: dict | None = None
     ) -> Iterator[tuple[str, FunctionSummary, list]]:
-        """What each caller outside tests passes as `parameter` of `target`, when the summary
-        kept it (a loader, a call, a parameter passed through)."""
+        """What each caller outside tests (in `callers`, by default all of them) passes as
+        `parameter` of `target`, when the summary kept it (a loader, a call, a parameter passed
+        through)."""
         function = self.function(target)
         if function is None or parameter not in function.parameters:
             return
         position = function.parameters.index(parameter)
-        for file, caller, site in self._callers.get(target, []):
+        for file, caller, site in (self._callers if callers is None else callers).get(target, []):
             skip_self = function.owner is not None and not site.callee.startswith("def:")
             argument = site.arguments.get(parameter)
             if argument is None:
@@ -708,10 +864,13 @@ class ProgramFacts:
         """The loader a summarized value is, with `returned` giving a function's loader."""
         if value[0] == "loader":
             return [value[1], value[2]]
-        if value[0] == "call":
-            target = self.resolve(file, value[1])
-            return returned(target) if target is not None and target.kind == "function" else None
-        return None
+        if value[0] not in ("call", "calls"):
+            return None
+        known = []
+        for ref in _called(value):
+            target = self.resolve(file, ref)
+            known.append(returned(target) if target is not None and target.kind == "function" else None)
+        return _agreed(known)
 
     # Answers --------------------------------------------------------------------------------
 
@@ -758,8 +917,8 @@ class ProgramFacts:
     def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
         return self.loader_argument(Target(file, qualname, "function"), parameter)
 
-    def _answer_returned_loader(self, file: str, ref: Ref) -> Answer:
-        return self.returned_loader(self.resolve(file, ref))
+    def _answer_returned_loader(self, file: str, ref: Ref, index: int | None = None) -> Answer:
+        return self.returned_loader(self.resolve(file, ref), index)
 
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "function") not in self._called
@@ -796,6 +955,11 @@ def _solve(keys: list, compute, unknown: object) -> dict:
     for key in keys:
         value(key)
     return table
+
+
+def _called(value: list) -> list[Ref]:
+    """The references a "call" or "calls" value is the result of calling."""
+    return [value[1]] if value[0] == "call" else list(value[1])
 
 
 def _agreed(known: list[list | None]) -> list | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import sys
 
 import libcst as cst
@@ -24,6 +25,7 @@ from torchperf_lint.program.summary import (
 )
 
 _DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
+_BUILTINS = frozenset(dir(builtins))
 _GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
 _GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
 # Calls into these never reach project code: they are left out of summaries.
@@ -114,7 +116,18 @@ class References:
         target = self.imports.get(head)
         if target is not None:
             return f"import:{target}{suffix}"
+        if self._from_a_star(head, at):
+            return f"def:{dotted}"
         return None
+
+    def _from_a_star(self, name: str, at: cst.CSTNode) -> bool:
+        """Whether `name`, read at `at`, may come from the module's `*` imports: the module
+        has some, and neither a builtin nor a binding of the functions around `at` (nor of
+        the module) is what it names. The linker looks it up in the modules imported so."""
+        if not self.stars or name in _BUILTINS:
+            return False
+        functions = list(self.scopes.enclosing_functions(at))
+        return not any(self.scopes.binds(function, name) for function in (*functions, None))
 
     def of_expression(self, expression: cst.BaseExpression, at: cst.CSTNode) -> Ref | None:
         dotted = dotted_name(expression)
@@ -150,10 +163,27 @@ class References:
         if constructed is not None:
             return f"forward:{constructed}"
         if isinstance(func, cst.Attribute):
-            instance_of = self._constructed_class(func.value)
+            instance_of = self._constructed_class(func.value) or self._narrowed_class(func.value)
             if instance_of is not None:
                 return f"instance:{func.attr.value}:{instance_of}"
+            parameter = self._parameter_receiver(func.value)
+            if parameter is not None:
+                return f"argument:{func.attr.value}:{parameter}"
         return None
+
+    def _parameter_receiver(self, expression: cst.BaseExpression) -> str | None:
+        """`function:parameter` when `expression` is a parameter of its function that the
+        function never rebinds: its class is what the callers pass."""
+        if not isinstance(expression, cst.Name) or expression.value in ("self", "cls"):
+            return None
+        function = self.scopes.enclosing_function(expression)
+        if (
+            function is None
+            or not self.scopes.is_parameter(expression.value, function)
+            or self.scopes.bound_values(expression)
+        ):
+            return None
+        return f"{self.qualname(function)}:{expression.value}"
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""
@@ -165,6 +195,29 @@ class References:
                     ref = self.of_name(dotted, value)
                     if ref is not None:
                         return ref
+        return None
+
+    def _narrowed_class(self, expression: cst.BaseExpression) -> Ref | None:
+        """The class a name or attribute is tested to be an instance of, in the body of that
+        test: `posterior.sample()` under `if isinstance(posterior, Gaussian):`,
+        `self.sampler.update(...)` under `if isinstance(self.sampler, LossAwareSampler):`."""
+        name = dotted_name(expression)
+        if name is None:
+            return None
+        for parent, child in self.scopes.ancestors_with_child(expression):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return None
+            if not (isinstance(parent, cst.If) and child is parent.body):
+                continue
+            test = parent.test
+            if (
+                isinstance(test, cst.Call)
+                and self.facts.names.call_name(test) == "builtins.isinstance"
+                and len(test.args) == 2
+                and dotted_name(test.args[0].value) == name
+            ):
+                tested = dotted_name(test.args[1].value)  # one class, not a tuple of them
+                return None if tested is None else self.of_name(tested, test)
         return None
 
     def owner_class(self, node: cst.CSTNode) -> str | None:
@@ -320,6 +373,12 @@ class _Summarizer:
         if loader is not None:
             collate = loader.value("collate_fn")
             return ["loader", loader.pins_memory, collate is not MISSING and collate is not None]
+        if isinstance(expression, cst.Tuple):  # `return loader, dataset`
+            items = [
+                None if isinstance(element, cst.StarredElement) else self._value(element.value, depth)
+                for element in expression.elements
+            ]
+            return ["tuple", items] if any(items) else None
         if isinstance(expression, cst.Call):
             callee = self.refs.callee(expression)
             if callee is not None and not is_external(callee):
@@ -335,9 +394,25 @@ class _Summarizer:
             values = facts.scopes.bound_values(expression)
             if not values and facts.scopes.is_parameter(expression.value, function):
                 return ["param", expression.value]
-            if len(values) == 1 and depth == 0:
-                return self._value(values[0], depth + 1)
+            # `writer = None` on the paths that do not make one: whoever uses it tests first.
+            made = [value for value in values if not _is_none(value)]
+            if len(made) == 1 and depth == 0:
+                return self._value(made[0], depth + 1)
+            if len(made) > 1 and depth == 0:
+                return self._calls(made)
         return None
+
+    def _calls(self, values: list[cst.BaseExpression]) -> Value | None:
+        """["calls", refs] for a name bound, on different paths, to the results of calls of
+        what the project may define (`model = Llama.from_pretrained(...)`, then
+        `model = get_peft_model(model, config)`), when every binding is one."""
+        refs = set()
+        for value in values:
+            callee = self.refs.callee(value) if isinstance(value, cst.Call) else None
+            if callee is None or is_external(callee):
+                return None
+            refs.add(callee)
+        return ["calls", sorted(refs)]
 
     def _returns(self, function: cst.FunctionDef) -> list[Value]:
         found = []
@@ -408,6 +483,10 @@ class _Summarizer:
                 if ref is not None and ref.startswith(("import:", "def:")):
                     refs.add(ref)
         summary.device_refs = sorted(refs)
+
+
+def _is_none(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.Name) and expression.value == "None"
 
 
 def is_external(ref: Ref) -> bool:

@@ -7,14 +7,17 @@ module's calls (rows are found later, only for the calls a finding's path goes t
 
 A reference (`Ref`) is how the file names what a call runs, before the linker resolves it:
     `def:train_step`           a function or class defined in this file (a dotted chain may
-                               follow: `def:Trainer.step`)
+                               follow: `def:Trainer.step`), or one of its `*` imports gives
     `import:utils.log`         an imported name and attributes (`import:.engine.train`: relative)
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
     `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()`
     `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
                                `logger = MetricLogger()`, `self.trainer.optimize()` after
-                               `self.trainer = MixedPrecisionTrainer(...)`
+                               `self.trainer = MixedPrecisionTrainer(...)`, or under
+                               `if isinstance(posterior, Gaussian):`
+    `argument:update:train:writer` a method of what the callers of function `train` pass as
+                               its parameter `writer`: `writer.update(...)` in `train`
 
 The data classes live here, free of LibCST (a cached run reads summaries without parsing);
 `program.summarize` computes them from a parsed file.
@@ -29,9 +32,11 @@ from typing import Any
 Ref = str
 # A value passed or returned, as far as the program needs it: a DataLoader built here
 # (["loader", pins_memory, has_custom_collate]), the result of calling a reference
-# (["call", ref]), a parameter passed through (["param", name]), a tensor that may live on
-# the device (["tensor"]), or a Hugging Face dataset preprocessed ahead of training
-# (["rows"]: `load_dataset(...).map(tokenize)`).
+# (["call", ref]) or, for a name bound on different paths, of one of several
+# (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
+# live on the device (["tensor"]), a Hugging Face dataset preprocessed ahead of training
+# (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of values (["tuple", [value or
+# None, ...]]: `return loader, dataset`).
 Value = list
 
 

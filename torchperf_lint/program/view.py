@@ -89,9 +89,12 @@ class LinkedAnswers(ProgramAnswers):
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         return _loader(self._ask("loader_argument", self.refs.qualname(function), parameter))
 
-    def returned_loader(self, call: cst.Call) -> LoaderDescription | None:
+    def returned_loader(self, call: cst.Call, index: int | None = None) -> LoaderDescription | None:
         ref = self._project_ref(call)
-        return None if ref is None else _loader(self._ask("returned_loader", ref))
+        if ref is None:
+            return None
+        question = ("returned_loader", ref) if index is None else ("returned_loader", ref, index)
+        return _loader(self._ask(*question))
 
     def dataset_samples(self, call: cst.Call) -> str | None:
         ref = self._project_ref(call)

@@ -440,9 +440,14 @@ class BlockingHostToDeviceCopy(Rule):
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
     `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
     the loader pins when asked), without `non_blocking=True`. The loader may be built
-    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`),
-    or passed as a parameter (`def train_one_epoch(model, loader):`) by every caller outside
-    tests; a logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through.
+    elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`,
+    also as an item of a tuple: `loader, dataset = create_dataloader(...)`), or passed as a
+    parameter (`def train_one_epoch(model, loader):`) by every caller outside tests; a
+    logger's wrapper around it (`metric_logger.log_every(loader, 10)`) is seen through, and
+    so is a name bound to a wrapper (`pbar = enumerate(loader)`, then `pbar = tqdm(pbar)`).
+    A subclass of `DataLoader` that takes its arguments as they are (`InfiniteDataLoader`),
+    or a name bound to such classes (`loader = DataLoader if weighted else
+    InfiniteDataLoader`), builds a loader as `DataLoader` does.
     A loader that Accelerate or Fabric prepares (`accelerator.prepare(loader)`) is not
     checked: the framework copies its batches to the device, and a later `.to(device, dtype)`
     only casts.
@@ -566,7 +571,9 @@ class TensorCreatedThenMoved(Rule):
     Checks for tensor factories whose result is immediately moved, in code that runs on every
     training or evaluation step (the body of a training loop or of a loop over a
     `DataLoader`, `forward` and the functions it calls, also in other modules, a framework's
-    per-step hook such as `training_step`):
+    per-step hook such as `training_step`, and the functions these call, also through an
+    object tested with `isinstance`: `posterior.sample()` under
+    `if isinstance(posterior, DiagonalGaussian):`):
     `torch.zeros(3).cuda()`, `torch.ones(n).to(device)`, `torch.arange(n).to("cuda")`. Also
     a factory's result moved by the next statement (`z = torch.randn(n, d)` then
     `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and

@@ -64,6 +64,16 @@ class SyncInTrainingLoop(_PerIterationRule):
     first). A read right after an explicit synchronize waits for nothing more: only the
     synchronize is reported.
 
+    The sync may be in another function, in any module of the program, that runs on every
+    training step: one the training loop calls, directly or through other functions (a
+    method of an object the loop was handed, `log_writer.update(acc=acc)` when the callers
+    pass a `TensorboardLogger(...)`, or of one tested with `isinstance`,
+    `self.sampler.update(losses)` under `if isinstance(self.sampler, LossAwareSampler):`; a
+    subclass's override of what its base class's step calls, `self.shared_step(batch)`), a
+    framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
+    a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
+    The finding names the call path.
+
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
     one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
