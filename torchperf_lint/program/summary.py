@@ -73,7 +73,7 @@ class FunctionSummary:
     parameters: list[str] = field(default_factory=list)
     decorators: list[Ref] = field(default_factory=list)
     grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
-    steps: bool = False  # Calls an optimizer step outside any loop of its own.
+    steps: bool = False  # Calls backward or an optimizer step outside any loop of its own.
     evaluates: bool = False  # Switches a model to eval mode (`model.eval()`).
     wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
     returns_cuda_device: bool = False

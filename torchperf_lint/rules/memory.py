@@ -546,9 +546,9 @@ class EmptyCacheInLoop(Rule):
     (`training_step`). It stays silent when the call runs only every N steps
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
     loops, once in a lazy initialisation (`if self.engine is None: self._build_engine();
-    torch.cuda.empty_cache()`), in a block that offloads tensors to host memory (`if
-    self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves device
-    memory on purpose), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
+    torch.cuda.empty_cache()`), in a conditional block that offloads tensors to host memory
+    (`if self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves
+    device memory on purpose), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
     a parameter that defaults to `False`) or the run's settings do (`if
     self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
@@ -625,10 +625,12 @@ class EmptyCacheInLoop(Rule):
 
 
 def _offloads_beside(facts: FileFacts, call: cst.Call) -> bool:
-    """A statement of the block holding `call` moves a tensor to host memory in place of the
-    device copy (`feat = feat.cpu()`, `feats[k][-1] = feats[k][-1].cpu()`, `feat =
-    self.extract(x).cpu()`): a mode that offloads activations to save device memory, whose
-    `empty_cache()` hands the freed blocks back on purpose."""
+    """`call` runs under a condition (`if self.cpu_cache:`) and a statement of its block moves a
+    tensor to host memory in place of the device copy (`feat = feat.cpu()`, `feats[k][-1] =
+    feats[k][-1].cpu()`, `feat = self.extract(x).cpu()`): a mode that offloads activations
+    to save device memory, whose `empty_cache()` hands the freed blocks back on purpose."""
+    if not facts.guards.under_flag(call):
+        return False
     expression = facts.index.parents.get(call)
     line = facts.index.parents.get(expression)
     block = facts.index.parents.get(line)

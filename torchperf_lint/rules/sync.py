@@ -88,9 +88,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
     that training and evaluation share which runs only when not training
     (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
-    what that branch calls; in a loop whose only backward is a project function that steps
-    no optimizer (a Grad-CAM saliency map, a gradient check: it trains nothing); in an
-    evaluation the training loop runs (a function that calls
+    what that branch calls; in an evaluation the training loop runs (a function that calls
     `model.eval()` and trains nothing: `test()` in the epoch loop of a full-batch training),
     whose reads belong to TPL202, and in the step of a training loop that runs such an
     evaluation on every iteration (full-batch training, one step and one `test()` per epoch:
