@@ -613,20 +613,26 @@ class DataLoaders:
             for call in self.index.calls
         )
 
+    def _bound_name(self, loader: DataLoaderConstruction) -> cst.Name | None:
+        """The name the construction is assigned to alone (`loader = DataLoader(...)`)."""
+        parent = self.index.parents.get(loader.call)
+        if (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return parent.targets[0].target
+        return None
+
     def read_once(self, loader: DataLoaderConstruction) -> bool:
         """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
         name bound to it that is used nowhere but in `next(iter(name))`."""
         if _first_batch_of(self.index.parents, loader.call):
             return True
-        parent = self.index.parents.get(loader.call)
-        if not (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
+        bound = self._bound_name(loader)
+        if bound is None:
             return False
-        bound = parent.targets[0].target
-        function = self.scopes.enclosing_function(parent)
+        function = self.scopes.enclosing_function(bound)
         reads = [
             name for name in self._names_by_identifier.get(bound.value, ())
             if name is not bound
@@ -706,15 +712,10 @@ class DataLoaders:
         a function of this module that reads its parameter so (`evaluate(test_loader)` after
         the epoch loop). Reading its length or attributes is no pass. Loading cost there is
         paid once, not per step, next to a whole training."""
-        parent = self.index.parents.get(loader.call)
-        if not (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
+        bound = self._bound_name(loader)
+        if bound is None:
             return False
-        bound = parent.targets[0].target
-        function = self.scopes.enclosing_function(parent)
+        function = self.scopes.enclosing_function(bound)
         reads = self._reads_of(bound, function)
         return bool(reads) and all(
             self._one_pass_after_training(read, loader, loops) for read in reads
