@@ -18,7 +18,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
-from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope
+from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope, methods_of
 from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
 from torchperf_lint.facts.names import (
     NameResolver,
@@ -240,7 +240,7 @@ class DataLoaders:
         """`__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins:
         it indexes what it holds, returns constants (`PromptDataset` returning `{"prompt":
         self.prompt, "index": index}`) or makes up samples (`yield torch.randn(self.size)`)."""
-        methods = _methods_of(cls, ("__getitem__", "__iter__"))
+        methods = methods_of(cls, ("__getitem__", "__iter__"))
         return bool(methods) and all(
             self._in_memory_call(node)
             for method in methods
@@ -266,7 +266,7 @@ class DataLoaders:
             return False
         values = [dataset.value, *self.scopes.bound_values(dataset.value)]
         cls = self.scopes.enclosing_class(loader.call)
-        methods = {method.name.value for method in (_methods_of(cls) if cls is not None else ())}
+        methods = {method.name.value for method in (methods_of(cls) if cls is not None else ())}
         for value in values:
             for arg in value.args if isinstance(value, cst.Call) else ():
                 name = dotted_name(arg.value) or ""
@@ -348,7 +348,7 @@ class DataLoaders:
         cls = self._dataset_class(construction)
         if cls is None:
             return False
-        methods = _methods_of(cls, (method,))
+        methods = methods_of(cls, (method,))
         return len(methods) == 1 and not any(
             isinstance(node, cst.Call) for node in descendants(methods[0].body)
         )
@@ -1027,7 +1027,7 @@ class DataLoaders:
 def _takes_loader_arguments(cls: cst.ClassDef) -> bool:
     """A class whose construction takes what `DataLoader(...)` takes: it defines no
     `__init__`, or one with `self, *args, **kwargs` only."""
-    for init in _methods_of(cls, ("__init__",)):
+    for init in methods_of(cls, ("__init__",)):
         params = init.params
         if len(params.params) != 1 or params.posonly_params or params.kwonly_params:
             return False
@@ -1105,15 +1105,6 @@ def _is_read(parents: dict[cst.CSTNode, cst.CSTNode], name: cst.Name) -> bool:
     if isinstance(parent, (cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef)):
         return False
     return not (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is name)
-
-
-def _methods_of(cls: cst.ClassDef, names: tuple[str, ...] | None = None) -> list[cst.FunctionDef]:
-    """The methods `cls` defines in its own body (those named `names`, when given)."""
-    return [
-        statement for statement in cls.body.body
-        if isinstance(statement, cst.FunctionDef)
-        and (names is None or statement.name.value in names)
-    ]
 
 
 def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:

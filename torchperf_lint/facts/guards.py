@@ -13,6 +13,7 @@ from torchperf_lint.facts.index import (
     ScopeNode,
     descendants,
     descendants_in_scope,
+    methods_of,
     statements_of,
 )
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
@@ -170,7 +171,10 @@ class Guards:
             if (
                 type(parent) is cst.If
                 and child is parent.body
-                and (self._is_sparse_test(parent.test, counters) or self._initializes_once(parent))
+                and (
+                    self._is_sparse_test(parent.test, counters)
+                    or self._initialized_once(parent) is not None
+                )
             ):
                 return parent
             exit_ = self._exit_off_period_before(parent, child)
@@ -265,38 +269,35 @@ class Guards:
         return False
 
     def initializes_once(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in a lazy initialisation of an attribute (`_initializes_once`
+        """Whether `node` sits in a lazy initialisation of an attribute (`_initialized_once`
         of `self.x`): a call runs it the first time only. A local name (`if mask is None:
         mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if isinstance(parent, ScopeNode):
                 return False
-            if (
-                isinstance(parent, cst.If)
-                and child is parent.body
-                and (_none_tested(parent.test) or "").startswith("self.")
-                and self._initializes_once(parent)
-            ):
-                return True
+            if type(parent) is cst.If and child is parent.body:
+                initialized = self._initialized_once(parent)
+                if initialized is not None and initialized.startswith("self."):
+                    return True
         return False
 
-    def _initializes_once(self, branch: cst.If) -> bool:
-        """`if x is None:` whose body assigns `x`, directly or in a method of the class it
+    def _initialized_once(self, branch: cst.If) -> str | None:
+        """`x`, for `if x is None:` whose body assigns `x`, directly or in a method of the class it
         calls on `self` (`if self.engine is None: self._load_engine()`): after the first time
         it never runs again. Also with other conditions: `and` any, `or` tests of `x` only
         (`if self.buf is None or self.buf.size(0) != n:`, a cache rebuilt when the shape
         changes)."""
         name = _none_tested(branch.test)
         if name is None:
-            return False
+            return None
         if any(
             type(node) is cst.AssignTarget and dotted_name(node.target) == name
             for node in descendants(branch.body)
         ):
-            return True
+            return name
         cls = self.scopes.enclosing_class(branch) if name.startswith("self.") else None
         if cls is None:
-            return False
+            return None
         called = {
             node.func.attr.value
             for node in descendants(branch.body)
@@ -304,11 +305,12 @@ class Guards:
             and type(node.func) is cst.Attribute
             and dotted_name(node.func.value) == "self"
         }
-        return any(
+        assigned = any(
             type(node) is cst.AssignTarget and dotted_name(node.target) == name
-            for method in _methods_named(cls, called)
+            for method in methods_of(cls, called)
             for node in descendants(method.body)
         )
+        return name if assigned else None
 
     def off_default_option(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only when its object was built with a switch turned away from
@@ -567,12 +569,6 @@ def _none_tested(test: cst.BaseExpression) -> str | None:
     )
     return name if reads else None
 
-
-def _methods_named(cls: cst.ClassDef, names: set[str]) -> list[cst.FunctionDef]:
-    return [
-        statement for statement in cls.body.body
-        if type(statement) is cst.FunctionDef and statement.name.value in names
-    ]
 
 def _increment(node: cst.CSTNode) -> str | None:
     """The name `node` increments by an integer literal: `step += 1`, `i = i + 1`."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -318,3 +318,13 @@ def joined_index(module: cst.Module, statements: list[SyntaxIndex]) -> SyntaxInd
 
 
 _BUCKET_NAMES = tuple(sorted({name for names in _BUCKETS.values() for name in names}))
+
+
+def methods_of(cls: cst.ClassDef, names: Iterable[str] | None = None) -> list[cst.FunctionDef]:
+    """The methods `cls` defines in its own body (those named `names`, when given)."""
+    wanted = None if names is None else set(names)
+    return [
+        statement for statement in cls.body.body
+        if type(statement) is cst.FunctionDef
+        and (wanted is None or statement.name.value in wanted)
+    ]

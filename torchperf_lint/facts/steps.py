@@ -162,10 +162,8 @@ class Steps:
         torch.empty(...)`). Such set-up runs once per call, and its cost is shared by every
         model call of the loop. With autograd on, the loop is part of a training step (an RNN's
         time steps in `forward`), whose set-up is paid on every step."""
-        function = self.scopes.enclosing_function(node)
-        if function is None or not (
-            self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
-        ):
+        function = self._without_grad(node)
+        if function is None:
             return False
         if function not in self._model_loops:
             self._model_loops[function] = [
@@ -179,15 +177,23 @@ class Steps:
             for loop in loops
         )
 
+    def _without_grad(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function `node` is in, when `node` runs with autograd off (under `no_grad`, or
+        in a function every caller runs so)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or not (
+            self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
+        ):
+            return None
+        return function
+
     def prepares_generation(self, node: cst.CSTNode) -> bool:
         """In a function that runs a model's `generate(...)` with autograd off (Hugging Face
         generation: a decoding loop that runs the model once per token), outside any loop
         that generates on each of its iterations: what it prepares, even per frame of a
         video, is paid once per generation and dwarfed by it."""
-        function = self.scopes.enclosing_function(node)
-        if function is None or not (
-            self.guards.grad_disabled(node) or self.program.always_called_without_grad(function)
-        ):
+        function = self._without_grad(node)
+        if function is None:
             return False
         generations = self.generations(function)
         return bool(generations) and not any(
