@@ -94,7 +94,9 @@ class FileFacts:
 
     @cached_property
     def guards(self) -> Guards:
-        return Guards(self.scopes, self.names, self.program.disables_grad)
+        return Guards(
+            self.scopes, self.names, self.program.disables_grad, self.program.switched_on
+        )
 
     @cached_property
     def steps(self) -> Steps:

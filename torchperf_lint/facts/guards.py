@@ -44,6 +44,13 @@ def is_modulo_test(test: cst.BaseExpression) -> bool:
     return False
 
 
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of a chain of `and`s (`a and b and c`), or the test itself."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
 def _is_modulo(expression: cst.BaseExpression) -> bool:
     return isinstance(expression, cst.BinaryOperation) and isinstance(
         expression.operator, cst.Modulo
@@ -69,11 +76,14 @@ class Guards:
         scopes: Scopes,
         names: NameResolver,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
+        project_switches_on: Callable[[str], bool] = lambda attribute: True,
     ) -> None:
         self.scopes = scopes
         self.names = names
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
+        # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).
+        self.project_switches_on = project_switches_on
         self._counters: dict[cst.For | cst.While, frozenset[str]] = {}
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
@@ -331,6 +341,42 @@ class Guards:
             if default is not None and runs_when != default:
                 return True
         return False
+
+    def never_enabled(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only when a switch that nothing turns on is on: the body of
+        `if self.gradient_checkpointing and self.training:` in a class that sets
+        `self.gradient_checkpointing = False` (or `None`, `0`) and nothing else, where no code
+        of the program that may run sets that attribute to another value (a model copied
+        from a library, whose `enable` method nothing calls). Linted alone, a file's
+        switches may be turned on elsewhere."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.If and child is parent.body and any(
+                self._off_switch(operand) for operand in _conjuncts(parent.test)
+            ):
+                return True
+        return False
+
+    def _off_switch(self, test: cst.BaseExpression) -> bool:
+        """`self.<attr>`, set only to off values in its class and turned on nowhere."""
+        if not (
+            isinstance(test, cst.Attribute)
+            and isinstance(test.value, cst.Name)
+            and test.value.value == "self"
+            and test.attr.value not in _TRAINING_FLAGS  # `nn.Module.train()` sets `training`
+        ):
+            return False
+        cls = self.scopes.enclosing_class(test)
+        values = [
+            value for value in self.scopes.bound_values(test)
+            if self.scopes.enclosing_class(value) is cls
+        ]
+        return (
+            bool(values)
+            and all(literal_value(value) in (False, None, 0) for value in values)
+            and not self.project_switches_on(test.attr.value)
+        )
 
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only

@@ -113,8 +113,16 @@ class ProgramAnswers:
         return None
 
     def never_called(self, function: cst.FunctionDef) -> bool:
-        """Whether no code of the project, tests included, calls `function`."""
+        """Whether nothing can run `function`, a method or a private function: no file of
+        the project, tests included, names it, no decorator registers it, and no framework
+        class outside the project that its class derives from may call it
+        (`get_query_outputs` of a model that nothing calls)."""
         return False
+
+    def switched_on(self, attribute: str) -> bool:
+        """Whether code of the project that may run sets `attribute` (of any object) to a
+        value that may be true (`module.gradient_checkpointing = value`)."""
+        return True
 
     def builds_released_weights(self, cls: cst.ClassDef) -> bool:
         """Whether a module that loads published weights into its models builds `cls`,

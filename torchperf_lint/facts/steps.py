@@ -97,7 +97,7 @@ class Steps:
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
         every iteration of a loop that runs a model (see the module's docs)."""
-        if self.prepares_generation(node):
+        if self.prepares_generation(node) or self.never_runs(node):
             return False
         if self.in_model_loop(node):
             return True
@@ -114,16 +114,34 @@ class Steps:
             and not self.on_error_path(node)
         )
 
+    def never_runs(self, node: cst.CSTNode) -> bool:
+        """Whether the program never runs `node`, outside training loops: it is in a function
+        that nothing can call (`ProgramAnswers.never_called`), or in a branch that needs a
+        switch nothing turns on (`Guards.never_enabled`)."""
+        if self.guards.never_enabled(node):
+            return True
+        if any(loop.is_training for loop in self.loops.enclosing_loops(node)):
+            return False
+        return any(
+            self.program.never_called(function)
+            for function in self.scopes.enclosing_functions(node)
+        )
+
     def step_of(self, node: cst.CSTNode) -> Step | None:
         """Why `node` runs on every step of a training or evaluation run, or None.
 
         The innermost hot loop of its function decides (a loop nested in a training loop runs
         on every step too); outside hot loops, the function it is in, when the program runs that
         function on every step. Periodic and counter guards (`if step % 100 == 0:`), lazy
-        initialisations (`if self.cache is None: self.cache = ...`), error paths and branches that only objects built with a non-default switch run (`if
-        self.batch_eval: ... else:` after `__init__(self, batch_eval=True)`) end it.
+        initialisations (`if self.cache is None: self.cache = ...`), error paths, branches that only objects built with a non-default switch run (`if
+        self.batch_eval: ... else:` after `__init__(self, batch_eval=True)`) and branches
+        that need a switch nothing turns on (`Guards.never_enabled`) end it.
         """
-        if self.on_error_path(node) or self.guards.off_default_option(node):
+        if (
+            self.on_error_path(node)
+            or self.guards.off_default_option(node)
+            or self.guards.never_enabled(node)
+        ):
             return None
         for loop in self.loops.enclosing_loops(node):
             if loop.is_hot:

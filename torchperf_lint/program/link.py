@@ -42,6 +42,13 @@ MAX_DEPTH = 32
 # A call of a method on `self` follows at most this many overrides in subclasses.
 MAX_OVERRIDES = 8
 STEP_KINDS = ("train", "eval")
+# The classes outside the project whose subclasses' other methods only the project calls.
+_PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
+# The methods of `nn.Module` that PyTorch itself calls on a subclass that overrides them.
+_MODULE_CALLBACKS = frozenset({
+    "forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "train", "eval",
+    "state_dict", "load_state_dict", "_apply",
+})
 
 Answer = object  # JSON: None, bool, list or dict.
 
@@ -432,9 +439,62 @@ class ProgramFacts:
         return subclasses
 
     @cached_property
-    def _called(self) -> set[Target]:
-        """The functions some call of the project runs, tests included."""
-        return {target for edges in self._edges.values() for _, target in edges}
+    def _mentioned(self) -> frozenset[str]:
+        """Every identifier some file of the project mentions (`ModuleSummary.mentions`)."""
+        return frozenset(name for summary in self.summaries.values() for name in summary.mentions)
+
+    def never_called(self, function: Target) -> bool:
+        """Whether nothing can run `function`, a method or a private function (a module's
+        public functions are its API): no file of the project, tests included, mentions its
+        name (calls it, passes it, registers it by name in a config), it has no decorator
+        that may register it, it is no special method, and no framework class outside the
+        project that its class derives from may call it (`nn.Module` calls only its own
+        methods: `forward`, `extra_repr`, ...)."""
+        summary = self.summaries.get(function.file)
+        record = summary.functions.get(function.qualname) if summary else None
+        if record is None or not function.qualname:
+            return False
+        name = function.qualname.rpartition(".")[2]
+        if name in self._mentioned or record.decorators or name in _MODULE_CALLBACKS:
+            return False
+        if name.startswith("__") and name.endswith("__"):
+            return False
+        if record.owner is None:  # a module's public function is its API
+            return name.startswith("_")
+        owner = Target(function.file, record.owner, "class")
+        return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
+
+    def _imported_bases(self, cls: Target, depth: int = 0) -> list[str]:
+        """What the classes outside the project that `cls` derives from are imported as
+        (`torch.nn.Module`), through its project bases; a base the linker cannot resolve
+        counts as "?"."""
+        record = self.summaries[cls.file].classes.get(cls.qualname)
+        if record is None or depth > MAX_DEPTH:
+            return ["?"]
+        names = []
+        for ref in record.bases:
+            base = self.resolve(cls.file, ref)
+            if base is not None and base.kind == "class":
+                names.extend(self._imported_bases(base, depth + 1))
+            elif ref.startswith("import:") and not ref.startswith("import:."):
+                names.append(ref[len("import:"):])
+            else:
+                names.append("?")
+        return names
+
+    @cached_property
+    def switched_on(self) -> frozenset[str]:
+        """The attributes that code of the project that may run sets to a true value
+        (`FunctionSummary.switches`): `self.gradient_checkpointing = False` in a class whose
+        attribute nothing else sets (a copied model whose `enable` method nothing calls) is
+        off in every run."""
+        return frozenset(
+            attribute
+            for file, summary in self.summaries.items()
+            for qualname, function in summary.functions.items()
+            if function.switches and not self.never_called(Target(file, qualname, "function"))
+            for attribute in function.switches
+        )
 
     @cached_property
     def _callers(self) -> dict[Target, list[tuple[str, FunctionSummary, CallSite]]]:
@@ -921,7 +981,10 @@ class ProgramFacts:
         return self.returned_loader(self.resolve(file, ref), index)
 
     def _answer_never_called(self, file: str, qualname: str) -> bool:
-        return Target(file, qualname, "function") not in self._called
+        return self.never_called(Target(file, qualname, "function"))
+
+    def _answer_switched_on(self, file: str, attribute: str) -> bool:
+        return attribute in self.switched_on
 
     def _answer_released_weights(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "class") in self.released_classes

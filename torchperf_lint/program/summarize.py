@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Iterator
 
 import libcst as cst
 
 from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
@@ -25,6 +27,8 @@ from torchperf_lint.program.summary import (
 )
 
 _DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
+# Values that leave a switch off: `self.gradient_checkpointing = False`.
+_OFF_VALUES = (False, None, 0)
 _BUILTINS = frozenset(dir(builtins))
 _GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
 _GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
@@ -229,6 +233,26 @@ class References:
         return self.qualnames.get(parent) if isinstance(parent, cst.ClassDef) else None
 
 
+def _mentions(facts: FileFacts) -> list[str]:
+    """Every identifier `facts`' module mentions but the names its definitions bind."""
+    defined = {id(definition.name) for definition in (*facts.index.functions, *facts.index.classes)}
+    mentioned = {name.value for name in facts.index.names if id(name) not in defined}
+    for string in facts.index.strings:
+        text = string.raw_value
+        if text.isidentifier():
+            mentioned.add(text)
+    return sorted(mentioned)
+
+
+def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The names and attributes an assignment target binds (`self.a, self.b = ...`)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _assigned_elements(element.value)
+    else:
+        yield target
+
+
 def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
     """The summary of one file, from facts built without a program (they must not depend on
     other files); `refs`, when given, are the file's references, built once per file."""
@@ -275,7 +299,46 @@ class _Summarizer:
         for ordinal, call in enumerate(facts.index.calls):
             self._add_call(summary, ordinal, call)
         self._add_devices(summary)
+        summary.mentions = _mentions(facts)
+        for qualname, attribute in self._switches():
+            switches = summary.functions[qualname].switches
+            if attribute not in switches:
+                switches.append(attribute)
         self.summary = summary
+
+    def _switches(self) -> Iterator[tuple[str, str]]:
+        """(qualified name of the function, or "" for module code; attribute) for each
+        attribute the file may set to a true value: `obj.flag = value` unless `value` is
+        `False`, `None` or `0`, `setattr(obj, "flag", value)`, and class attributes."""
+        facts = self.facts
+        for assignment in facts.index.assigns:
+            value = assignment.value
+            if value is None or literal_value(value) in _OFF_VALUES:
+                continue  # `flag: bool` declares; `self.flag = False` leaves it off
+            if isinstance(assignment, cst.Assign):
+                targets = [target.target for target in assignment.targets]
+            else:
+                targets = [assignment.target]
+            in_class_body = facts.scopes.enclosing_class(assignment) is not None and (
+                facts.scopes.enclosing_function(assignment) is None
+            )
+            for target in targets:
+                for element in _assigned_elements(target):
+                    if isinstance(element, cst.Attribute):
+                        name = element.attr.value
+                    elif isinstance(element, cst.Name) and in_class_body:
+                        name = element.value
+                    else:
+                        continue
+                    yield self.refs.qualname(facts.scopes.enclosing_function(assignment)), name
+        for call in facts.index.calls:
+            if dotted_name(call.func) != "setattr" or len(call.args) != 3:
+                continue
+            attribute, value = call.args[1].value, call.args[2].value
+            if isinstance(attribute, cst.SimpleString) and literal_value(value) not in _OFF_VALUES:
+                name = literal_value(attribute)
+                if isinstance(name, str):
+                    yield self.refs.qualname(facts.scopes.enclosing_function(call)), name
 
     def _function(self, function: cst.FunctionDef) -> FunctionSummary:
         facts = self.facts

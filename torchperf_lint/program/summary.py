@@ -81,6 +81,9 @@ class FunctionSummary:
     iterated: list[str] = field(default_factory=list)  # Parameters a loop of its iterates.
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
+    # Attributes it may set to a true value (`obj.use_checkpoint = flag`, `setattr(obj,
+    # "use_checkpoint", True)`, a class attribute `use_checkpoint = True` for module code).
+    switches: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -107,6 +110,9 @@ class ModuleSummary:
     runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
+    # Every identifier the file mentions, other than the names its `def`s and classes define:
+    # names, attributes, keywords and identifier strings (`type="ResNet"` in a config).
+    mentions: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -104,6 +104,9 @@ class LinkedAnswers(ProgramAnswers):
     def never_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("never_called", self.refs.qualname(function)))
 
+    def switched_on(self, attribute: str) -> bool:
+        return bool(self._ask("switched_on", attribute))
+
     def builds_released_weights(self, cls: cst.ClassDef) -> bool:
         return bool(self._ask("released_weights", self.refs.qualname(cls)))
 

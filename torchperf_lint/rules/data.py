@@ -595,9 +595,14 @@ class TensorCreatedThenMoved(Rule):
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
     choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
     CPU; `*_like(t)` factories, which build on `t`'s device already (unless `t` is known to
-    live in host memory); empty placeholders (`torch.empty(0)`), which copy nothing; and
+    live in host memory); empty placeholders (`torch.empty(0)`), which copy nothing;
     sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
-    factories. Test files are not checked.
+    factories; and code the program never runs outside a training loop: a method (or
+    private function) that no file of the project, tests included, names, no decorator
+    registers and no framework class other than `nn.Module` may call, and a branch that
+    needs a switch nothing turns on (`if self.gradient_checkpointing:` after
+    `self.gradient_checkpointing = False`, set to nothing else by any code that may run).
+    Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is

@@ -474,8 +474,14 @@ class CheckpointUseReentrant(Rule):
     that do not pass `use_reentrant=`. Calls that unpack `**kwargs` (which may carry it) and
     compatibility shims are left alone: code inside `except TypeError`/`ImportError`/
     `AttributeError` (or the `try` it guards), or under an `if` that tests the PyTorch
-    version or `hasattr`, where older releases without the argument are served. Test files
-    are checked too: the missing argument warns there as well.
+    version or `hasattr`, where older releases without the argument are served. Code the
+    program never runs is left alone too: a branch that needs a switch nothing turns on
+    (`if self.gradient_checkpointing and self.training:` in a model copied from a library,
+    which sets `self.gradient_checkpointing = False` while no code of the project that may
+    run sets it to anything else), and functions nothing can call (no file of the project,
+    tests included, names them, no decorator registers them, and they override no method of
+    a framework class other than `nn.Module`'s). Test files are checked too: the missing
+    argument warns there as well.
 
     ## Why is this bad?
     Without the argument PyTorch warns on every call and, for backward compatibility, uses the
@@ -519,7 +525,7 @@ class CheckpointUseReentrant(Rule):
             signature = CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")
             if signature is None or bound_argument(call, "use_reentrant", signature) is not None:
                 continue
-            if facts.guards.in_compatibility_shim(call):
+            if facts.guards.in_compatibility_shim(call) or facts.steps.never_runs(call):
                 continue
             fix = None
             if not any(
