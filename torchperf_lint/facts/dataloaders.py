@@ -18,7 +18,14 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
-from torchperf_lint.facts.index import SyntaxIndex, descendants, descendants_in_scope, methods_of
+from torchperf_lint.facts.index import (
+    LOOP_TYPES,
+    SCOPE_TYPES,
+    SyntaxIndex,
+    descendants,
+    descendants_in_scope,
+    methods_of,
+)
 from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
 from torchperf_lint.facts.names import (
     NameResolver,
@@ -626,19 +633,43 @@ class DataLoaders:
 
     def read_once(self, loader: DataLoaderConstruction) -> bool:
         """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
-        name bound to it that is used nowhere but in `next(iter(name))`."""
+        name bound to it that is used nowhere but in `next(iter(name))`, or in `it =
+        iter(name)` whose iterator is only read by `next(it)` outside loops."""
         if _first_batch_of(self.index.parents, loader.call):
             return True
         bound = self._bound_name(loader)
         if bound is None:
             return False
+        reads = self._other_reads(bound)
+        return bool(reads) and all(
+            _first_batch_of(self.index.parents, read) or self._iterator_read_once(read)
+            for read in reads
+        )
+
+    def _other_reads(self, bound: cst.Name) -> list[cst.Name]:
+        """The uses of the name `bound` binds, in its function, but `bound` itself."""
         function = self.scopes.enclosing_function(bound)
-        reads = [
+        return [
             name for name in self._names_by_identifier.get(bound.value, ())
-            if name is not bound
-            and self.scopes.enclosing_function(name) is function
+            if name is not bound and self.scopes.enclosing_function(name) is function
         ]
-        return bool(reads) and all(_first_batch_of(self.index.parents, read) for read in reads)
+
+    def _iterator_read_once(self, read: cst.Name) -> bool:
+        """`it = iter(read)`, with `it` used only in `next(it)` calls outside loops."""
+        call = _called_with(self.index.parents, read, "iter")
+        assignment = self.index.parents.get(call) if call is not None else None
+        if not (
+            isinstance(assignment, cst.Assign)
+            and len(assignment.targets) == 1
+            and isinstance(assignment.targets[0].target, cst.Name)
+        ):
+            return False
+        uses = self._other_reads(assignment.targets[0].target)
+        return bool(uses) and all(
+            _called_with(self.index.parents, use, "next") is not None
+            and not _in_a_loop(self.scopes, use)
+            for use in uses
+        )
 
     def converted_by_sentence_transformers(self, loader: DataLoaderConstruction) -> bool:
         """The loader is handed to sentence-transformers' `fit` (`model.fit(train_objectives=[
@@ -1062,6 +1093,16 @@ def _arrow_chain(value: cst.BaseExpression) -> bool:
 
 def _maps(value: cst.BaseExpression) -> bool:
     return "map" in _method_chain(value)[1]
+
+
+def _in_a_loop(scopes: Scopes, node: cst.CSTNode) -> bool:
+    """Inside a `for` or `while` of its own function (or of the module's code)."""
+    for parent in scopes.ancestors(node):
+        if type(parent) in SCOPE_TYPES:
+            return False
+        if type(parent) in LOOP_TYPES:
+            return True
+    return False
 
 
 def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:

@@ -64,6 +64,16 @@ _FORMATTING_SINKS = frozenset({
     "set_postfix", "set_postfix_str", "set_description", "set_description_str",
 })
 _LOGGING_METHODS = frozenset({"info", "warning", "warn", "error", "critical", "exception"})
+# A tensor's sizes (`x.size(-1)`, `x.shape[0]`, `x.numel()`): Python ints, read from the
+# tensor's metadata on the host, without waiting for the device.
+_SIZES = frozenset({"size", "shape", "dim", "ndim", "ndimension", "numel", "nelement"})
+# Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
+# `append_data`, `writer.add_image`): a frame copied to the host for one of them is the
+# program's output, not a wait to remove.
+_OUTPUT_SINKS = frozenset({
+    "imshow", "imwrite", "imsave", "mimsave", "mimwrite", "append_data", "add_image",
+    "add_images", "add_video", "save_image", "fromarray", "write_video",
+})
 # Module methods: `.cpu()` followed by one of these moved a module, not a tensor.
 _MODULE_METHODS = frozenset({
     "parameters", "named_parameters", "buffers", "state_dict", "modules", "children", "eval",
@@ -165,8 +175,94 @@ class HostSyncs:
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
         )
-        found = [site for site in self._outermost(found) if not self._after_synchronize(site)]
+        found = [
+            site for site in self._outermost(found)
+            if not self._after_synchronize(site)
+            and not self.in_display_loop(site.node)
+            and not self._in_assert_message(site.node)
+        ]
         return self._per_statement(found)
+
+    def _in_assert_message(self, node: cst.CSTNode) -> bool:
+        """In the message of an `assert`, which is computed only when the assertion fails."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) is cst.Assert:
+                return child is parent.msg
+            if type(parent) in SCOPE_TYPES:
+                return False
+        return False
+
+    def in_display_loop(self, node: cst.CSTNode) -> bool:
+        """In a loop that shows or saves a frame it copies to the host on every iteration
+        (`display_loops`): it waits for the device by design, so other reads in it (the loss
+        it logs) add next to nothing."""
+        return any(loop.node in self.display_loops for loop in self.loops.enclosing_loops(node))
+
+    @cached_property
+    def display_loops(self) -> frozenset[cst.For | cst.While]:
+        """Loops that copy a frame to the host for an output sink on every iteration:
+        `cv2.imshow("opt", result.cpu().numpy())`, or `frame = (x.cpu().numpy() * 255)`
+        then `writer.append_data(frame)`, outside any `if` of the loop's body."""
+        loops = set()
+        for loop in self.loops.all:
+            for call in loop.own_calls:
+                if self._shows_a_frame(call) and not any(
+                    type(parent) is cst.If for parent in self._ancestors_below(call, loop.node)
+                ):
+                    loops.add(loop.node)
+                    break
+        return frozenset(loops)
+
+    def _ancestors_below(self, node: cst.CSTNode, top: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        for parent in self.scopes.ancestors(node):
+            if parent is top:
+                return
+            yield parent
+
+    def _shows_a_frame(self, call: cst.Call) -> bool:
+        """An output sink given a host copy of a device tensor, or a name bound to one in
+        the same function (`frame = (x.cpu().numpy() * 255).astype(np.uint8)`)."""
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in _OUTPUT_SINKS:
+            return False
+        for argument in call.args:
+            for node in (argument.value, *descendants(argument.value)):
+                if self._copies_to_host(node):
+                    return True
+                if isinstance(node, cst.Name) and any(
+                    any(self._copies_to_host(part) for part in (value, *descendants(value)))
+                    for value in self.scopes.bound_values(node)
+                ):
+                    return True
+        return False
+
+    def _copies_to_host(self, node: cst.CSTNode) -> bool:
+        return (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("cpu", "numpy")
+            and self.may_be_device_tensor(node.func.value)
+        )
+
+    def _feeds_an_output(self, call: cst.Call) -> bool:
+        """A read whose host copy an output sink shows or saves (`display_loops`)."""
+        return any(
+            isinstance(parent, cst.Call) and self._shows_a_frame(parent)
+            for parent in self.scopes.ancestors(call)
+        ) or any(
+            self._shows_a_frame(other)
+            for loop in self.loops.enclosing_loops(call)
+            for other in loop.own_calls
+            if self._names_value_of(other, call)
+        )
+
+    def _names_value_of(self, sink: cst.Call, read: cst.Call) -> bool:
+        """Whether an argument of `sink` names a value that `read` is part of."""
+        return any(
+            isinstance(node, cst.Name)
+            and any(read is value or read in descendants(value) for value in self.scopes.bound_values(node))
+            for argument in sink.args
+            for node in (argument.value, *descendants(argument.value))
+        )
 
     @cached_property
     def _explicit_synchronizations(self) -> list[cst.Call]:
@@ -179,20 +275,25 @@ class HostSyncs:
 
     def _next_to_a_clock(self, call: cst.Call) -> bool:
         """The statement after the synchronize (or before it) reads a clock: it bounds a
-        timed interval, a measurement rather than a stray wait. A synchronize alone in an
-        `if` (`if device.type == "cuda": torch.cuda.synchronize()`) is judged by the
-        statements around that `if`."""
+        timed interval, a measurement rather than a stray wait. A synchronize alone in a
+        branch of an `if` (`if device.type == "cuda": torch.cuda.synchronize() elif ...:`),
+        also in nested ones (`if args.synchronize_step: if device.type == "cuda": ...`), is
+        judged by the statements around the outermost such `if`."""
+        parents = self.index.parents
         line = self._line_of(call)
-        block = self.index.parents.get(line)
-        lines = statements_of(block)
-        if line not in lines:
-            return False
-        branch = self.index.parents.get(block)
-        if len(lines) == 1 and isinstance(branch, cst.If) and branch.body is block:
-            line = branch
-            lines = statements_of(self.index.parents.get(branch))
+        while True:
+            block = parents.get(line)
+            lines = statements_of(block)
             if line not in lines:
                 return False
+            branch = parents.get(block)
+            if len(lines) != 1 or not isinstance(branch, (cst.If, cst.Else)):
+                break
+            while isinstance(parents.get(branch), cst.If):  # an `elif` or `else` branch
+                branch = parents[branch]
+            if not isinstance(branch, cst.If):
+                break
+            line = branch
         position = lines.index(line)
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(
@@ -359,6 +460,8 @@ class HostSyncs:
             )
         if isinstance(expression, cst.Call):
             return self._returns_host_value(expression, depth)
+        if isinstance(expression, cst.Attribute) and expression.attr.value in _SIZES:
+            return True  # `x.shape`, `x.ndim`: Python ints, also for a device tensor
         if isinstance(expression, cst.Name) and depth < _MAX_HOST_DEPTH:
             reaching = self.scopes.reaching_value(expression)
             if reaching is not None:
@@ -396,7 +499,7 @@ class HostSyncs:
         if not isinstance(func, cst.Attribute):
             return False
         method = func.attr.value
-        if method in READING_METHODS:
+        if method in READING_METHODS or method in _SIZES:
             return True
         if method in _DEVICE_MOVES and not (method == "to" and self._converts_only(call)):
             return False
@@ -526,7 +629,7 @@ class HostSyncs:
         if isinstance(func, cst.Attribute) and func.attr.value in READING_METHODS:
             if self._moves_a_module(call) or not self.may_be_device_tensor(func.value):
                 return None
-            if self._feeds_an_environment(call):
+            if self._feeds_an_environment(call) or self._feeds_an_output(call):
                 return None
             return HostSync(call, f"`.{func.attr.value}()`")
         qualified = self.names.call_name(call)

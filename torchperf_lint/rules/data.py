@@ -74,7 +74,8 @@ class DataLoaderNoWorkers(Rule):
     loader factory's parameter counts by what every caller in the module passes, also
     through a function's tuple return: `dataset, model, optimizer = load_train_objs()` then
     `prepare_dataloader(dataset, batch_size)`),
-    loaders only read for one batch (`next(iter(loader))`), loaders a dataset class builds in
+    loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
+    `next(it)` outside loops), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
     and test files. It is silent too for loaders that nothing reads once per step: a loader
     handed to sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
@@ -601,8 +602,10 @@ class TensorCreatedThenMoved(Rule):
     private function) that no file of the project, tests included, names, no decorator
     registers and no framework class other than `nn.Module` may call, and a branch that
     needs a switch nothing turns on (`if self.gradient_checkpointing:` after
-    `self.gradient_checkpointing = False`, set to nothing else by any code that may run).
-    Test files are not checked.
+    `self.gradient_checkpointing = False`, set to nothing else by any code that may run);
+    and loops that show or save a frame they copy to the host on every iteration
+    (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
+    copy adds nothing. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -670,6 +673,8 @@ class TensorCreatedThenMoved(Rule):
             target = self._device_target(facts, call)
             if target is None or not facts.steps.runs_per_step(call):
                 continue
+            if facts.host_syncs.in_display_loop(call):
+                continue  # the loop waits for the frame it shows: a small copy adds nothing
             fix = self._fix(facts, call, factory, kind, *target) if kind is not None else None
             yield self.finding(reported, fix)
 

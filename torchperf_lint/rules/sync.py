@@ -102,7 +102,15 @@ class SyncInTrainingLoop(_PerIterationRule):
     already made: `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
     values handed to an environment (`env.step(action.item())`, or read in a function that
-    picks an agent's action: `get_action`, `select_action`, `act`), a helper's conversion of
+    picks an agent's action: `get_action`, `select_action`, `act`), frames copied to the host
+    for display or saving (`cv2.imshow("fit", x.cpu().numpy())`, `frame = ...cpu()...` then
+    `writer.append_data(frame)` or `add_image`), which are the program's output, and every
+    other read of a loop that shows or saves such a frame on each iteration (it waits for the
+    device by design: the loss it logs adds next to nothing), sizes (`int(torch.rand(1) *
+    x.size(-1))`: a host tensor and a Python int), the message of an `assert` (computed only
+    when it fails), a synchronize next to a clock read also when it sits in nested branches
+    (`if args.synchronize_step: if device.type == "cuda": torch.cuda.synchronize()` then
+    `time.time()` after the outer `if`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
     `if isinstance(v, torch.Tensor): v = v.item()`) unless the program shows a caller passing
     it a tensor (`metric_logger.update(acc=acc)`, not `update(loss=loss.item())`), CPU-only modules (or
