@@ -18,7 +18,10 @@ call, its cost shared by the loop's model calls: for `runs_per_step` it is not p
 in a function that runs on every evaluation step or forward (a beam search's buffers).
 
 Code on an error path (a branch that ends in `raise` or `sys.exit()`, an `except` handler) is
-never per step: it runs when something went wrong, not on every batch.
+never per step: it runs when something went wrong, not on every batch. For `runs_per_step`,
+neither is code the program never runs (a method nothing names, a branch behind a switch
+nothing turns on: `never_runs`) nor the body of a function whose result is cached
+(`@cached_property`, `@lru_cache`: `memoized`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from torchperf_lint.facts.scopes import Scopes
 
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 
+
+# Decorators that cache a function's result: its body runs once per object or arguments.
+_MEMOIZING = frozenset({"functools.cached_property", "functools.cache", "functools.lru_cache"})
 
 # Keywords of a Hugging Face `generate(...)` call.
 _GENERATION_SETTINGS = frozenset({
@@ -97,7 +103,7 @@ class Steps:
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
         every iteration of a loop that runs a model (see the module's docs)."""
-        if self.prepares_generation(node) or self.never_runs(node):
+        if self.prepares_generation(node) or self.never_runs(node) or self.memoized(node):
             return False
         if self.in_model_loop(node):
             return True
@@ -113,6 +119,19 @@ class Steps:
             and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
         )
+
+    def memoized(self, node: cst.CSTNode) -> bool:
+        """In a function whose result is cached (`@functools.cached_property`, `@cache`,
+        `@lru_cache(...)`): it runs once per object or per distinct arguments, such as a
+        probe of a model's minimum input size."""
+        for function in self.scopes.enclosing_functions(node):
+            for decorator in function.decorators:
+                expression = decorator.decorator
+                if isinstance(expression, cst.Call):
+                    expression = expression.func
+                if self.names.qualified_name(expression) in _MEMOIZING:
+                    return True
+        return False
 
     def never_runs(self, node: cst.CSTNode) -> bool:
         """Whether the program never runs `node`, outside training loops: it is in a function
