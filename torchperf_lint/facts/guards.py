@@ -57,6 +57,8 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
     )
 
 
+# How many names bound to names a guard test is followed through.
+_NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
 # Names of flags that say a step trains (`self.training`, `is_train`).
@@ -142,11 +144,8 @@ class Guards:
             return isinstance(target.operator, cst.NotEqual) and (
                 _is_modulo(test.left) or _is_modulo(target.comparator)
             )
-        if isinstance(test, cst.Name) and depth < 3:
-            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
-            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
-            values = self.scopes.bound_values(test)
-            return bool(values) and all(self._is_off_period_test(v, depth + 1) for v in values)
+        if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
+            return self._bound_only_to(test, self._is_off_period_test, depth)
         return False
 
     def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
@@ -156,12 +155,19 @@ class Guards:
             return True
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
-        if isinstance(test, cst.Name) and depth < 3:
-            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
-            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
-            values = self.scopes.bound_values(test)
-            return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
+        if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
+            return self._bound_only_to(test, self.is_periodic_test, depth)
         return False
+
+    def _bound_only_to(
+        self, name: cst.Name, passes: Callable[[cst.BaseExpression, int], bool], depth: int
+    ) -> bool:
+        """Whether `name` is bound, and every value it is bound to `passes` (given the depth
+        of names followed so far): a name bound to a sparse test, also through other names,
+        `_NAME_DEPTH` deep (`last = i == n - 1`, `is_log_step = i % k == 0 or last`,
+        `is_metric_step = i % m == 0 or is_log_step`)."""
+        values = self.scopes.bound_values(name)
+        return bool(values) and all(passes(value, depth + 1) for value in values)
 
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
         """The `if` inside `loop` whose body holds `node` and runs on few of its iterations.
@@ -223,12 +229,9 @@ class Guards:
             left = self._is_sparse_test(test.left, counters, depth)
             right = self._is_sparse_test(test.right, counters, depth)
             return left or right if isinstance(test.operator, cst.And) else left and right
-        if isinstance(test, cst.Name) and depth < 3:
-            # A name bound to a sparse test, also through other names: `last = i == n - 1`,
-            # `is_log_step = i % k == 0 or last`, `is_metric_step = i % m == 0 or is_log_step`.
-            values = self.scopes.bound_values(test)
-            return bool(values) and all(
-                self._is_sparse_test(value, counters, depth + 1) for value in values
+        if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
+            return self._bound_only_to(
+                test, lambda value, deeper: self._is_sparse_test(value, counters, deeper), depth
             )
         return bool(counters) and _tests_few_counts(test, counters)
 
