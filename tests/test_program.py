@@ -96,6 +96,16 @@ def test_a_sync_in_a_helper_is_reported_once_with_the_call_path_from_the_loop() 
     )
 
 
+def test_a_call_under_a_test_of_an_optional_parameter_runs_only_for_callers_that_pass_it() -> None:
+    # `fit` calls `chamfer(...)` without `normals`, `fit_with_normals` passes them: the path
+    # to the sync goes through the caller that makes the guarded call run.
+    run = lint_project(PROJECTS / "optional_argument")
+    assert diagnostic(run, "losses.py", "TPL201", 21).related == (
+        Related("train.py", Location(18, 16), "calls `chamfer` on every training step"),
+        Related("losses.py", Location(8, 31), "calls `normal_penalty` on every training step"),
+    )
+
+
 def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
     run = lint_project(PROJECTS / "step_helper")
     in_helper = diagnostic(run, "steps.py", "TPL201", 9)

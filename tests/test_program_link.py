@@ -132,15 +132,20 @@ def main(loader, model, optimizer):
 """
 STEPS = """
 def train_step(model, optimizer, x, y):
-    loss = inner(model, x, y)
+    return inner(model, optimizer, x, y)
+
+
+def inner(model, optimizer, x, y):
+    loss = model(x).sum()
+    loss.backward()
     optimizer.step()
     return loss
 
 
-def inner(model, x, y):
+def saliency(model, x):
     loss = model(x).sum()
     loss.backward()
-    return loss
+    return x.grad
 """
 HELPERS = """
 def log(loss):
@@ -162,6 +167,7 @@ def fail(loss):
 
 def test_step_helpers_make_training_loops_and_per_step_paths_follow_calls() -> None:
     linked = program({"train.py": TRAIN, "steps.py": STEPS, "helpers.py": HELPERS})
+    # `saliency` backpropagates and steps nothing: it is no training step.
     assert linked.step_helpers == {
         function("steps.py", "train_step"), function("steps.py", "inner")
     }

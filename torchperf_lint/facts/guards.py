@@ -51,6 +51,36 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+def _presence_tested(test: cst.BaseExpression) -> str | None:
+    """The name `test` requires to be given: `name is not None`, or `name` itself."""
+    if isinstance(test, cst.Name):
+        return test.value
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and isinstance(test.left, cst.Name)
+        and literal_value(test.comparisons[0].comparator) is None
+    ):
+        return test.left.value
+    return None
+
+
+def _absence_tested(test: cst.BaseExpression) -> str | None:
+    """The name `test` requires to be missing: `name is None`, or `not name`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression.value if isinstance(test.expression, cst.Name) else None
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.left, cst.Name)
+        and literal_value(test.comparisons[0].comparator) is None
+    ):
+        return test.left.value
+    return None
+
+
 def _is_modulo(expression: cst.BaseExpression) -> bool:
     return isinstance(expression, cst.BinaryOperation) and isinstance(
         expression.operator, cst.Modulo
@@ -380,6 +410,34 @@ class Guards:
             and all(literal_value(value) in (False, None, 0) for value in values)
             and not self.project_switches_on(test.attr.value)
         )
+
+    def required_parameters(self, node: cst.CSTNode) -> list[str]:
+        """The parameters of `node`'s function, `None` or `False` by default, that a caller
+        must pass for `node` to run: `node` is in the body of `if normals is not None:` (or
+        `if normals:`, also as an operand of an `and`) or in the `else` of `if normals is
+        None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return []
+        optional = {
+            param.name.value
+            for param in (*function.params.params, *function.params.kwonly_params)
+            if param.default is not None and literal_value(param.default) in (None, False)
+        }
+        required = []
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is function:
+                break
+            if type(parent) is not cst.If:
+                continue
+            if child is parent.body:
+                tested = [_presence_tested(operand) for operand in _conjuncts(parent.test)]
+            elif child is parent.orelse:
+                tested = [_absence_tested(parent.test)]
+            else:
+                continue
+            required.extend(name for name in tested if name in optional and name not in required)
+        return required
 
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only

@@ -52,9 +52,9 @@ class ProgramAnswers:
     """
 
     def calls_step_helper(self, call: cst.Call) -> bool:
-        """Whether `call` runs a project function that calls backward or an optimizer step
-        outside any loop of its own (a `train_step(batch)` helper), so the loop around it is
-        a training loop."""
+        """Whether `call` runs a project function that steps an optimizer outside any loop of
+        its own, or backpropagates outside its loops and steps anywhere in it (a
+        `train_step(batch)` helper), so the loop around it is a training loop."""
         return False
 
     def per_step(self, function: cst.FunctionDef) -> StepWitness | None:

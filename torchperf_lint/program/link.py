@@ -4,9 +4,10 @@ Linking resolves each summary's references (imports, `__init__` re-exports, `*` 
 `self.method()`, base classes) to the functions and classes they name, builds the call graph
 and computes, once per run, in the parent process:
 
-- **step helpers**: functions that call backward or an optimizer step outside any loop of their
-  own, directly or through another step helper (`train_step(batch)`); a loop that calls one is a
-  training loop;
+- **step helpers**: functions that step an optimizer outside any loop of their own, or
+  backpropagate outside their loops and step anywhere in their body, directly or through another
+  step helper (`train_step(batch)`); a loop that calls one is a training loop (a function that
+  only backpropagates, a Grad-CAM, does not make one);
 - **per-step functions**: every function called (not under a periodic guard, not on an error
   path) from the body of a training or evaluation loop, directly or through other per-step
   functions, and the per-step hooks of framework classes (`LightningModule.training_step`,
@@ -520,8 +521,8 @@ class ProgramFacts:
 
     @cached_property
     def step_helpers(self) -> frozenset[Target]:
-        """Functions that backpropagate or step outside their own loops, directly or through
-        another step helper."""
+        """Training steps (`FunctionSummary.steps`), directly or through another step
+        helper."""
         helpers = {
             Target(file, function.qualname, "function")
             for file, function in self._functions
@@ -599,12 +600,66 @@ class ProgramFacts:
                 for site, target in self._edges.get((current.file, current.qualname), ()):
                     if site.sparse or target in paths:
                         continue
+                    route = paths[current]
+                    if site.needs:  # `if normals is not None: gather(normals)`
+                        route = self._route_passing(paths, current, site.needs, kind)
+                        if route is None:
+                            continue
                     if kind == "train" and (site.evaluation_only or self._evaluates(site, target)):
                         continue  # `if stage != Stage.TRAIN: save(...)`: evaluation steps only
-                    paths[target] = (*paths[current], Hop(current.file, site.ordinal, target.qualname))
+                    paths[target] = (*route, Hop(current.file, site.ordinal, target.qualname))
                     queue.append(target)
             result[kind] = paths
         return result
+
+    def _route_passing(
+        self, paths: dict[Target, tuple[Hop, ...]], function: Target, parameters: list[str],
+        kind: str,
+    ) -> tuple[Hop, ...] | None:
+        """A per-step path to `function` whose last call passes it every one of
+        `parameters`: its own path (a framework's hook, with no call on it, may be passed
+        anything), else one through another caller that runs on every step of this kind
+        and passes them; None when no caller passes them on every step."""
+        path = paths[function]
+        last = self._sites.get((path[-1].file, path[-1].call)) if path else None
+        if last is None or self._passes(last, function, parameters):
+            return path
+        for file, caller, site in self._callers.get(function, ()):
+            if site.sparse or not self._passes(site, function, parameters):
+                continue
+            hop = Hop(file, site.ordinal, function.qualname)
+            caller_target = Target(file, caller.qualname, "function")
+            if caller_target in paths:
+                return (*paths[caller_target], hop)
+            if site.loop != -1 and self._loop_kind(file, caller, site.loop) == kind:
+                return (hop,)
+        return None
+
+    def _passes(self, site: CallSite, function: Target, parameters: list[str]) -> bool:
+        """Whether `site`, a call of `function`, passes every one of its `parameters` (or
+        may: it unpacks `*args` or `**kwargs`)."""
+        summary = self.function(function)
+        if summary is None:
+            return True
+        names = summary.parameters
+        bound = 1 if summary.owner is not None and names[:1] in (["self"], ["cls"]) else 0
+        return all(
+            name in site.keywords
+            or "**" in site.keywords
+            or site.positional == -1
+            or (name in names and names.index(name) - bound < site.positional)
+            for name in parameters
+        )
+
+    @cached_property
+    def _sites(self) -> dict[tuple[str, int], CallSite]:
+        """Every call site of the program, by file and ordinal."""
+        return {
+            (file, site.ordinal): site
+            for file, summary in self.summaries.items()
+            for function in summary.functions.values()
+            for site in function.calls
+        }
 
     def _evaluates(self, site: CallSite, target: Target) -> bool:
         """The call runs an evaluation: a callee that switches a model to eval mode

@@ -296,8 +296,16 @@ class _Summarizer:
         for loop in facts.loops.all:
             owner = summary.functions[self.refs.qualname(loop.function)]
             owner.loops.append(self._loop(loop))
+        # Functions that step an optimizer anywhere, and that backpropagate outside loops: a
+        # function that does both is a training step (`fit_batch`, which steps each of its
+        # optimizers in a loop); one that only backpropagates computes gradients for
+        # something else (a Grad-CAM), unless a loop around its call steps.
+        self.stepping: set[str] = set()
+        self.backpropagating: set[str] = set()
         for ordinal, call in enumerate(facts.index.calls):
             self._add_call(summary, ordinal, call)
+        for qualname in self.backpropagating & self.stepping:
+            summary.functions[qualname].steps = True
         self._add_devices(summary)
         summary.mentions = _mentions(facts)
         for qualname, attribute in self._switches():
@@ -390,8 +398,12 @@ class _Summarizer:
         owner = summary.functions[self.refs.qualname(function)]
         loop = facts.loops.loop_of_call(call)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if loop is None and (method == "backward" or facts.loops.is_training_step(call, method)):
-            owner.steps = True
+        if facts.loops.is_training_step(call, method):
+            self.stepping.add(owner.qualname)
+            if loop is None:
+                owner.steps = True
+        elif method == "backward" and loop is None:
+            self.backpropagating.add(owner.qualname)
         if method == "eval" and not call.args:
             owner.evaluates = True
         callee = self.refs.callee(call)
@@ -416,6 +428,15 @@ class _Summarizer:
                 no_grad=facts.guards.grad_disabled(call),
                 evaluation_only=facts.guards.evaluation_only(call),
                 arguments=self._arguments(call),
+                positional=-1 if any(arg.star == "*" for arg in call.args) else sum(
+                    1 for arg in call.args if arg.keyword is None and not arg.star
+                ),
+                keywords=[
+                    "**" if arg.star == "**" else arg.keyword.value
+                    for arg in call.args
+                    if arg.star == "**" or arg.keyword is not None
+                ],
+                needs=facts.guards.required_parameters(call),
             )
         )
 

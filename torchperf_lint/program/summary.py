@@ -57,6 +57,13 @@ class CallSite:
     # Arguments the program may follow (loaders, factory results, pass-through parameters):
     # by position ("0", "1", ...) or keyword.
     arguments: dict[str, Value] = field(default_factory=dict)
+    # What the call passes: how many arguments by position (-1: it unpacks `*args`), and
+    # the keywords it names ("**" when it unpacks `**kwargs`).
+    positional: int = 0
+    keywords: list[str] = field(default_factory=list)
+    # Parameters of its own function, None or False by default, that its caller must pass
+    # for it to run (`if normals is not None: gather(normals)`).
+    needs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -73,7 +80,9 @@ class FunctionSummary:
     parameters: list[str] = field(default_factory=list)
     decorators: list[Ref] = field(default_factory=list)
     grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
-    steps: bool = False  # Calls backward or an optimizer step outside any loop of its own.
+    # Steps an optimizer outside any loop of its own, or backpropagates outside its loops and
+    # steps an optimizer anywhere in its body: a training step.
+    steps: bool = False
     evaluates: bool = False  # Switches a model to eval mode (`model.eval()`).
     wraps_no_grad: bool = False  # Builds `torch.no_grad`/`inference_mode` and never backprops.
     returns_cuda_device: bool = False

@@ -72,7 +72,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     subclass's override of what its base class's step calls, `self.shared_step(batch)`), a
     framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
-    The finding names the call path.
+    The finding names the call path. A call in a branch that needs an optional parameter
+    (`if normals is not None: penalty(normals)` in `def chamfer(x, y, normals=None)`, or the
+    `else` of `if normals is None:`) runs on every step only through callers that pass it.
 
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
