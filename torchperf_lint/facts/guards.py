@@ -411,6 +411,41 @@ class Guards:
             and not self.project_switches_on(test.attr.value)
         )
 
+    def predicate_guards(self, node: cst.CSTNode) -> list[str]:
+        """The names of the calls whose result decides whether `node` runs, in its function:
+        the test of an `if` whose body holds it (`if step_check(step, n):`, also as an
+        operand of an `and`, or through a name bound to the call: `log = should_log(step);
+        if log:`), and the `not name(...)` test of an early exit before it in an enclosing
+        block (`if not self.metrics.should_log(self.step): return`). When such a function
+        returns a periodic test of its argument (`ProgramAnswers.periodic_predicate`),
+        `node` runs on few steps."""
+        names: list[str] = []
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                break
+            if type(parent) is cst.If and child is parent.body:
+                for operand in _conjuncts(parent.test):
+                    names.extend(self._called_names(operand))
+            statements = statements_of(parent)
+            if child in statements:
+                for earlier in statements[: statements.index(child)]:
+                    if (
+                        isinstance(earlier, cst.If)
+                        and _only_exits(earlier.body)
+                        and isinstance(earlier.test, cst.UnaryOperation)
+                        and isinstance(earlier.test.operator, cst.Not)
+                    ):
+                        names.extend(self._called_names(earlier.test.expression))
+        return names
+
+    def _called_names(self, test: cst.BaseExpression) -> list[str]:
+        """`name` for a test `name(...)` or `obj.name(...)`, or for a name bound to one."""
+        values = self.scopes.bound_values(test) if isinstance(test, cst.Name) else [test]
+        return [
+            name for value in values
+            if isinstance(value, cst.Call) and (name := last_identifier(value.func)) is not None
+        ]
+
     def required_parameters(self, node: cst.CSTNode) -> list[str]:
         """The parameters of `node`'s function, `None` or `False` by default, that a caller
         must pass for `node` to run: `node` is in the body of `if normals is not None:` (or

@@ -124,6 +124,11 @@ class ProgramAnswers:
         value that may be true (`module.gradient_checkpointing = value`)."""
         return True
 
+    def periodic_predicate(self, name: str) -> bool:
+        """Whether a project function called `name` returns a periodic test of its arguments
+        (`def should_log(self, step): return step == 1 or step % self.freq == 0`)."""
+        return False
+
     def builds_released_weights(self, cls: cst.ClassDef) -> bool:
         """Whether a module that loads published weights into its models builds `cls`,
         directly or as a part of another class it builds (a block of a released

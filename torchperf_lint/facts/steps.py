@@ -105,6 +105,8 @@ class Steps:
         every iteration of a loop that runs a model (see the module's docs)."""
         if self.prepares_generation(node) or self.never_runs(node) or self.memoized(node):
             return False
+        if self.behind_periodic_predicate(node):
+            return False
         if self.in_model_loop(node):
             return True
         if self.sets_up_a_model_loop(node):
@@ -118,6 +120,13 @@ class Steps:
             and self.guards.periodic_guard(node) is None
             and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
+        )
+
+    def behind_periodic_predicate(self, node: cst.CSTNode) -> bool:
+        """Guarded by a project function that returns a periodic test (`if step_check(step,
+        n):`, `if not self.metrics.should_log(self.step): return` before it)."""
+        return any(
+            self.program.periodic_predicate(name) for name in self.guards.predicate_guards(node)
         )
 
     def memoized(self, node: cst.CSTNode) -> bool:
@@ -160,6 +169,7 @@ class Steps:
             self.on_error_path(node)
             or self.guards.off_default_option(node)
             or self.guards.never_enabled(node)
+            or self.behind_periodic_predicate(node)
         ):
             return None
         for loop in self.loops.enclosing_loops(node):

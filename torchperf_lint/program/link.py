@@ -484,6 +484,20 @@ class ProgramFacts:
         return names
 
     @cached_property
+    def periodic_predicates(self) -> frozenset[str]:
+        """The names of project functions that return a periodic test of their arguments
+        (`should_log`, `step_check`): a call of one decides that what it guards runs on few
+        steps. By name: the object a method is called on is rarely known."""
+        return frozenset(
+            name for summary in self.summaries.values() for name in summary.periodic_predicates
+        )
+
+    def _sparse(self, site: CallSite) -> bool:
+        """Not on every iteration (`CallSite.sparse`), or guarded by a call of a periodic
+        predicate (`if step_check(step, n):`)."""
+        return site.sparse or any(name in self.periodic_predicates for name in site.predicates)
+
+    @cached_property
     def switched_on(self) -> frozenset[str]:
         """The attributes that code of the project that may run sets to a true value
         (`FunctionSummary.switches`): `self.gradient_checkpointing = False` in a class whose
@@ -582,10 +596,10 @@ class ProgramFacts:
                 # there by design, and the step's own reads add nothing to undo.
                 evaluating = {
                     site.loop for site, target in edges
-                    if not site.sparse and self._evaluates(site, target)
+                    if not self._sparse(site) and self._evaluates(site, target)
                 }
                 for site, target in edges:
-                    if site.loop == -1 or site.sparse or target in paths:
+                    if site.loop == -1 or self._sparse(site) or target in paths:
                         continue
                     loop_kind = self._loop_kind(file, function, site.loop)
                     if loop_kind == "train" and self._evaluates(site, target):
@@ -598,7 +612,7 @@ class ProgramFacts:
             while queue:
                 current = queue.popleft()
                 for site, target in self._edges.get((current.file, current.qualname), ()):
-                    if site.sparse or target in paths:
+                    if self._sparse(site) or target in paths:
                         continue
                     route = paths[current]
                     if site.needs:  # `if normals is not None: gather(normals)`
@@ -625,7 +639,7 @@ class ProgramFacts:
         if last is None or self._passes(last, function, parameters):
             return path
         for file, caller, site in self._callers.get(function, ()):
-            if site.sparse or not self._passes(site, function, parameters):
+            if self._sparse(site) or not self._passes(site, function, parameters):
                 continue
             hop = Hop(file, site.ordinal, function.qualname)
             caller_target = Target(file, caller.qualname, "function")
@@ -734,7 +748,7 @@ class ProgramFacts:
         while queue:
             current = queue.popleft()
             for site, target in self._edges.get((current.file, current.qualname), ()):
-                if not site.sparse and target not in found:
+                if not self._sparse(site) and target not in found:
                     found.add(target)
                     queue.append(target)
         return frozenset(found)
@@ -1040,6 +1054,9 @@ class ProgramFacts:
 
     def _answer_switched_on(self, file: str, attribute: str) -> bool:
         return attribute in self.switched_on
+
+    def _answer_periodic_predicate(self, file: str, name: str) -> bool:
+        return name in self.periodic_predicates
 
     def _answer_released_weights(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "class") in self.released_classes

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from torchperf_lint.facts import FileFacts
-from torchperf_lint.facts.arguments import literal_value
+from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
@@ -244,6 +244,28 @@ def _mentions(facts: FileFacts) -> list[str]:
     return sorted(mentioned)
 
 
+def _is_periodic_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """A periodic test (`Guards.is_periodic_test`), or an `or` of periodic tests and tests of
+    one value (`step == 1`)."""
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        periodic = [_is_periodic_value(facts, operand) for operand in (value.left, value.right)]
+        return any(periodic) and all(
+            is_periodic or _tests_one_value(operand)
+            for is_periodic, operand in zip(periodic, (value.left, value.right))
+        )
+    return facts.guards.is_periodic_test(value)
+
+
+def _tests_one_value(test: cst.BaseExpression) -> bool:
+    """`step == 1`: equal to one literal."""
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and literal_value(test.comparisons[0].comparator) is not UNKNOWN
+    )
+
+
 def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The names and attributes an assignment target binds (`self.a, self.b = ...`)."""
     if isinstance(target, (cst.Tuple, cst.List)):
@@ -308,11 +330,25 @@ class _Summarizer:
             summary.functions[qualname].steps = True
         self._add_devices(summary)
         summary.mentions = _mentions(facts)
+        summary.periodic_predicates = sorted({
+            function.name.value for function in facts.index.functions
+            if self._returns_periodic_test(function)
+        })
         for qualname, attribute in self._switches():
             switches = summary.functions[qualname].switches
             if attribute not in switches:
                 switches.append(attribute)
         self.summary = summary
+
+    def _returns_periodic_test(self, function: cst.FunctionDef) -> bool:
+        """Every `return` of `function` gives `False` or a periodic test (`step % n == 0`,
+        also `and`-ed with anything, or `or`-ed with tests of single steps: `step == 1 or
+        step % n == 0`), and one gives a test."""
+        values = [node.value for node in self.returns.get(function, ())]
+        tests = [value for value in values if literal_value(value) is not False]
+        return bool(tests) and all(
+            value is not None and _is_periodic_value(self.facts, value) for value in tests
+        )
 
     def _switches(self) -> Iterator[tuple[str, str]]:
         """(qualified name of the function, or "" for module code; attribute) for each
@@ -437,6 +473,7 @@ class _Summarizer:
                     if arg.star == "**" or arg.keyword is not None
                 ],
                 needs=facts.guards.required_parameters(call),
+                predicates=[] if sparse else facts.guards.predicate_guards(call),
             )
         )
 

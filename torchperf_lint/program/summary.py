@@ -64,6 +64,9 @@ class CallSite:
     # Parameters of its own function, None or False by default, that its caller must pass
     # for it to run (`if normals is not None: gather(normals)`).
     needs: list[str] = field(default_factory=list)
+    # The calls whose result decides whether it runs (`Guards.predicate_guards`): when one is
+    # a project function returning a periodic test (`if step_check(step, n):`), it is sparse.
+    predicates: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -122,6 +125,9 @@ class ModuleSummary:
     # Every identifier the file mentions, other than the names its `def`s and classes define:
     # names, attributes, keywords and identifier strings (`type="ResNet"` in a config).
     mentions: list[str] = field(default_factory=list)
+    # Functions whose every result is a periodic test of their arguments or `False`
+    # (`def should_log(self, step): return step == 1 or step % self.log_freq == 0`).
+    periodic_predicates: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -107,6 +107,9 @@ class LinkedAnswers(ProgramAnswers):
     def switched_on(self, attribute: str) -> bool:
         return bool(self._ask("switched_on", attribute))
 
+    def periodic_predicate(self, name: str) -> bool:
+        return bool(self._ask("periodic_predicate", name))
+
     def builds_released_weights(self, cls: cst.ClassDef) -> bool:
         return bool(self._ask("released_weights", self.refs.qualname(cls)))
 
