@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.index import (
+    LOOP_TYPES,
     SCOPE_TYPES,
     ScopeNode,
     descendants,
@@ -116,7 +117,8 @@ class Guards:
         self.project_disables_grad = project_disables_grad
         # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).
         self.project_switches_on = project_switches_on
-        self._counters: dict[cst.For | cst.While, frozenset[str]] = {}
+        # Per loop, and per class (`_class_counters`), the names that count iterations.
+        self._counters: dict[cst.For | cst.While | cst.ClassDef, frozenset[str]] = {}
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
 
@@ -227,6 +229,43 @@ class Guards:
             if exit_ is not None:
                 return exit_
         return None
+
+    def counter_guard(self, node: cst.CSTNode) -> bool:
+        """In a method, under a test that is true on few values of a counter of its class's
+        loops (`_is_sparse_test`): `if self.iteration_step == self.initial_iter_step:` where
+        a method of the class runs `for self.iteration_step in range(...)` (or increments
+        `self.step += 1` in a loop). The method runs once per iteration; its branch on few."""
+        cls = self.scopes.enclosing_class(node)
+        counters = self._class_counters(cls) if cls is not None else frozenset()
+        if not counters:
+            return False
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if (
+                type(parent) is cst.If
+                and child is parent.body
+                and self._is_sparse_test(parent.test, counters)
+            ):
+                return True
+        return False
+
+    def _class_counters(self, cls: cst.ClassDef) -> frozenset[str]:
+        """The attributes of `self` that the loops of `cls`'s methods count with: a `for`
+        target (`for self.iteration_step in range(...)`) or a literal increment in a loop."""
+        if cls not in self._counters:
+            counters = set()
+            for node in descendants(cls):
+                if type(node) is cst.For and isinstance(node.target, cst.Attribute):
+                    counters.add(loop_counter(node, attributes=True))
+                elif type(node) in (cst.AugAssign, cst.Assign) and any(
+                    type(parent) in LOOP_TYPES for parent in self.scopes.ancestors(node)
+                ):
+                    counters.add(_increment(node))
+            self._counters[cls] = frozenset(
+                name for name in counters if name is not None and name.startswith("self.")
+            )
+        return self._counters[cls]
 
     def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
         """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
@@ -673,9 +712,10 @@ def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
     return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
 
 
-def loop_counter(loop: cst.For | cst.While) -> str | None:
+def loop_counter(loop: cst.For | cst.While, attributes: bool = False) -> str | None:
     """The name that counts a loop's iterations: `i` in `for i in range(n)` and in
-    `for i, batch in enumerate(loader)`; None for other loops."""
+    `for i, batch in enumerate(loader)` (with `attributes`, also `self.step` in `for
+    self.step in range(n)`); None for other loops."""
     if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
         return None
     function = loop.iter.func
@@ -685,6 +725,8 @@ def loop_counter(loop: cst.For | cst.While) -> str | None:
         target = target.elements[0].value
     elif called != "range":
         return None
+    if attributes and isinstance(target, cst.Attribute):
+        return dotted_name(target)
     return target.value if isinstance(target, cst.Name) else None
 
 

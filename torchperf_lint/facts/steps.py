@@ -52,6 +52,14 @@ _GENERATION_SETTINGS = frozenset({
     "inputs_embeds", "num_return_sequences", "generation_config",
 })
 
+def _ends_in_leave(block: cst.BaseSuite) -> bool:
+    """Its last statement is `return`, `break` or `continue`."""
+    statements = getattr(block, "body", ())
+    last = statements[-1] if statements else None
+    small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return bool(small) and isinstance(small[-1], (cst.Return, cst.Break, cst.Continue))
+
+
 @dataclass(frozen=True)
 class Step:
     """Why a node runs on every step: the hot loop whose body holds it (in its own function),
@@ -118,6 +126,7 @@ class Steps:
             function is not None
             and (self.is_forward(function) or self.program.runs_every_forward(function))
             and self.guards.periodic_guard(node) is None
+            and not self.guards.counter_guard(node)
             and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
         )
@@ -179,6 +188,8 @@ class Steps:
         function = self.scopes.enclosing_function(node)
         if function is None or self.guards.periodic_guard(node) is not None:
             return None
+        if self.guards.counter_guard(node):
+            return None  # `if self.iteration_step == self.initial_iter_step:` in a step method
         if self.guards.initializes_once(node):
             return None  # `if self.cache is None: self.cache = ...` in a per-step function
         witness = self.witness(function)
@@ -329,10 +340,17 @@ class Steps:
         return False
 
     def _ends_in_exit(self, block: cst.BaseSuite) -> bool:
+        """Its last statement raises or exits, or is an `if`/`else` one of whose branches
+        does and the other leaves (`if raise_on_error: raise ... else: return`)."""
         statements = getattr(block, "body", ())
         if not statements:
             return False
         last = statements[-1]
+        if isinstance(last, cst.If) and isinstance(last.orelse, cst.Else):
+            branches = (last.body, last.orelse.body)
+            return any(self._ends_in_exit(branch) for branch in branches) and all(
+                self._ends_in_exit(branch) or _ends_in_leave(branch) for branch in branches
+            )
         small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
         if not small:
             return False

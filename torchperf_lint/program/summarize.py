@@ -450,6 +450,7 @@ class _Summarizer:
         else:
             sparse = (
                 facts.guards.periodic_guard(call) is not None
+                or facts.guards.counter_guard(call)
                 or facts.guards.initializes_once(call)
             )
         owner.calls.append(

@@ -550,7 +550,9 @@ class EmptyCacheInLoop(Rule):
     Checks for `torch.cuda.empty_cache()` in code that runs on every step: inside a training
     loop or a loop over a `DataLoader`, in `forward`, or in a framework's per-step hook
     (`training_step`). It stays silent when the call runs only every N steps
-    (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`), once per epoch, outside
+    (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`, or a test of the
+    counter another method's loop keeps: `if self.iteration_step == self.first_step:` under
+    `for self.iteration_step in range(...)`), once per epoch, outside
     loops, once in a lazy initialisation (`if self.engine is None: self._build_engine();
     torch.cuda.empty_cache()`), in a conditional block that offloads tensors to host memory
     (`if self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves
