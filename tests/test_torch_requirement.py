@@ -105,6 +105,66 @@ def test_setup_py_install_requires_written_in_the_call(tmp_path):
     assert declared_torch(tmp_path).versions == TorchRange((1, 12, 1), (1, 12, 2))
 
 
+def test_a_constraints_file_caps_every_declaration(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "requirements.txt": "torch>=1.10.0\n",
+            "setup.py": "from setuptools import setup\nsetup(install_requires=['torch>=1.8,<2.8'])\n",
+            # pip's constraints file: `pip install -c constraints.txt`, as every CI install does.
+            "constraints.txt": "# core\ntorch<1.13.0\ntorchvision<0.14.0\n",
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert declared.versions == TorchRange((1, 8, 0), (1, 13, 0))
+    assert declared.files == ("setup.py", "requirements.txt", "constraints.txt")
+
+
+def test_a_constraint_only_narrows(tmp_path):
+    # A higher cap than the declarations' leaves the range (and the files) as they are.
+    write_files(tmp_path, {"requirements.txt": "torch>=1.11,<2.4\n", "constraints.txt": "torch<2.6\n"})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 11, 0), (2, 4, 0)), ("requirements.txt",))
+    # Its floor is not read: a constraint caps, it does not raise the oldest supported.
+    write_files(tmp_path, {"constraints.txt": "torch>=2.0,<2.2\n"})
+    assert declared_torch(tmp_path).versions == TorchRange((1, 11, 0), (2, 2, 0))
+    # A pin caps too (`torch==1.12.1` allows nothing from 1.12.2 on).
+    write_files(tmp_path, {"constraints.txt": "torch==1.12.1\n"})
+    assert declared_torch(tmp_path).versions == TorchRange((1, 11, 0), (1, 12, 2))
+
+
+def test_a_constraint_never_declares_torch_on_its_own(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "constraints.txt": "torch<1.13.0\n",
+            "requirements/constraints-ci.txt": "torch<1.13.0\n",
+            "requirements/base.txt": "numpy\n",
+        },
+    )
+    assert declared_torch(tmp_path) is None
+
+
+def test_constraints_files_in_the_requirements_folder_and_alternatives(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "requirements/base.txt": "torch>=1.9\n",
+            # Not a declaration: `requirements/constraints*.txt` only caps.
+            "requirements/constraints.txt": "torch<1.12\n",
+            "constraints-gpu.txt": "torch<=1.12.1\n",
+            "constraints-docs.txt": "sphinx<6\n",
+        },
+    )
+    declared = declared_torch(tmp_path)
+    # Two constraints files cap torch: either may be the one used, the higher cap holds.
+    assert declared.versions == TorchRange((1, 9, 0), (1, 12, 2))
+    assert declared.files == ("requirements/base.txt", "constraints-gpu.txt", "requirements/constraints.txt")
+    # One that names torch without a bound caps nothing.
+    write_files(tmp_path, {"constraints-docs.txt": "torch\n"})
+    assert declared_torch(tmp_path).versions == TorchRange((1, 9, 0), None)
+
+
 def test_a_directory_without_torch_declares_nothing(tmp_path):
     write_files(
         tmp_path,
@@ -222,6 +282,18 @@ def test_a_project_capped_before_the_deprecation_gets_no_finding(tmp_path):
     assert findings(tmp_path) == []
 
 
+def test_a_project_whose_constraints_cap_it_before_the_deprecation_gets_no_finding(tmp_path):
+    write_files(
+        tmp_path,
+        {"requirements.txt": "torch>=1.10.0\n", "constraints.txt": "torch<1.13.0\n", "train.py": TRAIN},
+    )
+    assert findings(tmp_path) == []
+    assert fix(tmp_path) == TRAIN
+    # Without the constraint, the same project gets the findings.
+    (tmp_path / "constraints.txt").write_text("torch<2.6\n")
+    assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
+
+
 def test_a_floor_older_than_torch_amp_gets_the_finding_with_a_display_only_fix(tmp_path):
     write_files(
         tmp_path,
@@ -276,3 +348,7 @@ def test_show_settings_names_where_the_version_comes_from(tmp_path):
 
     assert torch_line() == 'torch-version = "1.11"  # declared in requirements.txt, below 2.4.0'
     assert torch_line("--torch-version", "2.4") == 'torch-version = "2.4"'
+    write_files(tmp_path, {"requirements.txt": "torch>=1.11\n", "constraints.txt": "torch<1.13\n"})
+    assert torch_line() == (
+        'torch-version = "1.11"  # declared in requirements.txt, constraints.txt, below 1.13.0'
+    )

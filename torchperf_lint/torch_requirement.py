@@ -11,6 +11,13 @@ these names `torch` with or without a version:
   (`open("requirements.txt")`), read as requirements files;
 - `requirements*.txt` and `requirements/*.txt`.
 
+A pip constraints file (`constraints*.txt`, also `requirements/constraints*.txt`), which
+`pip install -c` applies to every install of the project (its CI's), caps every declaration:
+the range gets the constraint's upper bound (`torch<1.13.0`). A constraint only narrows: it
+never declares torch on its own (a directory with a constraints file and no declaration
+declares nothing), and its floor is not read. Several constraints files that cap torch are
+alternatives: the highest cap holds, and none when one names torch without a bound.
+
 Extras (`optional-dependencies`, `extras_require`) are not read: they are what an optional
 feature needs (a tool, the docs), often another range than the code the project installs.
 
@@ -49,6 +56,7 @@ _SPECIFIER = re.compile(
     re.IGNORECASE,
 )
 _REQUIREMENTS_FILE = re.compile(r"requirements[^/\\]*\.txt")
+_CONSTRAINTS_FILE = re.compile(r"constraints[^/\\]*\.txt")
 # A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
 _REQUIREMENTS_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)*\.txt")
 
@@ -67,6 +75,12 @@ class TorchRange:
         floors = [v for v in (self.oldest, other.oldest) if v is not None]
         below = None if self.below is None or other.below is None else max(self.below, other.below)
         return TorchRange(min(floors) if floors else None, below)
+
+    def capped(self, below: Version | None) -> TorchRange:
+        """The releases this range allows that are also older than `below` (None: no cap)."""
+        if below is None or (self.below is not None and self.below <= below):
+            return self
+        return TorchRange(self.oldest, below)
 
 
 @dataclass(frozen=True)
@@ -153,12 +167,17 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
         install_requires, named_files = _setup_py(directory / "setup.py")
         found.extend(("setup.py", r) for r in _torch_in(install_requires))
         requirement_files.extend(name for name in named_files if os.path.isfile(directory / name))
+    constraint_files = sorted(name for name in names if _CONSTRAINTS_FILE.fullmatch(name))
     if "requirements" in names and os.path.isdir(directory / "requirements"):
         try:
-            listed = os.listdir(directory / "requirements")
+            listed = sorted(os.listdir(directory / "requirements"))
         except OSError:
             listed = []
-        requirement_files.extend(f"requirements/{name}" for name in sorted(listed) if name.endswith(".txt"))
+        for name in listed:
+            if _CONSTRAINTS_FILE.fullmatch(name):
+                constraint_files.append(f"requirements/{name}")
+            elif name.endswith(".txt"):
+                requirement_files.append(f"requirements/{name}")
     for name in dict.fromkeys(requirement_files):
         found.extend((name, r) for r in _torch_in(_requirement_lines(directory / name)))
     if not found:
@@ -167,6 +186,17 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
     for _, declaration in found[1:]:
         versions = versions.union(declaration)
     files = tuple(dict.fromkeys(name for name, _ in found))
+    constraints = [
+        (name, constraint)
+        for name in constraint_files
+        for constraint in _torch_in(_requirement_lines(directory / name))
+    ]
+    if constraints:
+        caps = [constraint.below for _, constraint in constraints]
+        cap = None if None in caps else max(c for c in caps if c is not None)
+        if cap is not None and versions.capped(cap) != versions:
+            versions = versions.capped(cap)
+            files += tuple(dict.fromkeys(name for name, _ in constraints))
     return DeclaredTorch(directory, versions, files)
 
 

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, methods_of
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
@@ -25,6 +25,23 @@ _DISTRIBUTED_WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataP
 _WEIGHT_DOWNLOADS = frozenset({
     "load_state_dict_from_url", "load_url", "hf_hub_download", "from_pretrained",
 })
+
+
+# Calls that download a file, by qualified name: a module that loads a checkpoint it
+# downloads with one of these into a model it builds loads published weights.
+_FILE_DOWNLOADS = frozenset({
+    "requests.get", "urllib.request.urlretrieve", "urllib.request.urlopen",
+    "torch.hub.download_url_to_file", "torch.utils.model_zoo.load_url",
+    "torchvision.datasets.utils.download_url", "torchvision.datasets.utils.download_file_from_google_drive",
+    "huggingface_hub.snapshot_download", "wget.download", "gdown.download", "gdown.cached_download",
+})
+# The same, by the callee's last identifier when the import is not resolved (a vendored
+# copy, a `try` import): names that only download.
+_FILE_DOWNLOAD_NAMES = frozenset({"urlretrieve", "download_url_to_file", "download_file_from_google_drive"})
+# Reads of a state dict out of a loaded checkpoint: `checkpoint.get("model")`.
+_CHECKPOINT_READS = frozenset({"get", "pop"})
+# Calls that locate a file shipped inside a package.
+_PACKAGE_RESOURCES = frozenset({"resource_filename", "resource_stream", "files", "as_file"})
 
 
 @dataclass(frozen=True)
@@ -77,17 +94,163 @@ class ModelUse:
     def loads_released_weights(self) -> bool:
         """The module downloads published weights into its models
         (`load_state_dict_from_url(...)`, `hf_hub_download(...)`, `Model.from_pretrained(...)`),
-        or its classes and functions take a `pretrained` switch: their layers' parameters are
-        the checkpoints' keys."""
+        or its classes and functions take a `pretrained` switch, or it loads a published
+        checkpoint (downloaded or shipped with the package) into a model it builds
+        (`_loads_published_checkpoint`): their layers' parameters are the checkpoints' keys."""
         if any(
             last_identifier(call.func) in _WEIGHT_DOWNLOADS for call in self.index.calls
         ):
             return True
-        return any(
+        if any(
             param.name.value == "pretrained"
             for function in self.index.functions
             for param in (*function.params.params, *function.params.kwonly_params)
+        ):
+            return True
+        return any(self._loads_published_checkpoint(call) for call in self.index.calls)
+
+    def _loads_published_checkpoint(self, call: cst.Call) -> bool:
+        """`model.load_state_dict(checkpoint["model"])` (strict, the default) on a model the
+        module builds (`model = Net(args)`, or `self` in one of its classes), with a state
+        dict read from `torch.load(path)` of a published file: one the loading function
+        downloads, itself or through the module's functions it calls (`requests.get(url)`,
+        `urlretrieve`, `download_url_to_file`), or one shipped with the package (a path
+        built from `__file__` or a package resource, or from a URL literal)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "load_state_dict":
+            return False
+        if not call.args or self._not_strict(call) or not self._built_model(func.value):
+            return False
+        state = next((arg.value for arg in call.args if arg.keyword is None
+                      or arg.keyword.value == "state_dict"), None)
+        if state is None:
+            return False
+        return any(
+            self._published_file(load, call) for load in self._checkpoint_loads(state, depth=4)
         )
+
+    def _not_strict(self, call: cst.Call) -> bool:
+        """`strict=False` (or a second positional `False`): a partial load, a fine-tuning
+        start, not the checkpoint's own architecture."""
+        for position, arg in enumerate(call.args):
+            if (arg.keyword is not None and arg.keyword.value == "strict") or (
+                arg.keyword is None and position == 1
+            ):
+                return not (isinstance(arg.value, cst.Name) and arg.value.value == "True")
+        return False
+
+    def _built_model(self, receiver: cst.BaseExpression) -> bool:
+        """A model the module builds: one of its classes' `self`, or a name (`self.net`)
+        bound to a call (a construction or a builder), not to a parameter."""
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            return self.scopes.enclosing_class(receiver) is not None
+        return any(
+            isinstance(value, cst.Call) and not self._is_torch_load(value)
+            for value in self.scopes.bound_values(receiver)
+        )
+
+    def _is_torch_load(self, call: cst.Call) -> bool:
+        return self.names.call_name(call) == "torch.load"
+
+    def _checkpoint_loads(self, state: cst.BaseExpression, depth: int) -> list[cst.Call]:
+        """The `torch.load(...)` calls `state` reads: the call itself, a key of its result
+        (`checkpoint["model_state_dict"]`, `checkpoint.get("model")`), through the names
+        they are bound to."""
+        if depth == 0:
+            return []
+        if isinstance(state, cst.Call):
+            if self._is_torch_load(state):
+                return [state]
+            func = state.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _CHECKPOINT_READS:
+                return self._checkpoint_loads(func.value, depth - 1)
+            return []
+        if isinstance(state, cst.Subscript):
+            return self._checkpoint_loads(state.value, depth - 1)
+        return [
+            load
+            for value in self.scopes.bound_values(state)
+            for load in self._checkpoint_loads(value, depth - 1)
+        ]
+
+    def _published_file(self, load: cst.Call, call: cst.Call) -> bool:
+        if load.args and self._bundled_path(load.args[0].value, depth=4):
+            return True
+        functions = {self.scopes.enclosing_function(load), self.scopes.enclosing_function(call)}
+        return any(self._reaches_download(function) for function in functions)
+
+    def _bundled_path(self, path: cst.BaseExpression, depth: int) -> bool:
+        """A path built from `__file__`, a package resource (`importlib.resources.files`,
+        `pkg_resources.resource_filename`) or a URL literal."""
+        for node in (path, *descendants(path)):
+            if isinstance(node, cst.Name) and node.value == "__file__":
+                return True
+            if isinstance(node, cst.SimpleString) and str(node.evaluated_value).startswith(
+                ("http://", "https://")
+            ):
+                return True
+            if isinstance(node, cst.Call) and last_identifier(node.func) in _PACKAGE_RESOURCES:
+                qualified = self.names.call_name(node) or ""
+                if qualified.startswith(("importlib.resources", "pkg_resources", "importlib_resources")):
+                    return True
+            if depth > 1 and isinstance(node, (cst.Name, cst.Attribute)) and any(
+                self._bundled_path(value, depth - 1) for value in self.scopes.bound_values(node)
+            ):
+                return True
+        return False
+
+    def _reaches_download(self, function: cst.FunctionDef | None) -> bool:
+        """Whether `function` (None: the module's own code) downloads a file, itself or
+        through the module's functions and its class's methods it calls."""
+        pending = [function]
+        seen: set[cst.FunctionDef | None] = set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            for call in self._calls_by_function.get(current, ()):
+                qualified = self.names.call_name(call) or ""
+                if qualified in _FILE_DOWNLOADS or last_identifier(call.func) in _FILE_DOWNLOAD_NAMES:
+                    return True
+                pending.extend(self._called_functions(call, current))
+        return False
+
+    @cached_property
+    def _calls_by_function(self) -> dict[cst.FunctionDef | None, list[cst.Call]]:
+        calls: dict[cst.FunctionDef | None, list[cst.Call]] = {}
+        for call in self.index.calls:
+            calls.setdefault(self.scopes.enclosing_function(call), []).append(call)
+        return calls
+
+    @cached_property
+    def _module_functions(self) -> dict[str, cst.FunctionDef]:
+        return {
+            function.name.value: function
+            for function in self.index.functions
+            if self.scopes.enclosing_function(function) is None
+            and self.scopes.enclosing_class(function) is None
+        }
+
+    def _called_functions(
+        self, call: cst.Call, caller: cst.FunctionDef | None
+    ) -> list[cst.FunctionDef]:
+        """The module's function `call` runs (`_download_weights()`), or a method of the
+        caller's class (`self._download()`)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            found = self._module_functions.get(func.value)
+            return [found] if found is not None else []
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls")
+            and caller is not None
+        ):
+            cls = self.scopes.enclosing_class(caller)
+            if cls is not None:
+                return methods_of(cls, [func.attr.value])
+        return []
 
     @cached_property
     def bias_reads(self) -> BiasReads:

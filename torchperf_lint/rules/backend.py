@@ -299,6 +299,14 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     it defines, imports or constructs, and the classes their methods construct, directly or
     through project functions (`self.fusion = build_fusion(c)` builds a `Fusion` block of the
     released architecture). Dropping the bias would break loading the released checkpoints.
+    A module loads published weights too when it loads, strictly (the default), a state dict
+    of `torch.load(path)` (or a key of it: `checkpoint["model_state_dict"]`) into a model it
+    builds (`model = Net(args)`, or `self`), and the file is published: the loading function
+    downloads it, itself or through the module's functions it calls (`requests.get(url)`,
+    `urlretrieve`, `download_url_to_file`), or its path is built from `__file__`, a package
+    resource or a URL literal (shipped with the package). A `strict=False` load (a
+    fine-tuning start), a model passed in, or a checkpoint of the project's own runs
+    (`torch.load(args.resume)`) is not published weights.
     It is silent too in a private module-level builder (`def _projection_mlp(...)`) that no
     code of the project calls, tests included: it builds no model. Test files are not
     checked.
