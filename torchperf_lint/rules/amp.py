@@ -161,7 +161,9 @@ class DeprecatedCudaAmp(Rule):
     Checks for `torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`,
     `torch.cpu.amp.autocast(...)`, `torch.cpu.amp.GradScaler(...)` and
     `torch.cuda.amp.custom_fwd`/`custom_bwd`, however they are imported: each deprecated name
-    in a `from torch.cuda.amp import ...` statement is reported, and so is each use.
+    in a `from torch.cuda.amp import ...` statement is reported (when the module uses it
+    somewhere that warns: an import only annotations and type checks read is not), and so
+    is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
     (`amp.autocast()`) are, except in annotations and type checks (`isinstance`,
     `assertIsInstance`), which call nothing. An import inside a function binds only there:
@@ -279,9 +281,12 @@ class DeprecatedCudaAmp(Rule):
         )
         reported = []
         scope = facts.scopes.enclosing_function(statement) or facts.scopes.enclosing_class(statement)
+        # Per imported name, whether each of its uses is a type reference.
+        type_references: dict[str, list[bool]] = {name: [] for name in bound}
         for reference in _references(facts, set(bound), statement):
             if facts.names.import_scope(reference) is not scope:
                 continue  # bound by another function's own import: not this statement's use.
+            type_references[reference.value].append(_is_type_reference(facts, reference))
             old = facts.names.qualified_name(reference)
             if old is None:
                 continue  # a local definition of the same name, not the import.
@@ -302,6 +307,9 @@ class DeprecatedCudaAmp(Rule):
         # One fix rewrites every name the statement imports: it needs the newest of them.
         needs = max(DEPRECATED[old].since for _, old in deprecated)
         for alias, old in deprecated:
+            read = type_references[_bound_name(alias)]
+            if read and all(read):
+                continue  # only annotations and type checks read it: nothing warns.
             yield self._finding(alias.name, old, fix_edits, needs)
         for use, old in reported:
             yield self._finding(use, old, fix_edits, needs)
