@@ -35,7 +35,9 @@ def assert_full_parse(parsed: ParsedText, text: str) -> None:
     assert parsed.module.deep_equals(full)
     for attribute in ("default_indent", "default_newline", "has_trailing_newline", "encoding"):
         assert getattr(parsed.module, attribute) == getattr(full, attribute), attribute
-    assert parsed.module.code == text
+    # As a full parse gives it back: LibCST does not always give back a line continuation
+    # (`     \\\n   optimizer.step()`), and an unchanged text keeps its last (full) parse.
+    assert parsed.module.code == full.code
     assert parsed.starts == ParsedText(text, full).starts
 
 
