@@ -192,7 +192,10 @@ class Loops:
 
     def is_optimizer_or_scaler(self, receiver: cst.BaseExpression) -> bool:
         """`optimizer`, `opt`, `self.scaler`, a name bound to `torch.optim.X(...)` or
-        `GradScaler(...)`, or a parameter annotated as one (`opt: torch.optim.Optimizer`)."""
+        `GradScaler(...)`, or a parameter annotated as one (`opt: torch.optim.Optimizer`);
+        also one item of a collection of them (`self.optimizers["critic"]`)."""
+        if isinstance(receiver, cst.Subscript):
+            receiver = receiver.value
         identifier = last_identifier(receiver)
         if identifier is None:
             return False
