@@ -147,6 +147,17 @@ def test_ipython_lines_are_skipped_and_rows_stay_right():
     ]
 
 
+def test_an_indented_shell_escape_that_starts_a_cell_is_an_ipython_line():
+    # IPython removes a cell's leading indentation: ` !tts --text ...` runs the shell.
+    data = notebook(
+        IMPORTS,
+        [" !tts --text 'hello' \\\n", "    --out_path out.wav\n", " %ls\n"],
+        ["loader = DataLoader(ds)\n"],
+        moves_batches("loader"),
+    )
+    assert found(data) == [("TPL101", 3, 1, 10), ("TPL102", 3, 1, 10)]
+
+
 def test_noqa_in_a_cell_is_honoured():
     data = notebook(
         IMPORTS,

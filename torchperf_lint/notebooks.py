@@ -8,7 +8,8 @@ cells included, which is the number Jupyter and VS Code show. Rows are relative 
 
 IPython syntax is not Python: line magics (`%timeit f()`), shell escapes (`!pip install`,
 `files = !ls`), help (`?obj`, `obj?`) become a `pass` placeholder on the same row, so rows
-stay right, and they are never rewritten. A cell magic whose body is Python (`%%time`,
+stay right, and they are never rewritten (one that starts a cell indented, ` !tts ...`, at
+column 0: IPython removes a cell's leading indentation). A cell magic whose body is Python (`%%time`,
 `%%timeit`, `%%capture`, `%%prun`) keeps its body linted; any other cell magic (`%%bash`,
 `%%writefile`) takes the whole cell out.
 
@@ -160,7 +161,7 @@ def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> Code
     lines = source.splitlines(keepends=True)
     python_lines = []
     replaced = []
-    continued = False
+    continued = python_seen = False
     indent = ""
     for position, line in enumerate(lines):
         magic = continued or _IPYTHON_LINE.match(line) is not None
@@ -171,13 +172,16 @@ def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> Code
             magic = True
         if not magic:
             python_lines.append(line)
+            python_seen = python_seen or bool(line.strip())
             continued = False
             continue
         replaced.append(line)
         body = line.rstrip("\r\n")
         if not continued:
-            # Continuation lines keep the indentation of the line they continue.
-            indent = body[: len(body) - len(body.lstrip())]
+            # Continuation lines keep the indentation of the line they continue. A magic before
+            # any Python line of the cell starts at column 0: IPython removes a cell's leading
+            # indentation (` !tts --text ...`).
+            indent = body[: len(body) - len(body.lstrip())] if python_seen else ""
         python_lines.append(indent + placeholder + line[len(body):])
         # A magic continued with a backslash goes on over the next line.
         continued = body.endswith("\\")
