@@ -490,6 +490,18 @@ class Guards:
         must pass for `node` to run: `node` is in the body of `if normals is not None:` (or
         `if normals:`, also as an operand of an `and`) or in the `else` of `if normals is
         None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
+        return [name for name, given in self._parameter_tests(node) if given]
+
+    def omitted_parameters(self, node: cst.CSTNode) -> list[str]:
+        """The parameters of `node`'s function, `None` or `False` by default, that a caller
+        must leave out for `node` to run: the body of `if x_mask is None:` (or `if not
+        x_mask:`), or the `else` of `if x_mask is not None:`, a fallback for callers that
+        pass none."""
+        return [name for name, given in self._parameter_tests(node) if not given]
+
+    def _parameter_tests(self, node: cst.CSTNode) -> list[tuple[str, bool]]:
+        """(parameter, whether it must be given) for each optional parameter of `node`'s
+        function that an `if` around `node` tests for presence or absence."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return []
@@ -498,20 +510,25 @@ class Guards:
             for param in (*function.params.params, *function.params.kwonly_params)
             if param.default is not None and literal_value(param.default) in (None, False)
         }
-        required = []
+        tests: list[tuple[str, bool]] = []
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
                 break
             if type(parent) is not cst.If:
                 continue
             if child is parent.body:
-                tested = [_presence_tested(operand) for operand in _conjuncts(parent.test)]
+                operands = _conjuncts(parent.test)
+                found = [(_presence_tested(test), True) for test in operands]
+                found += [(_absence_tested(test), False) for test in operands]
             elif child is parent.orelse:
-                tested = [_absence_tested(parent.test)]
+                found = [(_absence_tested(parent.test), True), (_presence_tested(parent.test), False)]
             else:
                 continue
-            required.extend(name for name in tested if name in optional and name not in required)
-        return required
+            tests.extend(
+                (name, given) for name, given in found
+                if name in optional and (name, given) not in tests
+            )
+        return tests
 
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only

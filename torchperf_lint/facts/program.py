@@ -124,6 +124,11 @@ class ProgramAnswers:
         value that may be true (`module.gradient_checkpointing = value`)."""
         return True
 
+    def always_passed(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether `function` has callers outside tests and every one of them passes
+        `parameter` (so a fallback for when it is left out, `if x_mask is None:`, never runs)."""
+        return False
+
     def periodic_predicate(self, name: str) -> bool:
         """Whether a project function called `name` returns a periodic test of its arguments
         (`def should_log(self, step): return step == 1 or step % self.freq == 0`)."""

@@ -151,11 +151,21 @@ class Steps:
                     return True
         return False
 
+    def fallback_never_taken(self, node: cst.CSTNode) -> bool:
+        """In a branch for callers that leave out an optional parameter (`if x_mask is
+        None: x_mask = torch.ones(...)`) of a function whose every caller passes it."""
+        function = self.scopes.enclosing_function(node)
+        return function is not None and any(
+            self.program.always_passed(function, parameter)
+            for parameter in self.guards.omitted_parameters(node)
+        )
+
     def never_runs(self, node: cst.CSTNode) -> bool:
         """Whether the program never runs `node`, outside training loops: it is in a function
-        that nothing can call (`ProgramAnswers.never_called`), or in a branch that needs a
-        switch nothing turns on (`Guards.never_enabled`)."""
-        if self.guards.never_enabled(node):
+        that nothing can call (`ProgramAnswers.never_called`), in a branch that needs a
+        switch nothing turns on (`Guards.never_enabled`), or in a fallback for a parameter
+        every caller passes (`fallback_never_taken`)."""
+        if self.guards.never_enabled(node) or self.fallback_never_taken(node):
             return True
         if any(loop.is_training for loop in self.loops.enclosing_loops(node)):
             return False
@@ -179,6 +189,7 @@ class Steps:
             or self.guards.off_default_option(node)
             or self.guards.never_enabled(node)
             or self.behind_periodic_predicate(node)
+            or self.fallback_never_taken(node)
         ):
             return None
         for loop in self.loops.enclosing_loops(node):

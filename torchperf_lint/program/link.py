@@ -1055,6 +1055,13 @@ class ProgramFacts:
     def _answer_switched_on(self, file: str, attribute: str) -> bool:
         return attribute in self.switched_on
 
+    def _answer_always_passed(self, file: str, qualname: str, parameter: str) -> bool:
+        target = Target(file, qualname, "function")
+        callers = self._callers.get(target, ())
+        return bool(callers) and all(
+            self._passes(site, target, [parameter]) for _, _, site in callers
+        )
+
     def _answer_periodic_predicate(self, file: str, name: str) -> bool:
         return name in self.periodic_predicates
 

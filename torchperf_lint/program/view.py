@@ -107,6 +107,9 @@ class LinkedAnswers(ProgramAnswers):
     def switched_on(self, attribute: str) -> bool:
         return bool(self._ask("switched_on", attribute))
 
+    def always_passed(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("always_passed", self.refs.qualname(function), parameter))
+
     def periodic_predicate(self, name: str) -> bool:
         return bool(self._ask("periodic_predicate", name))
 

@@ -602,7 +602,9 @@ class TensorCreatedThenMoved(Rule):
     private function) that no file of the project, tests included, names, no decorator
     registers and no framework class other than `nn.Module` may call, and a branch that
     needs a switch nothing turns on (`if self.gradient_checkpointing:` after
-    `self.gradient_checkpointing = False`, set to nothing else by any code that may run);
+    `self.gradient_checkpointing = False`, set to nothing else by any code that may run), and
+    a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
+    function whose every caller passes it;
     and loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
     copy adds nothing. Test files are not checked.
