@@ -56,25 +56,22 @@ def _presence_tested(test: cst.BaseExpression) -> str | None:
     """The name `test` requires to be given: `name is not None`, or `name` itself."""
     if isinstance(test, cst.Name):
         return test.value
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.IsNot)
-        and isinstance(test.left, cst.Name)
-        and literal_value(test.comparisons[0].comparator) is None
-    ):
-        return test.left.value
-    return None
+    return _compared_with_none(test, cst.IsNot)
 
 
 def _absence_tested(test: cst.BaseExpression) -> str | None:
     """The name `test` requires to be missing: `name is None`, or `not name`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression.value if isinstance(test.expression, cst.Name) else None
+    return _compared_with_none(test, cst.Is)
+
+
+def _compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
+    """`name` in `name is None` (operator `cst.Is`) or `name is not None` (`cst.IsNot`)."""
     if (
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].operator, operator)
         and isinstance(test.left, cst.Name)
         and literal_value(test.comparisons[0].comparator) is None
     ):
