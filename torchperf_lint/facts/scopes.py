@@ -31,6 +31,8 @@ class Scopes:
         self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
             defaultdict(list)
         )
+        # The values `bound_values` gives for augmented assignments (`x += y` as `x + y`).
+        self._augmented: set[int] = set()
         for assignment in index.assigns:
             if assignment.value is None:
                 continue
@@ -48,6 +50,7 @@ class Scopes:
                     value: cst.BaseExpression = cst.BinaryOperation(
                         left=target, operator=cst.Add(), right=assignment.value
                     )
+                    self._augmented.add(id(value))
                 else:
                     value = assignment.value
                 key_scope = None if name.startswith("self.") else scope
@@ -130,6 +133,11 @@ class Scopes:
         if local or self.is_parameter(name.split(".")[0], function):
             return local
         return self._bindings.get((None, name), [])
+
+    def is_augmented(self, value: cst.BaseExpression) -> bool:
+        """Whether `value`, one of `bound_values`, stands for an augmented assignment
+        (`x += y`, given as `x + y`), which updates a tensor in place."""
+        return id(value) in self._augmented
 
     def unpacked_from(self, name: cst.Name) -> tuple[cst.BaseExpression, int] | None:
         """The value and the position of `name` in it, when the name's one binding in its

@@ -472,10 +472,36 @@ class HostSyncs:
             if self._bound_elsewhere(expression):
                 return False
             values = self.scopes.bound_values(expression)
+            if self._host_tensor_updated_in_place(values):
+                return True
             return bool(values) and all(
                 self.is_host_value(value, depth + 1, containers) for value in values
             )
         return False
+
+    def _host_tensor_updated_in_place(self, values: list[cst.BaseExpression]) -> bool:
+        """A name bound only to tensors built in host memory and then updated with augmented
+        assignments (`tokens = torch.tensor(0); tokens += (labels != -100).sum()`): an in-place
+        update keeps the tensor where it is (or raises), whatever is added. A Python number
+        updated so (`total = 0.0; total += loss`) becomes what is added, and is not one."""
+        built = [value for value in values if not self.scopes.is_augmented(value)]
+        return len(built) < len(values) and bool(built) and all(
+            self._builds_host_tensor(value) for value in built
+        )
+
+    def _builds_host_tensor(self, value: cst.BaseExpression) -> bool:
+        """A tensor factory called without `device=` (`torch.zeros(3)`), or `x.cpu()`."""
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value == "cpu":
+            return True
+        qualified = self.names.call_name(value)
+        return (
+            qualified is not None
+            and qualified.removeprefix("torch.") in _FACTORIES
+            and qualified.startswith("torch.")
+            and self._returns_host_value(value, 0)
+        )
 
     def _returns_host_value(self, call: cst.Call, depth: int) -> bool:
         qualified = self.names.call_name(call)

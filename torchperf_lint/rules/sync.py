@@ -102,7 +102,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     outside any training loop; on calls in a loop nested inside the training loop or in a
     function defined in it (each call is judged by its nearest loop). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
-    DataLoader yields before they are moved, tensors built without `device=`, NumPy values,
+    DataLoader yields before they are moved, tensors built without `device=`, also when
+    augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
+    -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
     a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
     already made: `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
