@@ -129,6 +129,7 @@ class Steps:
             and not self.guards.counter_guard(node)
             and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
+            and not self.guards.off_default_option(node)
         )
 
     def behind_periodic_predicate(self, node: cst.CSTNode) -> bool:

@@ -604,7 +604,9 @@ class TensorCreatedThenMoved(Rule):
     needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run), and
     a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
-    function whose every caller passes it;
+    function whose every caller passes it; a branch that only objects built with a switch
+    away from its default run (`if self.add_zero_attn:` in a `forward` whose class stores
+    `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`);
     and loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
     copy adds nothing. Test files are not checked.
