@@ -89,6 +89,11 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 _NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# Words in the name of a switch that turns on a debugging mode (`args.debug`,
+# `config.sanity_checks`), and words that turn the switch's meaning around
+# (`ignore_sanity_checks`, `no_debug`).
+_DEBUG_WORDS = ("debug", "sanity")
+_NEGATING_WORDS = ("ignore", "skip", "disable", "no_", "without")
 # Names of flags that say a step trains (`self.training`, `is_train`).
 _TRAINING_FLAGS = frozenset({"training", "is_train", "is_training", "train_mode"})
 # Constants that name a stage that does not train.
@@ -322,6 +327,19 @@ class Guards:
                 return True
             if isinstance(parent, cst.If) and child is not parent.test:
                 return not (child is parent.body and is_main_test(parent.test))
+        return False
+
+    def debug_only(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only in a debugging or sanity-checking mode: the body of `if
+        args.debug:`, `if self.debug_mode and ...:` or `if not config.ignore_sanity_checks:`.
+        A user who turns such a mode on trades speed for checks on purpose."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.If and child is parent.body and any(
+                _turns_on_debugging(operand) for operand in _conjuncts(parent.test)
+            ):
+                return True
         return False
 
     def under_opt_in(self, node: cst.CSTNode) -> bool:
@@ -841,6 +859,19 @@ def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _names_one_of(test.left, names) or _names_one_of(test.right, names)
     return isinstance(test, cst.Name) and test.value in names
+
+
+def _turns_on_debugging(test: cst.BaseExpression) -> bool:
+    """`debug`, `args.debug_mode`, `not cfg.ignore_sanity_checks`: true only in a debugging
+    mode."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    switch = last_identifier(test.expression if negated else test)
+    if switch is None:
+        return False
+    switch = switch.lower()
+    if not any(word in switch for word in _DEBUG_WORDS):
+        return False
+    return negated == any(word in switch for word in _NEGATING_WORDS)
 
 
 def _tests_a_setting(test: cst.BaseExpression) -> bool:

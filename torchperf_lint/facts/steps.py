@@ -129,6 +129,7 @@ class Steps:
             and not self.guards.counter_guard(node)
             and not self.guards.initializes_once(node)
             and not self.on_error_path(node)
+            and not self.guards.debug_only(node)
             and not self.guards.off_default_option(node)
         )
 
@@ -181,12 +182,15 @@ class Steps:
         The innermost hot loop of its function decides (a loop nested in a training loop runs
         on every step too); outside hot loops, the function it is in, when the program runs that
         function on every step. Periodic and counter guards (`if step % 100 == 0:`), lazy
-        initialisations (`if self.cache is None: self.cache = ...`), error paths, branches that only objects built with a non-default switch run (`if
-        self.batch_eval: ... else:` after `__init__(self, batch_eval=True)`) and branches
+        initialisations (`if self.cache is None: self.cache = ...`), error paths, debugging
+        modes (`if args.debug:`, `Guards.debug_only`), branches that only objects built with a
+        non-default switch run (`if self.batch_eval: ... else:` after `__init__(self,
+        batch_eval=True)`) and branches
         that need a switch nothing turns on (`Guards.never_enabled`) end it.
         """
         if (
             self.on_error_path(node)
+            or self.guards.debug_only(node)
             or self.guards.off_default_option(node)
             or self.guards.never_enabled(node)
             or self.behind_periodic_predicate(node)
