@@ -460,6 +460,7 @@ class _Summarizer:
                 loop=-1 if loop is None else self.loop_ordinals[loop.node],
                 sparse=(
                     sparse or facts.steps.on_error_path(call)
+                    or facts.guards.debug_only(call)
                     or facts.guards.off_default_option(call)
                 ),
                 no_grad=facts.guards.grad_disabled(call),
