@@ -8,6 +8,7 @@ answers with the other modules' (`BiasReads.union`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -129,6 +130,34 @@ class ModelUse:
             self._published_file(load, call) for load in self._checkpoint_loads(state, depth=4)
         )
 
+    @cached_property
+    def classes_loading_checkpoints(self) -> frozenset[cst.ClassDef]:
+        """The classes a method of which strictly loads into `self` a state dict read from a
+        file (`def load_checkpoint(self, path): state = load_fsspec(path);
+        self.load_state_dict(state["model"])`): each has an API for its checkpoints, so the
+        names of its parameters are a file format that users load."""
+        found = set()
+        for call in self.index.calls:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "load_state_dict"
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and call.args
+                and not self._not_strict(call)
+                and self._checkpoint_loads(call.args[0].value, depth=4, loads=self._reads_a_file)
+            ):
+                cls = self.scopes.enclosing_class(call)
+                if cls is not None:
+                    found.add(cls)
+        return frozenset(found)
+
+    def _reads_a_file(self, call: cst.Call) -> bool:
+        """`torch.load(path)`, or a call whose name says it loads (`load_fsspec(path)`,
+        `safetensors.torch.load_file(path)`)."""
+        return self._is_torch_load(call) or (last_identifier(call.func) or "").startswith("load")
+
     def _not_strict(self, call: cst.Call) -> bool:
         """`strict=False` (or a second positional `False`): a partial load, a fine-tuning
         start, not the checkpoint's own architecture."""
@@ -152,25 +181,29 @@ class ModelUse:
     def _is_torch_load(self, call: cst.Call) -> bool:
         return self.names.call_name(call) == "torch.load"
 
-    def _checkpoint_loads(self, state: cst.BaseExpression, depth: int) -> list[cst.Call]:
-        """The `torch.load(...)` calls `state` reads: the call itself, a key of its result
-        (`checkpoint["model_state_dict"]`, `checkpoint.get("model")`), through the names
-        they are bound to."""
+    def _checkpoint_loads(
+        self,
+        state: cst.BaseExpression,
+        depth: int,
+        loads: Callable[[cst.Call], bool] | None = None,
+    ) -> list[cst.Call]:
+        """The `torch.load(...)` calls (or those `loads` accepts) that `state` reads: the call
+        itself, a key of its result (`checkpoint["model_state_dict"]`,
+        `checkpoint.get("model")`), through the names they are bound to."""
+        loads = loads or self._is_torch_load
         if depth == 0:
             return []
         if isinstance(state, cst.Call):
-            if self._is_torch_load(state):
-                return [state]
             func = state.func
             if isinstance(func, cst.Attribute) and func.attr.value in _CHECKPOINT_READS:
-                return self._checkpoint_loads(func.value, depth - 1)
-            return []
+                return self._checkpoint_loads(func.value, depth - 1, loads)
+            return [state] if loads(state) else []
         if isinstance(state, cst.Subscript):
-            return self._checkpoint_loads(state.value, depth - 1)
+            return self._checkpoint_loads(state.value, depth - 1, loads)
         return [
             load
             for value in self.scopes.bound_values(state)
-            for load in self._checkpoint_loads(value, depth - 1)
+            for load in self._checkpoint_loads(value, depth - 1, loads)
         ]
 
     def _published_file(self, load: cst.Call, call: cst.Call) -> bool:

@@ -313,9 +313,10 @@ class ProgramFacts:
     @cached_property
     def released_classes(self) -> set[Target]:
         """The classes whose parameters are keys of published checkpoints: those a module
-        that loads released weights defines, imports or builds (outside test files), and,
-        through them, the classes their methods build, directly or in the project functions
-        they call (the blocks of a released architecture)."""
+        that loads released weights defines, imports or builds (outside test files), those
+        with a method that loads their own checkpoints and the classes derived from them,
+        and, through them, the classes their methods build, directly or in the project
+        functions they call (the blocks of a released architecture)."""
         methods: dict[Target, list[FunctionSummary]] = defaultdict(list)
         for file, function in self._functions:
             if function.owner is not None:
@@ -337,6 +338,11 @@ class ProgramFacts:
 
         for file in sorted(self.summaries):
             summary = self.summaries[file]
+            for name, cls in summary.classes.items():
+                if cls.loads_checkpoints:
+                    root = Target(file, name, "class")
+                    for target in (root, *self._descendants(root)):
+                        reached(target)
             if file in self.tests or not summary.loads_released_weights:
                 continue
             for name in summary.classes:

@@ -313,7 +313,10 @@ class _Summarizer:
             qualname = self.refs.qualname(cls)
             bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
             summary.classes[qualname] = ClassSummary(
-                qualname, [b for b in bases if b], facts.dataloaders.class_samples(cls)
+                qualname,
+                [b for b in bases if b],
+                facts.dataloaders.class_samples(cls),
+                cls in facts.models.classes_loading_checkpoints,
             )
         for loop in facts.loops.all:
             owner = summary.functions[self.refs.qualname(loop.function)]

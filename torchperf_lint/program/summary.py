@@ -106,6 +106,8 @@ class ClassSummary:
     # For a dataset class, what its samples are when no file is read to make them:
     # "made_up" (PyTorch's random factories), "in_memory" (indexing what it holds), or None.
     samples: str | None = None
+    # A method loads its own checkpoints (`FileFacts.models.classes_loading_checkpoints`).
+    loads_checkpoints: bool = False
 
 
 @dataclass
