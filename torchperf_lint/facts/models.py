@@ -131,12 +131,14 @@ class ModelUse:
         )
 
     @cached_property
-    def classes_loading_checkpoints(self) -> frozenset[cst.ClassDef]:
-        """The classes a method of which strictly loads into `self` a state dict read from a
-        file (`def load_checkpoint(self, path): state = load_fsspec(path);
-        self.load_state_dict(state["model"])`): each has an API for its checkpoints, so the
-        names of its parameters are a file format that users load."""
-        found = set()
+    def checkpoint_architectures(self) -> frozenset[cst.ClassDef]:
+        """The classes whose parameter names are the format of checkpoints that users load:
+        a class a registry builds by name from configs (`@MODELS.register_module()`,
+        `@BACKBONE_REGISTRY.register()`: a model zoo's), and a class a method of which strictly
+        loads into `self` a state dict read from a file (`def load_checkpoint(self, path):
+        state = load_fsspec(path); self.load_state_dict(state["model"])`), an API for its own
+        checkpoints."""
+        found = {cls for cls in self.index.classes if any(map(_registers, cls.decorators))}
         for call in self.index.calls:
             func = call.func
             if (
@@ -391,3 +393,12 @@ def _names_a_class(value: object) -> bool:
 def _class_fragment(name: str) -> str:
     """`Conv2d` for `Conv2d`, `Conv` for the base `_ConvNd`."""
     return name.lstrip("_").removesuffix("Nd")
+
+
+def _registers(decorator: cst.Decorator) -> bool:
+    """`@MODELS.register_module()`, `@register_model`, `@BACKBONE_REGISTRY.register()`: a
+    registry that builds the class by the name a config gives."""
+    expression = decorator.decorator
+    if isinstance(expression, cst.Call):
+        expression = expression.func
+    return (last_identifier(expression) or "").startswith("register")

@@ -314,7 +314,8 @@ class ProgramFacts:
     def released_classes(self) -> set[Target]:
         """The classes whose parameters are keys of published checkpoints: those a module
         that loads released weights defines, imports or builds (outside test files), those
-        with a method that loads their own checkpoints and the classes derived from them,
+        a registry builds by name or with a method that loads their own checkpoints, and the
+        classes derived from them,
         and, through them, the classes their methods build, directly or in the project
         functions they call (the blocks of a released architecture)."""
         methods: dict[Target, list[FunctionSummary]] = defaultdict(list)
@@ -339,7 +340,7 @@ class ProgramFacts:
         for file in sorted(self.summaries):
             summary = self.summaries[file]
             for name, cls in summary.classes.items():
-                if cls.loads_checkpoints:
+                if cls.checkpoint_architecture:
                     root = Target(file, name, "class")
                     for target in (root, *self._descendants(root)):
                         reached(target)

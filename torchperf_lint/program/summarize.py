@@ -316,7 +316,7 @@ class _Summarizer:
                 qualname,
                 [b for b in bases if b],
                 facts.dataloaders.class_samples(cls),
-                cls in facts.models.classes_loading_checkpoints,
+                cls in facts.models.checkpoint_architectures,
             )
         for loop in facts.loops.all:
             owner = summary.functions[self.refs.qualname(loop.function)]

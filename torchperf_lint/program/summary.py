@@ -106,8 +106,9 @@ class ClassSummary:
     # For a dataset class, what its samples are when no file is read to make them:
     # "made_up" (PyTorch's random factories), "in_memory" (indexing what it holds), or None.
     samples: str | None = None
-    # A method loads its own checkpoints (`FileFacts.models.classes_loading_checkpoints`).
-    loads_checkpoints: bool = False
+    # Its parameter names are a checkpoint format users load: a registry builds it, or it
+    # loads its own checkpoints (`FileFacts.models.checkpoint_architectures`).
+    checkpoint_architecture: bool = False
 
 
 @dataclass

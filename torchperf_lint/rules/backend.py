@@ -306,11 +306,16 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     `urlretrieve`, `download_url_to_file`), or its path is built from `__file__`, a package
     resource or a URL literal (shipped with the package). A `strict=False` load (a
     fine-tuning start), a model passed in, or a checkpoint of the project's own runs
-    (`torch.load(args.resume)`) is not published weights. A model class with an API for its
-    own checkpoints, a method that strictly loads into `self` a state dict read from a file
-    (`state = load_fsspec(checkpoint_path); self.load_state_dict(state["model"])`, or
-    `torch.load`), is a released architecture too, with the classes derived from it: users
-    load checkpoints of it, and the names of its parameters are their format.
+    (`torch.load(args.resume)`) is not published weights. Two kinds of model class are
+    released architectures too, with the classes derived from them and what they build: a
+    class a registry builds by the name a config gives (`@MODELS.register_module()`,
+    `@BACKBONE_REGISTRY.register()`: a model zoo's, whose released configs and weights name
+    it), and a class with an API for its own checkpoints, a method that strictly loads into
+    `self` a state dict read from a file (`state = load_fsspec(checkpoint_path);
+    self.load_state_dict(state["model"])`, or `torch.load`). Users load checkpoints of
+    them, and the names of their parameters are the checkpoints' format (a non-strict load
+    of a checkpoint with the bias still succeeds, and then the BatchNorm's running mean no
+    longer matches its input).
     It is silent too in a private module-level builder (`def _projection_mlp(...)`) that no
     code of the project calls, tests included: it builds no model. Test files are not
     checked.
@@ -372,8 +377,8 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     `self.bn(self.fc(x))` (also `out = self.fc(x)` then `out = self.bn(out)`) in a module.
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
     per-feature bias before them is not cancelled. As TPL906, it stays silent in a module
-    that loads published weights into its models, in a model class that loads its own
-    checkpoints, and in the classes these build.
+    that loads published weights into its models, in a model class a registry builds or that
+    loads its own checkpoints, and in the classes these build.
     Test files are not checked.
 
     ## Why is this bad?
