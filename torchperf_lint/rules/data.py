@@ -212,6 +212,10 @@ class DataLoaderNoPinMemory(Rule):
     when it is one of the datasets of tiny images
     (MNIST and its kin: 28×28 pixels, one channel; also through `Subset` and `random_split`), whose batches copy in microseconds
     either way (CIFAR's, six times larger, are still reported);
+    when the dataset is built from the running object's own state, as for TPL101 (a bound
+    method, `ExperienceSourceDataset(self.generate_trajectory_samples)`, or a replay buffer):
+    such a loader must load in the training process, which would then pin every batch
+    itself, an extra copy on the step's path;
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module (pinning them raises), and in test files.
@@ -281,6 +285,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
                 continue  # MNIST: batches copied in microseconds, pinned or not
+            if facts.dataloaders.reads_live_state(loader):
+                continue  # loaded in the training process, which would pin each batch too
             if not _batches_reach_the_device(facts, loader):
                 continue
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
