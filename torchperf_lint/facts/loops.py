@@ -16,6 +16,7 @@ from typing import Union
 
 import libcst as cst
 
+from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
@@ -43,6 +44,9 @@ class LoopFacts:
     # Calls of project functions that call backward or step themselves (`train_step(batch)`).
     step_helper_calls: list[cst.Call] = field(default_factory=list)
     iterates_dataloader: bool = False
+    # A `for` over a literal collection of constants (`for stride, width in [(1, 32), (2,
+    # 64)]:`): a handful of configurations, each run once, not steps.
+    over_constants: bool = False
 
     @property
     def trains_itself(self) -> bool:
@@ -51,8 +55,9 @@ class LoopFacts:
 
     @property
     def is_training(self) -> bool:
-        """Trains itself, or calls a project step helper that does."""
-        return self.trains_itself or bool(self.step_helper_calls)
+        """Trains itself, or calls a project step helper that does, on data: not over a
+        literal collection of constants."""
+        return not self.over_constants and (self.trains_itself or bool(self.step_helper_calls))
 
     @property
     def is_hot(self) -> bool:
@@ -80,7 +85,12 @@ class Loops:
         self.scopes = scopes
         self.names = names
         self.by_node: dict[LoopNode, LoopFacts] = {
-            loop: LoopFacts(loop, scopes.enclosing_function(loop), iterates_dataloader=iterates_a_loader(loop))
+            loop: LoopFacts(
+                loop,
+                scopes.enclosing_function(loop),
+                iterates_dataloader=iterates_a_loader(loop),
+                over_constants=isinstance(loop, cst.For) and _constants(loop.iter),
+            )
             for loop in index.loops
         }
         self._call_loop: dict[cst.Call, LoopFacts | None] = {}
@@ -239,3 +249,18 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
             break
         expression = loaders[0]
     return expression
+
+
+def _constants(expression: cst.BaseExpression) -> bool:
+    """A literal list, tuple or set of literal values or of such tuples: `[(1, 32), (2, 64)]`,
+    `("fp16", "bf16")`."""
+    if isinstance(expression, (cst.List, cst.Tuple, cst.Set)):
+        return bool(expression.elements) and all(
+            not isinstance(element, cst.StarredElement) and _constants_or_value(element.value)
+            for element in expression.elements
+        )
+    return False
+
+
+def _constants_or_value(expression: cst.BaseExpression) -> bool:
+    return _constants(expression) or literal_value(expression) is not UNKNOWN

@@ -220,11 +220,13 @@ class Steps:
         """In the body of a loop that runs a model on every iteration, outside sparse guards
         and error paths: a sampling or denoising loop (`self.unet(...)` then
         `scheduler.step(...)` for each timestep), a generation loop, a timed benchmark loop.
-        Each of its iterations is a step of inference."""
+        Each of its iterations is a step of inference; a loop over a literal collection of
+        constants runs a handful of configurations instead."""
         if self.on_error_path(node):
             return False
         return any(
-            any(self.runs_a_model(call) for call in loop.own_calls)
+            not loop.over_constants
+            and any(self.runs_a_model(call) for call in loop.own_calls)
             and self.guards.sparse_guard(node, loop.node) is None
             for loop in self.loops.enclosing_loops(node)
         )

@@ -319,6 +319,8 @@ class _Summarizer:
                 cls in facts.models.checkpoint_architectures,
             )
         for loop in facts.loops.all:
+            if loop.over_constants:
+                continue  # a handful of configurations, neither training nor evaluation
             owner = summary.functions[self.refs.qualname(loop.function)]
             owner.loops.append(self._loop(loop))
         # Functions that step an optimizer anywhere, and that backpropagate outside loops: a

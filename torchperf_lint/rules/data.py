@@ -613,6 +613,8 @@ class TensorCreatedThenMoved(Rule):
     function whose every caller passes it; a branch that only objects built with a switch
     away from its default run (`if self.add_zero_attn:` in a `forward` whose class stores
     `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`);
+    loops over a literal collection of constants (`for stride, width in [(1, 32), (2,
+    64)]:`), which run a handful of configurations, not steps;
     and loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
     copy adds nothing. Test files are not checked.
