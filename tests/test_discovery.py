@@ -44,6 +44,22 @@ def test_walk_finds_python_and_notebooks_sorted_and_skips_usual_folders(tmp_path
     assert found(tmp_path) == ["a/b.py", "a/notes.ipynb", "z.py"]
 
 
+def test_walk_skips_third_party_code_copied_into_the_project_unless_named(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "train.py": "",
+            "third_party/apex/fused.py": "",
+            "src/vendor/lib.py": "",
+            "inference/dependencies/AutoGPTQ/setup.py": "",
+            "src/vendored_notes.py": "",
+        },
+    )
+    assert found(tmp_path) == ["src/vendored_notes.py", "train.py"]
+    assert found(tmp_path, "third_party/apex/fused.py") == ["third_party/apex/fused.py"]
+    assert found(tmp_path, "third_party/apex/fused.py", force_exclude=True) == []
+
+
 def test_gitignore_names_globs_dirs_anchors_and_negation(tmp_path):
     write_files(
         tmp_path,

@@ -59,6 +59,13 @@ DEFAULT_EXCLUDE = (
     "dist",
     "node_modules",
     "site-packages",
+    # Third-party code copied into the project: not the user's to change.
+    "third_party",
+    "thirdparty",
+    "3rdparty",
+    "vendor",
+    "_vendor",
+    "dependencies",
 )
 TARGET_DEVICES = ("auto", "cuda", "cpu")
 LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
