@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.devices import is_dtype
+from torchperf_lint.facts.devices import is_cpu_device, is_dtype
 from torchperf_lint.facts.index import (
     COMPREHENSION_TYPES,
     SCOPE_TYPES,
@@ -525,12 +525,23 @@ class HostSyncs:
         if not isinstance(func, cst.Attribute):
             return False
         method = func.attr.value
-        if method in READING_METHODS or method in _SIZES:
+        if method in READING_METHODS or method in _SIZES or self._copies_to_cpu(call):
             return True
         if method in _DEVICE_MOVES and not (method == "to" and self._converts_only(call)):
             return False
         # A tensor method of a host tensor computes in host memory.
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
+
+    def _copies_to_cpu(self, call: cst.Call) -> bool:
+        """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"), non_blocking=True)`."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "to" or not call.args:
+            return False
+        target = next(
+            (arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "device"),
+            None,
+        )
+        return target is not None and is_cpu_device(target, self.names, self.scopes)
 
     def _host_operands(self, expression: cst.BaseExpression, depth: int) -> bool:
         """A host tensor, or a list or tuple of host tensors only."""

@@ -109,7 +109,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
     a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
-    already made: `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
+    already made (with `.cpu()`, or `.to("cpu")`, `.to(device="cpu")`): `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
     values handed to an environment (`env.step(action.item())`, or read in a function that
     picks an agent's action: `get_action`, `select_action`, `act`), frames copied to the host
