@@ -34,9 +34,9 @@ import libcst as cst
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.index import SCOPE_TYPES, descendants_in_scope
+from torchperf_lint.facts.index import SCOPE_TYPES, descendants, descendants_in_scope
 from torchperf_lint.facts.loops import LoopFacts, Loops
-from torchperf_lint.facts.names import NameResolver, root_name
+from torchperf_lint.facts.names import NameResolver, last_identifier, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
 from torchperf_lint.facts.scopes import Scopes
 
@@ -58,6 +58,39 @@ def _ends_in_leave(block: cst.BaseSuite) -> bool:
     last = statements[-1] if statements else None
     small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
     return bool(small) and isinstance(small[-1], (cst.Return, cst.Break, cst.Continue))
+
+
+# Tests that find non-finite values (`torch.isnan(x).any()`, `math.isinf(v)`).
+_NONFINITE_TESTS = frozenset({"isnan", "isinf", "isneginf", "isposinf"})
+
+
+def _finds_nonfinite(test: cst.BaseExpression) -> bool:
+    """True only when some value is NaN or infinite: `torch.isnan(x).any()`, `not
+    math.isfinite(v)`, `step > 0 and torch.isinf(g)`, `isnan(a) or isinf(b)`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _all_finite(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        sides = (_finds_nonfinite(test.left), _finds_nonfinite(test.right))
+        return any(sides) if isinstance(test.operator, cst.And) else all(sides)
+    return _calls_a_nonfinite_test(test)
+
+
+def _all_finite(test: cst.BaseExpression) -> bool:
+    """True only when every value is finite: `torch.isfinite(loss).all()`,
+    `math.isfinite(v) and math.isfinite(w)`, `_tensor_is_finite(loss)`."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and _all_finite(test.left) and _all_finite(test.right)
+    return any(
+        type(node) is cst.Call and "finite" in (last_identifier(node.func) or "").lower()
+        for node in (test, *descendants(test))
+    ) and not _calls_a_nonfinite_test(test)
+
+
+def _calls_a_nonfinite_test(test: cst.BaseExpression) -> bool:
+    return any(
+        type(node) is cst.Call and last_identifier(node.func) in _NONFINITE_TESTS
+        for node in (test, *descendants(test))
+    )
 
 
 @dataclass(frozen=True)
@@ -342,7 +375,13 @@ class Steps:
         return function.name.value == "forward" and isinstance(owner, cst.ClassDef)
 
     def on_error_path(self, node: cst.CSTNode) -> bool:
-        """Inside an `except` handler, or a branch whose last statement raises or exits."""
+        """Where the program goes when something failed: inside an `except` handler, a branch
+        whose last statement raises or exits, what follows an early exit in a block that ends
+        by raising (`if torch.isfinite(x).all(): return`, then the count of bad values for
+        the `raise`'s message), and a branch for non-finite values (`if
+        torch.isnan(loss).any():`, `if not math.isfinite(v):`, the `else` of `if
+        torch.isfinite(loss).all():`), which recovers from a divergence or skips the step.
+        The test itself runs on every step."""
         for parent, child in self.scopes.ancestors_with_child(node):
             kind = type(parent)
             if kind in SCOPE_TYPES:
@@ -355,7 +394,25 @@ class Steps:
                 and self._ends_in_exit(parent.body)
             ):
                 return True
+            if kind is cst.If and (
+                (child is parent.body and _finds_nonfinite(parent.test))
+                or (child is parent.orelse and _all_finite(parent.test))
+            ):
+                return True
+            if kind is cst.IndentedBlock and self._after_exit_before_raise(parent, child):
+                return True
         return False
+
+    def _after_exit_before_raise(self, block: cst.IndentedBlock, statement: cst.CSTNode) -> bool:
+        """`statement` follows an `if` that leaves (`if ok: return`) in a block that ends by
+        raising: only the calls that did not leave run it."""
+        statements = list(block.body)
+        if statement not in statements or not self._ends_in_exit(block):
+            return False
+        return any(
+            isinstance(earlier, cst.If) and _ends_in_leave(earlier.body)
+            for earlier in statements[: statements.index(statement)]
+        )
 
     def _ends_in_exit(self, block: cst.BaseSuite) -> bool:
         """Its last statement raises or exits, or is an `if`/`else` one of whose branches

@@ -118,7 +118,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     other read of a loop that shows or saves such a frame on each iteration (it waits for the
     device by design: the loss it logs adds next to nothing), sizes (`int(torch.rand(1) *
     x.size(-1))`: a host tensor and a Python int), the message of an `assert` (computed only
-    when it fails), a synchronize next to a clock read also when it sits in nested branches
+    when it fails), failure paths (an `except` handler, a branch that raises, what follows
+    `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
+    non-finite values: the body of `if torch.isnan(loss).any():` or `if not
+    torch.isfinite(loss).all(): ...; continue`; the test itself is still reported), a synchronize next to a clock read also when it sits in nested branches
     (`if args.synchronize_step: if device.type == "cuda": torch.cuda.synchronize()` then
     `time.time()` after the outer `if`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
