@@ -190,16 +190,32 @@ class References:
         return f"{self.qualname(function)}:{expression.value}"
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
-        """The class a name or `self.attr` was bound to an instance of (`model = Net()`)."""
+        """The class a name or `self.attr` is bound to an instance of (`model = Net()`), when
+        every binding agrees. A placeholder (`self.sampler = None`) and a rebinding of the
+        same object (`model = model.to(device)`, `model = DDP(model)`,
+        `torch.compile(model)`) do not count; any other value (another class, a factory's
+        result, a parameter) leaves it unknown: `self._sampler = sampler` in one method and
+        `self._sampler = ConsumingSampler()` in another may hold either."""
+        name = dotted_name(expression)
+        found = set()
         for value in self.scopes.bound_values(expression):
-            if isinstance(value, cst.Call):
-                dotted = dotted_name(value.func)
-                last = dotted.rsplit(".", 1)[-1] if dotted else ""
-                if last[:1].isupper():
-                    ref = self.of_name(dotted, value)
-                    if ref is not None:
-                        return ref
-        return None
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if name is not None and _rebinds(value, name):
+                continue
+            ref = self._construction(value)
+            if ref is None:
+                return None
+            found.add(ref)
+        return found.pop() if len(found) == 1 else None
+
+    def _construction(self, value: cst.BaseExpression) -> Ref | None:
+        """The class `value` constructs: `Net(args)`, `models.ResNet()`."""
+        if not isinstance(value, cst.Call):
+            return None
+        dotted = dotted_name(value.func)
+        last = dotted.rsplit(".", 1)[-1] if dotted else ""
+        return self.of_name(dotted, value) if last[:1].isupper() else None
 
     def _narrowed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or attribute is tested to be an instance of, in the body of that
@@ -231,6 +247,19 @@ class References:
             return None
         parent = self.scopes.parents.get(self.scopes.parents.get(function))
         return self.qualnames.get(parent) if isinstance(parent, cst.ClassDef) else None
+
+
+def _rebinds(value: cst.BaseExpression, name: str) -> bool:
+    """`value` is the object `name` already holds, moved or wrapped: `model.to(device)`,
+    `model.cuda().half()`, `DDP(model, device_ids=[rank])`, `torch.compile(model)`."""
+    if not isinstance(value, cst.Call):
+        return False
+    receiver: cst.BaseExpression = value
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        receiver = receiver.func.value
+    return dotted_name(receiver) == name or any(
+        dotted_name(arg.value) == name for arg in value.args
+    )
 
 
 def _mentions(facts: FileFacts) -> list[str]:
