@@ -43,8 +43,14 @@ _ITERABLE_DATASETS = frozenset({
     "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset",
 })
 # Datasets whose samples already sit in memory, and the wrappers that keep them there.
-_IN_MEMORY_DATASETS = frozenset({"torch.utils.data.TensorDataset", "builtins.range"})
-_DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.ConcatDataset"})
+# (`torch.utils.data` re-exports the classes of `torch.utils.data.dataset`: both spellings.)
+_IN_MEMORY_DATASETS = frozenset({
+    "torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset", "builtins.range",
+})
+_DATASET_WRAPPERS = frozenset({
+    "torch.utils.data.Subset", "torch.utils.data.ConcatDataset",
+    "torch.utils.data.dataset.Subset", "torch.utils.data.dataset.ConcatDataset",
+})
 # Datasets of 28×28 one-channel images, by name (torchvision's, and copies of them such as
 # Lightning's demo `MNIST`): a batch of 64 is 200 KB.
 _TINY_IMAGE_DATASETS = frozenset({"MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"})
@@ -458,8 +464,9 @@ class DataLoaders:
         """Whether `is_source` holds for the dataset `expression` is, seen through the names
         bound to it (every value), `Subset`/`ConcatDataset` and `+` (every part: `gold +
         silver`, a concatenation of lists or, for datasets, a `ConcatDataset`), a parameter
-        (what every caller in the module passes) and an unpacked call (`dataset, model =
-        load_train_objs()`: what the function returns in that place)."""
+        (what every caller in the module passes), a call of a function of the module (what
+        it returns: `DataLoader(_generate_dataset(n, d))`) and an unpacked call (`dataset,
+        model = load_train_objs()`: what the function returns in that place)."""
         if is_source(expression):
             return True
         if depth > 3:
@@ -478,6 +485,12 @@ class DataLoaders:
                         self.every_source(e.value, is_source, depth + 1) for e in parts.elements
                     )
                 return self.every_source(parts, is_source, depth + 1)
+            if isinstance(expression.func, cst.Name):
+                # `DataLoader(_generate_dataset(n, d))`: what the module's function returns.
+                returned = self._module_function_returns(expression.func.value)
+                return bool(returned) and all(
+                    self.every_source(value, is_source, depth + 1) for value in returned
+                )
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
             values = (
@@ -540,17 +553,7 @@ class DataLoaders:
             )
             if position is None:
                 continue
-            callees = [
-                f for f in self.index.functions
-                if f.name.value == assignment.value.func.value
-                and self.scopes.enclosing_class(f) is None
-            ]
-            if len(callees) != 1:
-                return []
-            returned = [
-                node.value for node in self.index.returns
-                if self.scopes.enclosing_function(node) is callees[0]
-            ]
+            returned = self._module_function_returns(assignment.value.func.value)
             if not returned or not all(
                 isinstance(value, cst.Tuple) and len(value.elements) == len(elements)
                 for value in returned
@@ -558,6 +561,22 @@ class DataLoaders:
                 return []
             return [value.elements[position].value for value in returned]
         return []
+
+    def _module_function_returns(self, name: str) -> list[cst.BaseExpression]:
+        """What the module-level function `name` of this module returns (every `return`
+        with a value), or nothing when the module has no one such function."""
+        callees = [
+            function for function in self.index.functions
+            if function.name.value == name
+            and self.scopes.enclosing_function(function) is None
+            and self.scopes.enclosing_class(function) is None
+        ]
+        if len(callees) != 1:
+            return []
+        return [
+            node.value for node in self.index.returns
+            if node.value is not None and self.scopes.enclosing_function(node) is callees[0]
+        ]
 
     def _split_from(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The dataset a `random_split` gave `expression` a part of:

@@ -70,8 +70,9 @@ class DataLoaderNoWorkers(Rule):
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
-    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`; a
-    loader factory's parameter counts by what every caller in the module passes, also
+    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`, and
+    a function of the module by what it returns (`DataLoader(_generate_dataset(n, d))`
+    returning a `TensorDataset`); a loader factory's parameter counts by what every caller in the module passes, also
     through a function's tuple return: `dataset, model, optimizer = load_train_objs()` then
     `prepare_dataloader(dataset, batch_size)`),
     loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
