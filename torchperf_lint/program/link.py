@@ -823,9 +823,11 @@ class ProgramFacts:
         """The files of training programs that run on CUDA. A program is what an entry (a file
         no other file imports: a script, a notebook) imports, directly or not; it trains when
         one of its files has a training loop or a training hook, and runs on CUDA when one of
-        its files uses CUDA. A notebook runs on CUDA only by its own evidence: it states its
-        device in its own cells (a CPU-only tutorial that imports a CUDA library stays on the
-        CPU)."""
+        its files in the entry's own folder or below uses CUDA (the entry itself also through
+        a device helper it calls: `dist_util.dev()`). A tutorial in `docs/` that imports the
+        project's library is not on CUDA because some module of the library is. A notebook
+        runs on CUDA only by its own evidence: it states its device in its own cells (a
+        CPU-only tutorial that imports a CUDA library stays on the CPU)."""
         files, reach = self._reach
         importers = {imported for file in files for imported in self._imports.get(file, ())}
         entries = [file for file in files if file not in importers] + sorted(self._training_files)
@@ -834,13 +836,29 @@ class ProgramFacts:
         found = 0
         for entry in entries:
             program = reach[entry]
-            if program & training and program & cuda:
+            if program & training and program & cuda & self._bits_below(entry):
                 found |= program
         return frozenset(
             file
             for file in self._files_of(found)
             if not file.endswith(".ipynb") or file in self._cuda_evidence
         )
+
+    def _bits_below(self, entry: str) -> int:
+        """The files in `entry`'s folder or below it, as a bit set."""
+        return self._folder_bits.get(entry.rpartition("/")[0], 0)
+
+    @cached_property
+    def _folder_bits(self) -> dict[str, int]:
+        """Per folder ("" for the top), the files in it or below it, as a bit set."""
+        files, _ = self._reach
+        bits: dict[str, int] = defaultdict(int)
+        for position, file in enumerate(files):
+            folder = file
+            while folder:
+                folder = folder.rpartition("/")[0]
+                bits[folder] |= 1 << position
+        return dict(bits)
 
     @cached_property
     def cuda_files(self) -> frozenset[str]:
