@@ -516,7 +516,8 @@ class Guards:
 
     def _parameter_tests(self, node: cst.CSTNode) -> list[tuple[str, bool]]:
         """(parameter, whether it must be given) for each optional parameter of `node`'s
-        function that an `if` around `node` tests for presence or absence."""
+        function that an `if` (or a conditional expression: `x.item() if dim is None else
+        x`) around `node` tests for presence or absence."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return []
@@ -529,7 +530,7 @@ class Guards:
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
                 break
-            if type(parent) is not cst.If:
+            if type(parent) is not cst.If and type(parent) is not cst.IfExp:
                 continue
             if child is parent.body:
                 operands = _conjuncts(parent.test)

@@ -74,7 +74,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
     The finding names the call path. A call in a branch that needs an optional parameter
     (`if normals is not None: penalty(normals)` in `def chamfer(x, y, normals=None)`, or the
-    `else` of `if normals is None:`) runs on every step only through callers that pass it.
+    `else` of `if normals is None:`, or a conditional expression: `x.sum().item() if dim is
+    None else x.sum(dim)`) runs on every step only through callers that pass it (or leave it
+    out).
 
     It stays silent on calls that do not run on every step: under a periodic guard
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
