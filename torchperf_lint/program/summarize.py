@@ -480,7 +480,12 @@ class _Summarizer:
         if callee is None or is_external(callee):
             return
         if loop is not None:
-            sparse = facts.guards.sparse_guard(call, loop.node) is not None
+            # Sparse within its loop, or the loop itself runs on few steps (after `if not
+            # self._log or step % n != 0: return` in its function).
+            sparse = (
+                facts.guards.sparse_guard(call, loop.node) is not None
+                or facts.guards.periodic_guard(loop.node) is not None
+            )
         else:
             sparse = (
                 facts.guards.periodic_guard(call) is not None
