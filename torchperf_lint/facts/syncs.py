@@ -74,6 +74,12 @@ _OUTPUT_SINKS = frozenset({
     "imshow", "imwrite", "imsave", "mimsave", "mimwrite", "append_data", "add_image",
     "add_images", "add_video", "save_image", "fromarray", "write_video",
 })
+# What a copy of a model's weights goes through before `.cpu()` (`w.detach().clone().cpu()`),
+# and the words that name weights (`weights`, `state_dict()`, `TensorDict.from_module(m)`).
+_WEIGHT_COPY_STEPS = frozenset({
+    "detach", "clone", "contiguous", "float", "half", "bfloat16", "items", "values",
+})
+_WEIGHT_WORDS = ("weights", "state_dict", "from_module", "parameters")
 # Module methods: `.cpu()` followed by one of these moved a module, not a tensor.
 _MODULE_METHODS = frozenset({
     "parameters", "named_parameters", "buffers", "state_dict", "modules", "children", "eval",
@@ -668,6 +674,8 @@ class HostSyncs:
                 return None
             if self._feeds_an_environment(call) or self._feeds_an_output(call):
                 return None
+            if func.attr.value == "cpu" and self._copies_weights(func.value):
+                return None
             return HostSync(call, f"`.{func.attr.value}()`")
         qualified = self.names.call_name(call)
         if qualified in _CONVERSIONS and self._first_argument_is_tensor(call):
@@ -753,6 +761,34 @@ class HostSyncs:
             return True
         parent = self.index.parents.get(call)
         return isinstance(parent, cst.Attribute) and parent.attr.value in _MODULE_METHODS
+
+    def _copies_weights(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+        """A model's weights copied to host memory to be sent elsewhere (another process, an
+        inference server, a checkpoint): `{k: v.cpu() for k, v in model.state_dict().items()}`,
+        `TensorDict.from_module(policy).data.detach().clone().cpu()`, `weights.cpu()`. The
+        copy is what the program needs, not a result read early."""
+        while True:
+            if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+                if receiver.func.attr.value not in _WEIGHT_COPY_STEPS:
+                    break
+                receiver = receiver.func.value
+            elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+                receiver = receiver.value
+            elif isinstance(receiver, cst.Subscript):
+                receiver = receiver.value
+            else:
+                break
+        named = receiver.func if isinstance(receiver, cst.Call) else receiver
+        if any(word in (last_identifier(named) or "").lower() for word in _WEIGHT_WORDS):
+            return True
+        if not isinstance(receiver, cst.Name) or depth >= 2:
+            return False
+        values = self.scopes.bound_values(receiver) or [
+            iterated
+            for target, iterated in self._iterations_around(receiver)
+            if receiver.value in target_names(target)
+        ]
+        return bool(values) and all(self._copies_weights(value, depth + 1) for value in values)
 
     def _first_argument_is_tensor(self, call: cst.Call) -> bool:
         first = call.args[0] if call.args else None

@@ -113,7 +113,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
     already made (with `.cpu()`, or `.to("cpu")`, `.to(device="cpu")`): `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
-    values handed to an environment (`env.step(action.item())`, or read in a function that
+    copies of a model's weights made to be sent elsewhere (`{k: v.cpu() for k, v in
+    model.state_dict().items()}`, `TensorDict.from_module(policy).data.clone().cpu()`,
+    `weights.cpu()`: to actors, an inference server or another process; gradients are still
+    reads), values handed to an environment (`env.step(action.item())`, or read in a function that
     picks an agent's action: `get_action`, `select_action`, `act`), frames copied to the host
     for display or saving (`cv2.imshow("fit", x.cpu().numpy())`, `frame = ...cpu()...` then
     `writer.append_data(frame)` or `add_image`), which are the program's output, and every
