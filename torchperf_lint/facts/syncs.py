@@ -772,9 +772,9 @@ class HostSyncs:
                 if receiver.func.attr.value not in _WEIGHT_COPY_STEPS:
                     break
                 receiver = receiver.func.value
-            elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
-                receiver = receiver.value
-            elif isinstance(receiver, cst.Subscript):
+            elif isinstance(receiver, cst.Subscript) or (
+                isinstance(receiver, cst.Attribute) and receiver.attr.value == "data"
+            ):
                 receiver = receiver.value
             else:
                 break
