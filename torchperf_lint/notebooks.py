@@ -59,9 +59,10 @@ _IPYTHON_LINE = re.compile(
 
 
 # IPython's automagic (on by default) runs a one-line cell that starts with the name of a line
-# magic or of a shell alias, and does not parse as Python, as that magic: `ls /data`,
-# `pip install x`. Not a longer cell: IPython's dynamic transformations (`transform_cell`) only
-# apply to one-line input. The names are IPython's line magics (IPython 8 and 9), ipykernel's
+# magic or of a shell alias as that magic: `ls /data`, `pip install x`. Not a longer cell:
+# IPython's dynamic transformations (`transform_cell`) only apply to one-line input. The linter
+# reads a cell so only when it does not parse as Python (`ls -la` and `cd(x)` stay Python).
+# The names are IPython's line magics (IPython 8 and 9), ipykernel's
 # (`KernelMagics`) and IPython's default shell aliases on Linux and macOS
 # (`IPython.core.alias.default_aliases`).
 AUTOMAGIC_NAMES = frozenset({
