@@ -11,6 +11,7 @@ import pytest
 from cli_helpers import EXECUTABLE, torchperf_lint, write_files
 
 from torchperf_lint.engine import LintSettings, rules_for
+from torchperf_lint.noqa import NoqaDirectives
 from torchperf_lint.rules import BY_CODE
 from torchperf_lint.runner import FileJob, analyse_job, run_jobs
 
@@ -200,6 +201,23 @@ def test_noqa_for_another_code_and_file_level_noqa(tmp_path):
     assert torchperf_lint(".", cwd=tmp_path).returncode == 1
     write_files(tmp_path, {"other.py": "# torchperf-lint: noqa\n" + LOADER})
     assert torchperf_lint(".", cwd=tmp_path).stdout == "All checks passed!\n"
+
+
+def test_torchfix_code_for_the_same_check_suppresses_ours_and_add_noqa_writes_ours(tmp_path):
+    # TorchFix's TOR401 is TPL101's check; its TOR402 (zero_grad) is another one's.
+    silenced = LOADER.replace("batch_size=32)", "batch_size=32)  # noqa: TOR401")
+    other = LOADER.replace("batch_size=32)", "batch_size=32)  # noqa: TOR402")
+    write_files(tmp_path, {"silenced.py": silenced, "other.py": other})
+    result = torchperf_lint("--output-format", "concise", ".", cwd=tmp_path)
+    assert result.stdout.splitlines()[:2] == [f"other.py:6:12: TPL101 {NO_WORKERS}", "Found 1 error."]
+    added = torchperf_lint("--add-noqa", ".", cwd=tmp_path)
+    assert (added.returncode, added.stderr) == (0, "Added 1 noqa directive.\n")
+    assert "batch_size=32)  # noqa: TOR402, TPL101\n" in (tmp_path / "other.py").read_text()
+    assert (tmp_path / "silenced.py").read_text() == silenced
+    # TOR401 names TPL101's check only.
+    directives = NoqaDirectives.from_source("loader = DataLoader(ds)  # noqa: TOR401\n")
+    codes = ("TPL101", "TPL102", "TPL103", "TPL602")
+    assert [code for code in codes if directives.suppresses(1, code, "")] == ["TPL101"]
 
 
 def test_broken_files_are_reported_and_the_rest_still_linted(tmp_path):

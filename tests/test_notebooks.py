@@ -13,7 +13,7 @@ from cli_helpers import torchperf_lint
 from torchperf_lint.config import resolve_selection
 from torchperf_lint.diagnostics import Location
 from torchperf_lint.engine import LintSettings
-from torchperf_lint.notebooks import lint_notebook, notebook_lines
+from torchperf_lint.notebooks import lint_notebook, lintable, notebook_lines, read_notebook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 TRAIN_LOOP = FIXTURES / "train_loop.ipynb"
@@ -169,10 +169,124 @@ def test_noqa_in_a_cell_is_honoured():
 
 def test_syntax_error_names_the_cell_and_its_row():
     result = lint_notebook(notebook(IMPORTS, ["x = 1\n", "def broken(:\n"]), "nb.ipynb", DEFAULTS)
-    assert result.diagnostics == []
-    assert result.error.cell == 2
-    assert result.error.reason.startswith("syntax error")
-    assert result.error.location.row == 2
+    assert result.error is None
+    assert [(d.code, d.cell, d.location, d.message) for d in result.diagnostics] == [
+        ("E902", 2, Location(2, 12), "syntax error: invalid syntax")
+    ]
+
+
+# Not Python, and IPython stops at their syntax error too: a shell transcript, a pasted log.
+TRANSCRIPT = ["$ python train.py --epochs 3\n", "$ ls checkpoints/"]
+TRAINING_LOG = ["Epoch 1/3\n", "loss: 0.6931 - acc: 0.5012\n"]
+
+
+def test_each_cell_that_does_not_parse_is_e902_and_the_other_cells_are_linted():
+    data = notebook(
+        ("markdown", "# Training"),
+        IMPORTS,
+        TRANSCRIPT,
+        ["loader = DataLoader(ds, num_workers=2)"],
+        TRAINING_LOG,
+        LOOP,
+    )
+    assert found(data) == [("E902", 3, 1, 1), ("TPL102", 4, 1, 10), ("E902", 5, 1, 7), ("TPL501", 6, 6, 5)]
+    errors = [d for d in lint_notebook(data, "nb.ipynb", DEFAULTS).diagnostics if d.code == "E902"]
+    assert {(d.message, d.fix, d.noqa_row) for d in errors} == {
+        ("syntax error: invalid syntax", None, None)
+    }
+
+
+def test_a_one_line_automagic_cell_is_an_ipython_line_and_python_is_never_one():
+    # IPython runs a one-line cell `ls /content/checkpoints/` or `pip install x` as the alias or
+    # line magic; `ls -la` and `cd(x)` parse as Python and are Python; an assignment (`ls = `)
+    # and a longer cell are never automagic in IPython either.
+    cells = [
+        ["ls /content/checkpoints/\n"],
+        "\npip install torchvision\n\n",
+        ["ls -la"],
+        ["ls = [1]\n", "cd(ls)"],
+        ["ls = "],
+        ["pip install torchvision\n", "import torch"],
+        ["mkdirs data/"],
+    ]
+    data = notebook(
+        IMPORTS, *cells, ["loader = DataLoader(ds, num_workers=2)"], moves_batches("loader")
+    )
+    assert found(data) == [
+        ("E902", 6, 1, 6),
+        ("E902", 7, 1, 5),
+        ("E902", 8, 1, 8),
+        ("TPL102", 9, 1, 10),
+    ]
+    linted, unparsable = lintable(read_notebook(data), "nb.ipynb")
+    assert [error.cell for error in unparsable] == [6, 7, 8]
+    assert [(cell.number, cell.ipython_lines) for cell in linted.cells] == [
+        (1, ()),
+        (2, ("ls /content/checkpoints/\n",)),
+        (3, ("pip install torchvision\n",)),
+        (4, ()),
+        (5, ()),
+        (9, ()),
+        (10, ()),
+    ]
+
+
+def test_a_notebook_with_an_unparsable_cell_is_reported_by_the_cli_in_that_cell(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(
+        notebook(
+            IMPORTS,
+            TRANSCRIPT,
+            ["loader = DataLoader(ds, num_workers=2)"],
+            TRAINING_LOG,
+            moves_batches("loader"),
+        )
+    )
+    completed = torchperf_lint(
+        "--no-cache", "--select", "TPL102", "--output-format", "concise", "nb.ipynb", cwd=tmp_path
+    )
+    assert completed.returncode == 1
+    assert completed.stdout.splitlines()[:3] == [
+        "nb.ipynb:cell 2:1:1: E902 syntax error: invalid syntax",
+        (
+            "nb.ipynb:cell 3:1:10: TPL102 `DataLoader` in a CUDA module without "
+            "`pin_memory=True`; pin batches for faster, async copies"
+        ),
+        "nb.ipynb:cell 4:1:7: E902 syntax error: invalid syntax",
+    ]
+
+
+def test_fix_and_add_noqa_change_the_other_cells_and_never_an_unparsable_one(tmp_path):
+    data = notebook(
+        IMPORTS,
+        TRANSCRIPT,
+        ["ls /content/checkpoints/\n", "\n"],
+        ["loader = DataLoader(ds, num_workers=2)"],
+        moves_batches("loader"),
+    )
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(data)
+    completed = torchperf_lint(
+        "--no-cache", "--fix", "--unsafe-fixes", "--select", "TPL102", "--output-format",
+        "concise", "nb.ipynb", cwd=tmp_path,
+    )
+    assert completed.returncode == 1
+    assert completed.stdout.splitlines()[0] == (
+        "nb.ipynb:cell 2:1:1: E902 syntax error: invalid syntax"
+    )
+    fixed = data.decode().replace(
+        '"loader = DataLoader(ds, num_workers=2)"',
+        '"loader = DataLoader(ds, num_workers=2, pin_memory=True)"',
+    )
+    assert path.read_text(encoding="utf-8") == fixed
+    path.write_bytes(data)
+    completed = torchperf_lint(
+        "--no-cache", "--add-noqa", "--select", "TPL102", "nb.ipynb", cwd=tmp_path
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert path.read_text(encoding="utf-8") == data.decode().replace(
+        '"loader = DataLoader(ds, num_workers=2)"',
+        '"loader = DataLoader(ds, num_workers=2)  # noqa: TPL102"',
+    )
 
 
 def test_a_syntax_error_is_reported_in_its_cell_and_at_its_line_of_the_file(tmp_path):

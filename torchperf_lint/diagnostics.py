@@ -82,9 +82,16 @@ class Diagnostic:
         return (self.filename, self.cell or 0, self.location, self.code)
 
 
+# Files (and notebook cells) that cannot be read, decoded or parsed are reported under this
+# code, after Ruff's `E902 io-error`.
+FILE_ERROR_CODE = "E902"
+FILE_ERROR_NAME = "file-error"
+
+
 @dataclass(frozen=True)
 class FileError:
-    """A file that could not be linted: unreadable, undecodable or unparsable."""
+    """A file that could not be linted: unreadable, undecodable or unparsable (or a notebook's
+    cell that could not, when the rest of the notebook was)."""
 
     filename: str
     reason: str
@@ -100,6 +107,20 @@ class FileError:
     @property
     def sort_key(self) -> tuple:
         return (self.filename, self.cell or 0, self.location or Location(0, 0), "")
+
+    def as_diagnostic(self) -> Diagnostic:
+        """The error as a diagnostic (at 1:1 when it has no position), so every format lists it
+        in its place."""
+        location = self.location or Location(1, 1)
+        return Diagnostic(
+            code=FILE_ERROR_CODE,
+            name=FILE_ERROR_NAME,
+            message=self.reason,
+            cell=self.cell,
+            filename=self.filename,
+            location=location,
+            end_location=location,
+        )
 
 
 @dataclass

@@ -3,7 +3,8 @@ file (`# torchperf-lint: noqa`, optionally with codes).
 
 Comments are found with the tokenizer, so `"# noqa"` inside a string is not a directive.
 Codes we do not know (other tools' codes) are kept and ignored: a `# noqa: E501, TPL101`
-line is common and must work.
+line is common and must work. TorchFix's codes for the checks we share are the exception
+(`# noqa: TOR401` silences TPL101): whoever silenced TorchFix's finding on a line decided.
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ _FILE = re.compile(
     re.IGNORECASE,
 )
 ALL = frozenset({"*"})
+
+# TorchFix (pytorch-labs/torchfix) reports some of our findings under its own code: our code →
+# TorchFix's, for the checks that are the same finding (not TOR101, its every deprecated
+# function, which TPL301's deprecated amp names are only some of).
+TORCHFIX_CODES = {
+    "TPL101": "TOR401",  # A DataLoader without worker processes.
+    "TPL502": "TOR003",  # `checkpoint` without `use_reentrant`.
+    "TPL506": "TOR002",  # The `require_grad` typo in an assignment.
+    "TPL602": "TOR402",  # `zero_grad(set_to_none=False)`.
+}
 _TOOL_NAME = re.compile("torchperf-lint", re.IGNORECASE)
 
 
@@ -70,7 +81,12 @@ class NoqaDirectives:
         codes = self.by_row.get(row)
         if codes is None:
             return False
-        return codes is ALL or code in codes or name.upper() in codes
+        return (
+            codes is ALL
+            or code in codes
+            or name.upper() in codes
+            or TORCHFIX_CODES.get(code) in codes
+        )
 
 
 def tokens(text: str) -> Iterator[tokenize.TokenInfo]:

@@ -13,6 +13,12 @@ column 0: IPython removes a cell's leading indentation). A cell magic whose body
 `%%timeit`, `%%capture`, `%%prun`) keeps its body linted; any other cell magic (`%%bash`,
 `%%writefile`) takes the whole cell out.
 
+A notebook whose joined code does not parse is read cell by cell, as IPython runs it: a cell
+that does not parse on its own (a `$ python train.py` transcript, a pasted training log) fails
+in IPython too, which runs the other cells, so it is left out and reported (E902, once per
+cell) and the others are linted and fixed; a one-line cell that only IPython's automagic
+runs (`ls /content/checkpoints/`, `pip install x`) is an IPython line.
+
 The notebook's JSON is never re-serialised: `--fix` replaces the text of each changed cell's
 `source` value in place, in the layout it had (a list of lines or one string, the same
 indentation), so metadata, outputs, key order and the trailing newline stay byte for byte.
@@ -20,9 +26,11 @@ indentation), so metadata, outputs, key order and the trailing newline stay byte
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import secrets
+import warnings
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,11 +38,11 @@ from pathlib import Path
 
 from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
-from torchperf_lint.engine import Linker, analyse_text
+from torchperf_lint.engine import Linker, analyse_text, parse
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.settings import LintSettings
-from torchperf_lint.source import SourceError
+from torchperf_lint.source import SourceError, SourceLimits, check_size, worth_parsing
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -48,6 +56,35 @@ _IPYTHON_LINE = re.compile(
     )""",
     re.VERBOSE,
 )
+
+
+# IPython's automagic (on by default) runs a one-line cell that starts with the name of a line
+# magic or of a shell alias as that magic: `ls /data`, `pip install x`. Not a longer cell:
+# IPython's dynamic transformations (`transform_cell`) only apply to one-line input. The linter
+# reads a cell so only when it does not parse as Python (`ls -la` and `cd(x)` stay Python).
+# The names are IPython's line magics (IPython 8 and 9), ipykernel's
+# (`KernelMagics`) and IPython's default shell aliases on Linux and macOS
+# (`IPython.core.alias.default_aliases`).
+AUTOMAGIC_NAMES = frozenset({
+    # IPython's line magics.
+    "alias", "alias_magic", "autoawait", "autocall", "automagic", "bookmark", "cd",
+    "code_wrap", "colors", "conda", "config", "debug", "dhist", "dirs", "doctest_mode", "ed",
+    "edit", "env", "gui", "hist", "history", "killbgscripts", "load", "load_ext", "loadpy",
+    "logoff", "logon", "logstart", "logstate", "logstop", "lsmagic", "macro", "magic", "mamba",
+    "matplotlib", "micromamba", "notebook", "page", "pastebin", "pdb", "pdef", "pdoc", "pfile",
+    "pinfo", "pinfo2", "pip", "popd", "pprint", "precision", "prun", "psearch", "psource",
+    "pushd", "pwd", "pycat", "pylab", "quickref", "recall", "rehashx", "reload_ext", "rep",
+    "rerun", "reset", "reset_selective", "run", "save", "sc", "set_env", "sx", "system", "tb",
+    "time", "timeit", "unalias", "unload_ext", "uv", "who", "who_ls", "whos", "xdel", "xmode",
+    # ipykernel's.
+    "autosave", "clear", "connect_info", "less", "man", "more", "qtconsole",
+    # The default shell aliases.
+    "cat", "cp", "ldir", "lf", "lk", "ll", "ls", "lx", "mkdir", "mv", "rm", "rmdir",
+})
+
+# How IPython splits a line into the name it looks up and the rest (`split_user_input`); a
+# rest starting with `=` or `,` is an assignment, which IPython runs as Python.
+_AUTOMAGIC_LINE = re.compile(r"^\s*(?P<name>[\w.*]+)(?![\w.*])(?!\s*[=,])")
 
 
 class NotebookError(Exception):
@@ -156,15 +193,18 @@ def _is_python(document: dict) -> bool:
     return True
 
 
-def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> CodeCell | None:
-    """The cell with IPython lines replaced; None for a cell that is not Python at all."""
+def _code_cell(
+    index: int, source: str, is_list: bool, placeholder: str, automagic: int | None = None
+) -> CodeCell | None:
+    """The cell with IPython lines replaced (and line `automagic`, 0-based, which IPython runs
+    as a magic); None for a cell that is not Python at all."""
     lines = source.splitlines(keepends=True)
     python_lines = []
     replaced = []
     continued = python_seen = False
     indent = ""
     for position, line in enumerate(lines):
-        magic = continued or _IPYTHON_LINE.match(line) is not None
+        magic = continued or position == automagic or _IPYTHON_LINE.match(line) is not None
         if position == 0 and line.startswith("%%"):
             name = line[2:].split(maxsplit=1)[0] if line[2:].strip() else ""
             if name not in PYTHON_CELL_MAGICS:
@@ -191,6 +231,71 @@ def _code_cell(index: int, source: str, is_list: bool, placeholder: str) -> Code
     return CodeCell(index, source, is_list, python, tuple(replaced))
 
 
+def lintable(
+    notebook: Notebook, filename: str, limits: SourceLimits | None = None
+) -> tuple[Notebook, list[FileError]]:
+    """The notebook as the linter reads it, and an E902 for each cell left out of it.
+
+    A notebook whose joined code parses (or that the linter does not parse: no PyTorch in it,
+    over `limits`) is read whole. Otherwise each cell is read as IPython runs it: a one-line
+    automagic (`ls /data`) becomes an IPython line, and a cell that still does not parse on
+    its own is left out, with its syntax error."""
+    joined = notebook.joined()
+    if not worth_parsing(joined, filename):
+        return notebook, []
+    try:
+        check_size(joined, limits or SourceLimits())
+    except SourceError:
+        return notebook, []
+    if _syntax_error(joined) is None:
+        return notebook, []
+    cells = []
+    errors = []
+    for cell in notebook.cells:
+        error = _syntax_error(cell.python)
+        if error is not None:
+            automagic = _automagic_cell(cell, notebook.placeholder)
+            if automagic is not None:
+                cells.append(automagic)
+                continue
+            errors.append(FileError(filename, error.reason, error.location, cell.number))
+            continue
+        cells.append(cell)
+    if not errors:
+        return notebook, []
+    return replace(notebook, cells=cells), errors
+
+
+def _syntax_error(text: str) -> SourceError | None:
+    """Why LibCST cannot parse `text` (None: it can). Python's own parser answers first when
+    it accepts the text, as it does far faster."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    try:
+        parse(text)
+    except SourceError as error:
+        return error
+    return None
+
+
+def _automagic_cell(cell: CodeCell, placeholder: str) -> CodeCell | None:
+    """The cell with its one line of code an IPython line, when IPython's automagic runs it
+    (`ls /content/checkpoints/`, `pip install x`); None otherwise."""
+    lines = cell.python.splitlines()
+    rows = [row for row, line in enumerate(lines) if line.strip()]
+    if len(rows) != 1:
+        return None
+    match = _AUTOMAGIC_LINE.match(lines[rows[0]])
+    if match is None or match.group("name") not in AUTOMAGIC_NAMES:
+        return None
+    return _code_cell(cell.index, cell.source, cell.source_is_list, placeholder, rows[0])
+
+
 # Linting
 
 
@@ -212,17 +317,21 @@ def analyse_notebook(
     result = FileResult(filename)
     try:
         notebook = read_notebook(data)
-        if not notebook.cells:
-            return Analysis(result)
-        joined = notebook.joined()
-        analysis = analyse_text(joined, filename, settings, program, link)
     except NotebookError as error:
         result.error = FileError(filename, str(error))
         return Analysis(result)
+    if not notebook.cells:
+        return Analysis(result)
+    notebook, unparsable = lintable(notebook, filename, settings.limits)
+    result.diagnostics = [error.as_diagnostic() for error in unparsable]
+    joined = notebook.joined()
+    try:
+        analysis = analyse_text(joined, filename, settings, program, link)
     except SourceError as error:
         result.error = _source_error(error, filename, notebook, joined)
         return Analysis(result)
-    result.diagnostics = to_cells(analysis.diagnostics, notebook, joined)
+    found = to_cells(analysis.diagnostics, notebook, joined)
+    result.diagnostics = sorted([*found, *result.diagnostics], key=lambda d: d.sort_key)
     return Analysis(result, analysis.summary, analysis.asked)
 
 
@@ -566,6 +675,8 @@ def fix_notebook(
     outcome.before = outcome.after = notebook.text
     if not notebook.cells:
         return outcome
+    # The cells left out are never rewritten: only the linted cells' sources are replaced.
+    notebook, unparsable = lintable(notebook, filename, settings.limits)
     try:
         fixed = fix_notebook_cells(notebook, filename, settings, unsafe_fixes, program)
     except SourceError as error:
@@ -574,7 +685,10 @@ def fix_notebook(
     except NotebookError as error:
         outcome.error = FileError(filename, str(error))
         return outcome
-    outcome.remaining = fixed.remaining
+    outcome.remaining = sorted(
+        [*fixed.remaining, *(error.as_diagnostic() for error in unparsable)],
+        key=lambda d: d.sort_key,
+    )
     outcome.reverted = fixed.reverted
     outcome.summary, outcome.asked = fixed.summary, fixed.asked
     if not fixed.sources:
@@ -606,6 +720,7 @@ def add_noqa_notebook(
         notebook = read_notebook(data)
         if not notebook.cells:
             return 0
+        notebook, _ = lintable(notebook, filename, settings.limits)
         joined = notebook.joined()
         diagnostics = analyse_text(joined, filename, settings, program).diagnostics
         commented, changed = add_noqa_text(joined, diagnostics)

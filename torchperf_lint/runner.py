@@ -35,6 +35,7 @@ from torchperf_lint.source import SourceError, decode, read_source, worth_parsin
 # a run whose verdict is cached needs none of them.
 if TYPE_CHECKING:
     from torchperf_lint.cache import Cache
+    from torchperf_lint.notebooks import Notebook
     from torchperf_lint.program.link import Answer, ProgramFacts
     from torchperf_lint.program.summary import ModuleSummary
 
@@ -147,19 +148,27 @@ def summarize_file(path: Path) -> ModuleSummary | None:
 
 
 def _python_text(data: bytes, path: Path) -> str | None:
-    """The Python the linter sees in a file: a notebook's code cells joined, or the source."""
+    """The Python the linter sees in a file: a notebook's code cells joined (those it lints),
+    or the source."""
     if path.suffix == ".ipynb":
-        from torchperf_lint.notebooks import NotebookError, read_notebook
-
-        try:
-            notebook = read_notebook(data)
-        except NotebookError:
-            return None
-        return notebook.joined() if notebook.cells else None
+        notebook = _lintable_notebook(data, path)
+        return None if notebook is None else notebook.joined()
     try:
         return decode(data).text
     except SourceError:
         return None
+
+
+def _lintable_notebook(data: bytes, path: Path) -> Notebook | None:
+    """The code cells of a notebook the linter lints (`notebooks.lintable`); None when it is
+    not a notebook or has no code."""
+    from torchperf_lint.notebooks import NotebookError, lintable, read_notebook
+
+    try:
+        notebook, _ = lintable(read_notebook(data), str(path))
+    except NotebookError:
+        return None
+    return notebook if notebook.cells else None
 
 
 def link_files(jobs: Sequence[FileJob], workers: int) -> ProgramFacts:
@@ -380,14 +389,15 @@ def _located_source(path: Path | None, data: bytes | None = None):
         data = path.read_bytes() if data is None else data
     except OSError:
         return None
-    text = _python_text(data, path)
-    if text is None:
-        return None
     if path.suffix != ".ipynb":
-        return text, None
-    from torchperf_lint.notebooks import cell_of_row, read_notebook
+        text = _python_text(data, path)
+        return None if text is None else (text, None)
+    from torchperf_lint.notebooks import cell_of_row
 
-    notebook = read_notebook(data)
+    notebook = _lintable_notebook(data, path)
+    if notebook is None:
+        return None
+    text = notebook.joined()
     return text, lambda row: cell_of_row(notebook, text, row)
 
 

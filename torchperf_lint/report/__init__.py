@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from torchperf_lint.diagnostics import Applicability, Diagnostic, FileError, Location
+from torchperf_lint.diagnostics import (
+    FILE_ERROR_CODE,
+    Applicability,
+    Diagnostic,
+    FileError,
+    Location,
+)
 from torchperf_lint.registry import RuleInfo
 
 if TYPE_CHECKING:
     from torchperf_lint.notebooks import NotebookLines
-
-FILE_ERROR_CODE = "E902"
-FILE_ERROR_NAME = "file-error"
-
 
 @dataclass(frozen=True)
 class Report:
@@ -67,23 +69,9 @@ class Report:
         return start, end if end is not None and end >= start else start
 
 
-def file_error_diagnostic(error: FileError) -> Diagnostic:
-    """A file error as a diagnostic, so every format lists it in its place."""
-    location = error.location or Location(1, 1)
-    return Diagnostic(
-        code=FILE_ERROR_CODE,
-        name=FILE_ERROR_NAME,
-        message=error.reason,
-        cell=error.cell,
-        filename=error.filename,
-        location=location,
-        end_location=location,
-    )
-
-
 def merged(diagnostics: Sequence[Diagnostic], errors: Sequence[FileError]) -> list[Diagnostic]:
     """Findings and file errors together, sorted by (file, row, column, code)."""
-    everything = [*diagnostics, *map(file_error_diagnostic, errors)]
+    everything = [*diagnostics, *(error.as_diagnostic() for error in errors)]
     return sorted(everything, key=lambda d: d.sort_key)
 
 

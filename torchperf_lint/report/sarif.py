@@ -16,16 +16,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from torchperf_lint import __version__
-from torchperf_lint.diagnostics import Diagnostic
+from torchperf_lint.diagnostics import FILE_ERROR_CODE, FILE_ERROR_NAME, Diagnostic
 from torchperf_lint.docs import HOMEPAGE, render_page
 from torchperf_lint.registry import RuleInfo
-from torchperf_lint.report import (
-    FILE_ERROR_CODE,
-    FILE_ERROR_NAME,
-    Report,
-    fingerprints,
-    severity,
-)
+from torchperf_lint.report import Report, fingerprints, severity
 from torchperf_lint.report.github import message_with_cell
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -95,6 +95,8 @@ class DataLoaderNoWorkers(Rule):
     experience with the current policy) or a replay buffer the training fills
     (`RLDataset(self.buffer)`): workers would sample from stale copies of it.
 
+    A `# noqa: TOR401` (TorchFix's code for the same check) silences it too.
+
     ## Why is this bad?
     With `num_workers=0` the main process reads, decodes and collates every batch itself, and
     the GPU waits while it does. Worker processes prepare the next batches while the model

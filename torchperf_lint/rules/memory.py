@@ -483,6 +483,8 @@ class CheckpointUseReentrant(Rule):
     a framework class other than `nn.Module`'s). Test files are checked too: the missing
     argument warns there as well.
 
+    A `# noqa: TOR003` (TorchFix's code for the same check) silences it too.
+
     ## Why is this bad?
     Without the argument PyTorch warns on every call and, for backward compatibility, uses the
     reentrant variant. The reentrant variant recomputes the whole segment inside its own
@@ -932,6 +934,8 @@ class RequiresGradTypo(Rule):
     `.weight`/`.bias`), unless a class in the file defines its own `require_grad`.
 
     Test files are checked too: the typo freezes nothing there either.
+
+    A `# noqa: TOR002` (TorchFix's code for the same check) silences it too.
 
     ## Why is this bad?
     Python lets you set any attribute on a tensor, so the misspelt name is silently stored and

@@ -209,6 +209,8 @@ class ZeroGradSetToNoneFalse(Rule):
 
     Test files are not checked.
 
+    A `# noqa: TOR402` (TorchFix's code for the same check) silences it too.
+
     ## Why is this bad?
     With `set_to_none=False`, `zero_grad` launches a memset for every parameter's gradient each
     step, and the next backward then accumulates into the zeroed tensors (a read-modify-write)

@@ -24,8 +24,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from torchperf_lint import __version__
 from torchperf_lint.config import OWN_CONFIG, PYPROJECT
-from torchperf_lint.diagnostics import Diagnostic
-from torchperf_lint.report import FILE_ERROR_CODE
+from torchperf_lint.diagnostics import FILE_ERROR_CODE, Diagnostic
 from torchperf_lint.server.actions import (
     FIX_ALL,
     FIX_ALL_TITLE,
