@@ -3,7 +3,7 @@ file) and with TorchFix, and print files, lines, wall time, peak memory and the 
 LibCST's bare parse time of the files torchperf-lint parses as the floor.
 
     python benchmarks/compare_torchfix.py [DIRECTORY] [--jobs N] [--torchfix-venv PATH]
-        [--skip-torchfix]
+        [--skip-torchfix] [--checkout DIR ...]
 
 The directory is copied into a scratch folder first, so the edit (a comment appended to the
 median-sized file that is parsed) never touches the original.
@@ -13,8 +13,14 @@ virtualenv (default /tmp/torchfix-0.7.0-venv, created with `pip install torchfix
 missing), never from this environment. Both linters run with their default rules and the same
 number of processes. Each measurement runs in a fresh child process, so "peak memory" is the
 peak resident set of the largest process of that run, the parent or one worker (`ru_maxrss` of
-`RUSAGE_CHILDREN`). Python writes bytecode for the runs (`PYTHONDONTWRITEBYTECODE` is unset),
-as it does for an installed package.
+`RUSAGE_CHILDREN`); "cpu s" is the user and system time of the run and its workers, steadier
+than wall time on a busy machine. Python writes bytecode for the runs (`PYTHONDONTWRITEBYTECODE`
+is unset), as it does for an installed package.
+
+With `--checkout DIR` (twice or more: source trees holding `torchperf_lint/`, e.g. main and a
+branch's worktree), torchperf-lint runs from each checkout in turn (`PYTHONPATH=DIR`, each with
+its own cache; warm runs interleaved, so a busy machine slows them alike; one edit, which each
+checkout's next run meets), and each row is printed per checkout.
 
 This prints numbers; it asserts nothing. Tests never time anything.
 """
@@ -41,19 +47,29 @@ DEFAULT_VENV = Path(tempfile.gettempdir()) / f"torchfix-{TORCHFIX_VERSION}-venv"
 ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
-def measure(command: list[str], cwd: Path | None = None) -> dict[str, float]:
-    """Wall time and peak RSS of `command`, run from a fresh child so the peak is its own."""
+def environment(checkout: Path | None) -> dict[str, str]:
+    if checkout is None:
+        return ENVIRONMENT
+    return {**ENVIRONMENT, "PYTHONPATH": str(checkout)}
+
+
+def measure(
+    command: list[str], cwd: Path | None = None, checkout: Path | None = None
+) -> dict[str, float]:
+    """Wall time, CPU time and peak RSS of `command`, run from a fresh child so the peak is
+    its own."""
     probe = [sys.executable, __file__, "--probe", "--", *command]
     completed = subprocess.run(
-        probe, cwd=cwd, capture_output=True, text=True, check=True, env=ENVIRONMENT
+        probe, cwd=cwd, capture_output=True, text=True, check=True, env=environment(checkout)
     )
     return json.loads(completed.stdout.splitlines()[-1])
 
 
-def median_of(runs: int, command: list[str], cwd: Path) -> dict[str, float]:
-    """The run of median wall time among `runs` runs of `command`."""
-    results = sorted((measure(command, cwd) for _ in range(runs)), key=lambda r: r["wall"])
-    return results[len(results) // 2]
+def median(results: list[dict[str, float]]) -> dict[str, float]:
+    """The run of median wall time, with the median CPU time."""
+    by_wall = sorted(results, key=lambda r: r["wall"])
+    cpus = sorted(r["cpu"] for r in results)
+    return {**by_wall[len(by_wall) // 2], "cpu": cpus[len(cpus) // 2]}
 
 
 def probe(command: list[str]) -> None:
@@ -69,8 +85,9 @@ def probe(command: list[str]) -> None:
     elif completed.returncode not in (0, 1):
         sys.stderr.write(completed.stderr.decode(errors="replace")[-2000:])
         raise SystemExit(f"{command[0]} exited {completed.returncode}")
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"wall": wall, "peak_mib": peak_kib / 1024}))
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
+    print(json.dumps({"wall": wall, "cpu": cpu, "peak_mib": usage.ru_maxrss / 1024}))
 
 
 def torchfix_executable(venv: Path) -> Path:
@@ -116,7 +133,10 @@ def main() -> None:
     parser.add_argument("--torchfix-venv", type=Path, default=DEFAULT_VENV)
     parser.add_argument("--skip-torchfix", action="store_true", help="Only torchperf-lint.")
     parser.add_argument("--warm-runs", type=int, default=5, help="Warm runs (the median counts).")
+    parser.add_argument("--checkout", type=Path, action="append", default=[],
+                        help="a source tree to run (PYTHONPATH); repeat to compare")
     arguments = parser.parse_args()
+    checkouts: list[Path | None] = [c.resolve() for c in arguments.checkout] or [None]
     directory = arguments.directory
     if directory is None:
         import importlib.util
@@ -139,43 +159,60 @@ def main() -> None:
         listing = Path(scratch) / "parsed.txt"
         listing.write_text("\n".join(map(str, parsed)))
         floor = measure([sys.executable, __file__, "--parse", str(jobs), str(listing)])
-        ours = [
-            sys.executable, "-m", "torchperf_lint", "check", str(corpus), "--jobs", str(jobs),
-            "--cache-dir", str(Path(scratch) / "cache"), "--output-format", "concise",
-            "--exit-zero",
-        ]
         # An empty configuration: the corpus's own settings (if any) do not change the rules.
         config = Path(scratch) / "torchperf-lint.toml"
         config.write_text("")
-        ours += ["--config", str(config)]
-        cold = measure(ours, cwd=Path(scratch))
-        warm = median_of(arguments.warm_runs, ours, cwd=Path(scratch))
+        ours = [
+            [
+                sys.executable, "-m", "torchperf_lint", "check", str(corpus), "--jobs", str(jobs),
+                "--cache-dir", str(Path(scratch) / f"cache{index}"), "--output-format",
+                "concise", "--exit-zero", "--config", str(config),
+            ]
+            for index, _ in enumerate(checkouts)
+        ]
+        runs = list(zip(checkouts, ours))
+        cold = [measure(command, Path(scratch), checkout) for checkout, command in runs]
+        warms: list[list[dict[str, float]]] = [[] for _ in runs]
+        for _ in range(arguments.warm_runs):
+            for index, (checkout, command) in enumerate(runs):
+                warms[index].append(measure(command, Path(scratch), checkout))
+        warm = [median(results) for results in warms]
         edited = sorted(parsed, key=lambda path: path.stat().st_size)[len(parsed) // 2]
         with edited.open("a", encoding="utf-8") as stream:
             stream.write("\n# edited by the benchmark\n")
-        one_edit = measure(ours, cwd=Path(scratch))
+        one_edit = [measure(command, Path(scratch), checkout) for checkout, command in runs]
         if not arguments.skip_torchfix:
             torchfix = torchfix_executable(arguments.torchfix_venv)
             torchfix_run = measure([str(torchfix), "-j", str(jobs), str(corpus)])
-    rows = [
-        ("libcst parse (floor)", floor),
-        ("torchperf-lint cold", cold),
-        (f"torchperf-lint warm (median of {arguments.warm_runs})", warm),
-        ("torchperf-lint 1 file edited", one_edit),
-    ]
+    names = ["" if c is None else f" ({c.name})" for c in checkouts]
+    rows = [("libcst parse (floor)", floor)]
+    for name, cold_run, warm_run, edit_run in zip(names, cold, warm, one_edit):
+        rows += [
+            (f"torchperf-lint cold{name}", cold_run),
+            (f"torchperf-lint warm{name} (median of {arguments.warm_runs})", warm_run),
+            (f"torchperf-lint 1 file edited{name}", edit_run),
+        ]
     if not arguments.skip_torchfix:
         rows.append((f"torchfix {TORCHFIX_VERSION}", torchfix_run))
 
     print(f"edited: {edited.relative_to(Path(scratch))}")
-    print(f"{'run':<36}{'wall s':>10}{'peak MiB per process':>22}")
+    print(f"{'run':<52}{'wall s':>9}{'cpu s':>9}{'peak MiB per process':>22}")
     for name, numbers in rows:
-        print(f"{name:<36}{numbers['wall']:>10.2f}{numbers['peak_mib']:>22.0f}")
-    print(f"cold / bare parse: {cold['wall'] / floor['wall']:.2f}x (target <= 1.2x)")
-    print(f"cold / warm: {cold['wall'] / warm['wall']:.1f}x (target >= 50x)")
-    print(f"1 file edited / warm: {one_edit['wall'] / warm['wall']:.1f}x (target <= 3x)")
+        print(f"{name:<52}{numbers['wall']:>9.2f}{numbers['cpu']:>9.2f}{numbers['peak_mib']:>22.0f}")
+    for name, cold_run, warm_run, edit_run in zip(names, cold, warm, one_edit):
+        if name:
+            print(f"{name.strip()}:")
+        for what, ratio, target in (
+            ("cold / bare parse", cold_run["wall"] / floor["wall"], "<= 1.2x"),
+            ("cold / warm", cold_run["wall"] / warm_run["wall"], ">= 50x"),
+            ("1 file edited / warm", edit_run["wall"] / warm_run["wall"], "<= 3x"),
+        ):
+            print(f"  {what}: {ratio:.2f}x wall (target {target})")
+        print(f"  cpu: cold / bare parse {cold_run['cpu'] / floor['cpu']:.2f}x, "
+              f"1 file edited / warm {edit_run['cpu'] / warm_run['cpu']:.2f}x")
     if not arguments.skip_torchfix:
         torchfix_wall = rows[-1][1]["wall"]
-        print(f"torchfix / cold: {torchfix_wall / cold['wall']:.1f}x (target >= 5x)")
+        print(f"torchfix / cold: {torchfix_wall / cold[-1]['wall']:.1f}x (target >= 5x)")
 
 
 if __name__ == "__main__":

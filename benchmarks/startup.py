@@ -13,7 +13,7 @@ LibCST.
 With `--checkout DIR` (twice or more: source trees holding `torchperf_lint/`, e.g. main and a
 branch extracted with `git archive`), each command runs from every checkout in turn
 (`PYTHONPATH=DIR`, interleaved, so a busy machine slows them alike), and the table gives each
-checkout's median wall time and its ratio to the first's, and the last checkout's CPU time.
+checkout's median wall time and its ratio to the first's, and each checkout's median CPU time.
 
 This prints numbers; it asserts nothing. Tests never time anything.
 """
@@ -115,8 +115,9 @@ def main() -> None:
         for index, checkout in enumerate(checkouts):
             name = "installed" if checkout is None else checkout.name
             header += f"{name[:14]:>16}" + ("" if index == 0 else f"{'ratio':>7}")
-        # CPU time (steadier than wall time on a busy machine) of the last checkout.
-        print(header + f"{'cpu s':>8}  libcst imported")
+        # CPU time: steadier than wall time on a busy machine.
+        cpu_header = "".join(f"{'cpu s':>8}" for _ in checkouts)
+        print(header + cpu_header + "  libcst imported")
         for name, (command, probe_args) in commands.items():
             walls: list[list[float]] = [[] for _ in checkouts]
             cpus: list[list[float]] = [[] for _ in checkouts]
@@ -133,7 +134,8 @@ def main() -> None:
                 imports_libcst(probe_args, project, environment(checkout))
                 for checkout, project in zip(checkouts, projects)
             )
-            print(f"{row}{statistics.median(cpus[-1]):>8.3f}  {libcst}")
+            row += "".join(f"{statistics.median(cpu):>8.3f}" for cpu in cpus)
+            print(f"{row}  {libcst}")
     print(f"load average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     print("target: --help, --version and a cached single-file run <= 0.12 s median")
 

@@ -51,7 +51,8 @@ def test_a_hit_replays_the_result_exactly_fixes_included(tmp_path):
     cache = Cache(tmp_path / "cache")
     fresh = lint_cached(cache, source, "train.py", SETTINGS)
     assert fresh.diagnostics and any(d.fix for d in fresh.diagnostics)
-    assert len(entries(cache.directory)) == 1
+    # The file's entry, and its summary's (kept apart, by its digest).
+    assert len(entries(cache.directory)) == 2
     replayed = lint_cached(cache, source, "train.py", SETTINGS)
     assert replayed == fresh
 
@@ -74,7 +75,8 @@ def test_notebook_results_and_file_errors_are_cached_too(tmp_path):
         fresh = lint_cached(cache, path, name, SETTINGS)
         assert lint_cached(cache, path, name, SETTINGS) == fresh
         assert fresh == lint_one(path, name, SETTINGS)
-    assert len(entries(cache.directory)) == 2
+    # Two entries, and the notebook's summary (the broken file has none).
+    assert len(entries(cache.directory)) == 3
     assert lint_cached(cache, broken, "broken.py", SETTINGS).error.location.row == 2
 
 
@@ -102,7 +104,7 @@ def test_corrupt_or_foreign_entries_are_misses_and_get_replaced(tmp_path):
     source.write_text(TRAIN)
     cache = Cache(tmp_path / "cache")
     fresh = lint_cached(cache, source, "train.py", SETTINGS)
-    (entry,) = entries(cache.directory)
+    (entry,) = (path for path in entries(cache.directory) if b'"diagnostics"' in path.read_bytes())
     for garbage in (b"", b"\xff\xfe", b"[1, 2]", b'{"diagnostics": [[1]], "error": null}',
                     json.dumps({"diagnostics": [], "error": {"reason": "x", "location": "a"}}).encode()):
         entry.write_bytes(garbage)
@@ -124,9 +126,9 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
     write_files(tmp_path, {"train.py": TRAIN})
     first = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
     default_dir = tmp_path / ".torchperf_lint_cache"
-    # The file's entry, the run's verdict, the answers of the program of its summaries and
-    # the stamps of the files read.
-    assert len(entries(default_dir)) == 4
+    # The file's entry and its summary's, the run's verdict, the answers of the program of its
+    # summaries and the stamps of the files read.
+    assert len(entries(default_dir)) == 5
     assert (default_dir / ".gitignore").read_text().endswith("*\n")
     assert (default_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f59")
     second = torchperf_lint("--output-format", "json", ".", cwd=tmp_path)
@@ -134,7 +136,7 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
         1, first.stdout
     )
     torchperf_lint("--cache-dir", "elsewhere", ".", cwd=tmp_path)
-    assert len(entries(tmp_path / "elsewhere")) == 4
+    assert len(entries(tmp_path / "elsewhere")) == 5
     (tmp_path / "nocache").mkdir()
     write_files(tmp_path / "nocache", {"train.py": TRAIN})
     torchperf_lint("--no-cache", ".", cwd=tmp_path / "nocache")
@@ -234,6 +236,48 @@ def test_an_edit_that_changes_no_summary_reads_the_programs_answers_from_the_cac
     monkeypatch.setattr(ProgramFacts, "answer", alone)
     again = runner.lint_program(jobs, jobs, workers=1)
     assert (again.outcomes, again.linted, again.internal_errors) == (first.outcomes, ["train.py"], [])
+
+
+def test_a_summary_is_kept_once_apart_from_the_entries_and_read_only_to_link(
+    tmp_path, monkeypatch
+):
+    """Entries hold their summary's digest; the summary itself (most of what the cache holds)
+    is stored once per digest, and an edit that changes no summary reads none of them."""
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS, "copy.py": HELPERS})
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("copy.py", "helpers.py", "train.py")
+    ]
+    first = lint_program(jobs, jobs, workers=1)
+    kept = [path for path in entries(tmp_path / "cache") if b'{"summary":{' in path.read_bytes()]
+    # helpers.py and copy.py have one summary.
+    assert len(kept) == 2
+    (tmp_path / "train.py").write_text(CALLER + "# a comment changes no summary\n")
+
+    def no_summary(cache, digest):
+        raise AssertionError("a summary was read")
+
+    monkeypatch.setattr(Cache, "summary", no_summary)
+    again = lint_program(jobs, jobs, workers=1)
+    assert (again.outcomes, again.linted) == (first.outcomes, ["train.py"])
+
+
+def test_a_summary_gone_from_the_cache_is_summarized_again(tmp_path):
+    write_files(tmp_path, {"train.py": CALLER, "helpers.py": HELPERS})
+    jobs = [
+        FileJob(tmp_path / name, name, SETTINGS, cache_dir=tmp_path / "cache")
+        for name in ("helpers.py", "train.py")
+    ]
+    lint_program(jobs, jobs, workers=1)
+    for path in entries(tmp_path / "cache"):
+        if b'{"summary":{' in path.read_bytes():
+            path.unlink()
+    # The helper's finding depends on the caller: the edit makes the program be linked.
+    (tmp_path / "train.py").write_text(CALLER.replace("    log(loss)\n", ""))
+    again = lint_program(jobs, jobs, workers=1)
+    uncached = [replace(job, cache_dir=None) for job in jobs]
+    assert again.outcomes == lint_program(uncached, uncached, workers=1).outcomes
+    assert not any(d.code == "TPL201" for r in again.outcomes for d in r.diagnostics)
 
 
 def settle(*paths: Path) -> None:

@@ -136,11 +136,12 @@ def test_a_planted_cache_changes_nothing(tmp_path):
     # The attacker fills the cache with their own key, then makes every entry say "clean".
     _outputs(project, attacker)
     cache = project / ".torchperf_lint_cache"
-    # The file's entry, the run's verdict (`{"results": [[name, record], ...]}`), the
-    # program's answers (`{"answers": {name: {question: answer}}}`) and the files' stamps
+    # The file's entry, its summary (`{"summary": {...}}`), the run's verdict
+    # (`{"results": [[name, record], ...]}`), the program's answers
+    # (`{"answers": {name: {question: answer}}}`) and the files' stamps
     # (`{"files": {path: [size, times..., digest]}}`).
     original = {entry: entry.read_bytes() for entry in cache.rglob("*.json")}
-    assert len(original) == 4
+    assert len(original) == 5
     clean = {"diagnostics": [], "error": None}
     for record in (clean, {"results": [["loader.py", clean]]}, {"answers": {"loader.py": {}}}):
         forged = json.dumps(record).encode()

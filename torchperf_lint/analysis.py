@@ -24,6 +24,6 @@ class Analysis:
     # A hash of the summary's JSON, when it went through the cache (`cache.summary_digest`):
     # the program's answers are cached by the digests of all its summaries.
     summary_digest: str | None = None
-    # Replayed from the cache, the summary as the cache holds it (`cache.stored_summary`), in
-    # place of `summary`: it is decoded only if the program is linked.
+    # Replayed from the cache, the digest under which the cache keeps the summary
+    # (`Cache.summary`), in place of `summary`: it is read only if the program is linked.
     stored_summary: str | None = None

@@ -8,18 +8,19 @@ workers never see half an entry and never need a lock. Anything unreadable in th
 (corrupt, foreign, from another format, not signed with the user's key) is a miss, never an
 error.
 
-A file's entry also holds its summary for the program layer and the program answers its
-findings read: the findings are replayed only while the linked program gives the same answers
-(the runner checks; a file whose answers changed is linted again). Files the program reads but
-that are not linted have summary-only entries, keyed by their bytes alone.
+A file's entry also holds the digest of its summary for the program layer and the program
+answers its findings read: the findings are replayed only while the linked program gives the
+same answers (the runner checks; a file whose answers changed is linted again). Files the
+program reads but that are not linted have summary-only entries, keyed by their bytes alone.
+The summaries themselves are entries of their own, keyed by their digests: most of what the
+cache holds, read only when the program is linked.
 
 A whole run has a verdict entry too, keyed by the keys of every file it reads (the linted
 files' entry keys, the other files' summary keys): the results of the run, their call paths
 located. When no file changed it is replayed as it is, without reading the files' entries,
 linking the program or importing LibCST. And a program's answers to the files' questions are
 kept by the digests of all its summaries: an edit that changes no summary (a comment, say)
-relints the edited file and links nothing (nor decodes the other files' summaries: they stay
-JSON text in the entries until the program is linked).
+relints the edited file and links nothing (nor reads the other files' summaries).
 
 The files' bytes are hashed only when their stamps (size, modification and change times,
 inode) changed since the last run (`FileDigests`): an unchanged project, and the linter's own
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CACHE_DIR = ".torchperf_lint_cache"
 # Bump when the entry layout changes: older entries then simply miss.
-FORMAT = 5
+FORMAT = 6
 _GITIGNORE = "# Automatically created by torchperf-lint.\n*\n"
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -186,13 +187,13 @@ class Cache:
         if record is None:
             return None
         try:
-            summary = record["summary"]
+            digest = str(record["summary_digest"])
             return Analysis(
                 _result(record, filename),
                 asked=dict(record["asked"]),
                 replayed=True,
-                summary_digest=str(record["summary_digest"]),
-                stored_summary=None if summary is None else str(summary),
+                summary_digest=digest,
+                stored_summary=digest if record["summary"] else None,
             )
         except Exception:  # noqa: BLE001 - anything malformed is a miss
             return None
@@ -202,10 +203,34 @@ class Cache:
         is silently not used."""
         record = _record(analysis.result)
         summary = None if analysis.summary is None else analysis.summary.to_json()
-        record["summary"] = None if summary is None else stored_summary(summary)
-        record["summary_digest"] = analysis.summary_digest = summary_digest(summary)
+        record["summary"] = summary is not None
+        record["summary_digest"] = analysis.summary_digest = self.put_summary(summary)
         record["asked"] = analysis.asked
         self.write(key, record)
+
+    def put_summary(self, summary: dict[str, object] | None) -> str:
+        """Store a summary's JSON (None: a file that cannot hold PyTorch code) under its
+        digest, which every entry of a file with this summary shares; return the digest."""
+        digest = summary_digest(summary)
+        if summary is not None:
+            self.write(self._summary_key(digest), {"summary": summary})
+        return digest
+
+    def summary(self, digest: str) -> ModuleSummary | None:
+        """The summary stored under its `digest` (see `put_summary`), or None."""
+        from torchperf_lint.program.summary import ModuleSummary
+
+        record = self.read(self._summary_key(digest))
+        if record is None:
+            return None
+        try:
+            return ModuleSummary.from_json(record["summary"])
+        except Exception:  # noqa: BLE001 - anything malformed is a miss
+            return None
+
+    @staticmethod
+    def _summary_key(digest: str) -> str:
+        return hashlib.blake2b(digest.encode() + b"\0summary-json", digest_size=20).hexdigest()
 
     def answers_key(self, digests: dict[str, str]) -> str:
         """The key of the answers of the program whose files (by name) have summaries of these
@@ -647,26 +672,14 @@ def summary_digest(summary: dict[str, object] | None) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def stored_summary(summary: dict[str, object]) -> str:
-    """A summary's JSON as entries hold it: text, which reading an entry does not decode."""
-    return json.dumps(summary, separators=(",", ":"))
-
-
-def decoded_summary(stored: str) -> ModuleSummary:
-    """The summary a `stored_summary` holds."""
-    from torchperf_lint.program.summary import ModuleSummary
-
-    return ModuleSummary.from_json(json.loads(stored))
-
-
-def get_summary(cache: Cache, key: str) -> tuple[str | None, str] | None:
-    """The summary-only entry `key` (a `stored_summary`, None for a file that cannot hold
-    PyTorch code, and the summary's digest), or None when it is not in the cache."""
+def get_summary(cache: Cache, key: str) -> tuple[bool, str] | None:
+    """The summary-only entry `key`: whether the file has a summary (a file that cannot hold
+    PyTorch code has none) and the summary's digest (`Cache.summary`); None when it is not in
+    the cache."""
     record = cache.read(key)
     if record is not None:
         with suppress(Exception):
-            summary = record["summary"]
-            return None if summary is None else str(summary), str(record["digest"])
+            return bool(record["summary"]), str(record["digest"])
     return None
 
 
@@ -680,11 +693,14 @@ def summary_cached(cache: Cache, path: Path) -> tuple[ModuleSummary | None, str 
         return None, None
     found = get_summary(cache, key)
     if found is not None:
-        stored, digest = found
-        return None if stored is None else decoded_summary(stored), digest
+        has_summary, digest = found
+        if not has_summary:
+            return None, digest
+        summary = cache.summary(digest)
+        if summary is not None:
+            return summary, digest
     summary = summarize_file(path)
     record = None if summary is None else summary.to_json()
-    digest = summary_digest(record)
-    stored = None if record is None else stored_summary(record)
-    cache.write(key, {"summary": stored, "digest": digest})
+    digest = cache.put_summary(record)
+    cache.write(key, {"summary": record is not None, "digest": digest})
     return summary, digest

@@ -237,7 +237,7 @@ def _lint_program(
     from torchperf_lint.program.locate import locate_related
 
     replayed: list[Analysis] = []
-    # Each file's summary, or the `cache.stored_summary` it was replayed with.
+    # Each file's summary, or the digest under which the cache keeps it (`Cache.summary`).
     summaries: dict[str, ModuleSummary | str] = {}
     digests: dict[str, str | None] = {}
     linted_names = {job.display_name for job in jobs}
@@ -260,8 +260,8 @@ def _lint_program(
             found = None if key is None else get_summary(cache, key)
             if key is not None and found is None:
                 missing.append(job)
-            elif found is not None and found[0] is not None:
-                summaries[job.display_name], digests[job.display_name] = found
+            elif found is not None and found[0]:
+                summaries[job.display_name] = digests[job.display_name] = found[1]
         to_summarize = missing
     linted = run_jobs(analyse_job, to_lint, workers)
     first = [*replayed, *linted.outcomes]
@@ -271,7 +271,8 @@ def _lint_program(
         if summary is not None:
             summaries[analysis.result.filename] = summary
             digests[analysis.result.filename] = analysis.summary_digest
-    answers = _Answers(partial(_linked, summaries), cache, digests)
+    paths = {job.display_name: job.path for job in (*jobs, *context)}
+    answers = _Answers(partial(_linked, summaries, cache, paths), cache, digests)
     by_name = {job.display_name: job for job in jobs}
     results: dict[str, FileResult] = {}
     final: list[Analysis] = []
@@ -298,20 +299,25 @@ def _lint_program(
         for analysis in (*linted.outcomes, *second.outcomes)
         if not analysis.replayed
     })
-    paths = {job.display_name: job.path for job in (*jobs, *context)}
     locate_related(run.outcomes, lambda name: _located_source(paths.get(name)))
     return run
 
 
-def _linked(summaries: dict[str, ModuleSummary | str]) -> ProgramFacts:
-    """The program of these summaries, decoding those replayed from the cache."""
-    from torchperf_lint.cache import decoded_summary
+def _linked(
+    summaries: dict[str, ModuleSummary | str], cache: Cache | None, paths: dict[str, Path]
+) -> ProgramFacts:
+    """The program of these summaries, reading those the cache keeps (by their digests; a
+    file whose summary has gone from the cache is summarized again)."""
     from torchperf_lint.program.link import ProgramFacts
 
-    return ProgramFacts({
-        name: decoded_summary(summary) if isinstance(summary, str) else summary
-        for name, summary in summaries.items()
-    })
+    linked = {}
+    for name, summary in summaries.items():
+        if isinstance(summary, str):
+            kept = None if cache is None else cache.summary(summary)
+            summary = kept if kept is not None else summarize_file(paths[name])
+        if summary is not None:
+            linked[name] = summary
+    return ProgramFacts(linked)
 
 
 class _Answers:

@@ -33,7 +33,6 @@ libcst and click.
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 import re
 import sys
@@ -220,6 +219,9 @@ def _pyproject(path: Path) -> list[str]:
 
 
 def _setup_cfg(path: Path) -> list[str]:
+    # Here: most projects have no setup.cfg, and a cached run reads the settings.
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read(path, encoding="utf-8")
