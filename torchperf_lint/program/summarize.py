@@ -637,14 +637,28 @@ class _Summarizer:
                 )
                 if keyword != "device" and not is_to_target:
                     continue
-                value = arg.value
-                if isinstance(value, cst.Call):
-                    ref = self.refs.callee(value)
-                else:
-                    ref = self.refs.of_expression(value, call)
-                if ref is not None and ref.startswith(("import:", "def:")):
-                    refs.add(ref)
+                for value in self._device_sources(arg.value):
+                    if isinstance(value, cst.Call):
+                        ref = self.refs.callee(value)
+                    else:
+                        ref = self.refs.of_expression(value, call)
+                    if ref is not None and ref.startswith(("import:", "def:")):
+                        refs.add(ref)
         summary.device_refs = sorted(refs)
+
+    def _device_sources(self, value: cst.BaseExpression, depth: int = 0) -> Iterator[cst.BaseExpression]:
+        """`value`, and what it may come from: both branches of a conditional and what a
+        name is bound to (`device = torch.device(cfg.device) if cfg.device else
+        get_available_device()` then `device=device`)."""
+        yield value
+        if depth >= 2:
+            return
+        if isinstance(value, cst.IfExp):
+            for branch in (value.body, value.orelse):
+                yield from self._device_sources(branch, depth + 1)
+        elif isinstance(value, cst.Name):
+            for bound in self.facts.scopes.bound_values(value):
+                yield from self._device_sources(bound, depth + 1)
 
 
 def _is_none(expression: cst.BaseExpression) -> bool:
