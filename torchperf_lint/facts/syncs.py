@@ -94,6 +94,11 @@ _MASK_METHODS = frozenset({
     "logical_and", "logical_or", "logical_xor",
 })
 _MASK_FUNCTIONS = frozenset(f"torch.{method}" for method in _MASK_METHODS - {"bool"})
+# `torch.distributed.rpc` calls that run a function in another process: what `rpc_sync`
+# returns, and what the future of `rpc_async` gives to `wait()`, was computed there and is
+# received in host memory (RPC sends CUDA tensors only through a device map).
+_RPC_SYNC_CALLS = frozenset({"torch.distributed.rpc.rpc_sync"})
+_RPC_ASYNC_CALLS = frozenset({"torch.distributed.rpc.rpc_async"})
 
 
 @dataclass(frozen=True)
@@ -435,7 +440,8 @@ class HostSyncs:
 
         Literals, NumPy and `math` results, values already copied out (`x.cpu()`, `t.tolist()`),
         tensors built without `device=` (`torch.randperm(n)`), what a tokenizer or processor
-        returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), and what
+        returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), what RPC
+        received from another process (`rref.to_here()`, `rpc.rpc_sync(...)`), and what
         is computed from a host tensor without moving it (`x.cpu().sum(dim=1)`, `row[mask]`,
         `.to(torch.long)`); a name whose reaching assignment is one of these
         (`ids = input_ids.detach().cpu()`, even for a parameter rebound so), or bound only to
@@ -521,6 +527,8 @@ class HostSyncs:
                 return self._host_operands(call.args[0].value, depth)
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
+        if self._received_over_rpc(call):
+            return True
         func = call.func
         if not isinstance(func, cst.Attribute):
             return False
@@ -533,13 +541,36 @@ class HostSyncs:
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
 
     def _host_operands(self, expression: cst.BaseExpression, depth: int) -> bool:
-        """A host tensor, or a list or tuple of host tensors only."""
+        """A host tensor, or a list or tuple of host tensors only (also one a comprehension
+        builds: `[rref.to_here() for rref in rrefs]`)."""
         if isinstance(expression, (cst.List, cst.Tuple)):
             return bool(expression.elements) and all(
                 self.is_host_value(element.value, depth, containers=False)
                 for element in expression.elements
             )
+        if isinstance(expression, (cst.ListComp, cst.GeneratorExp)):
+            return self.is_host_value(expression.elt, depth, containers=False)
         return self.is_host_value(expression, depth, containers=False)
+
+    def _received_over_rpc(self, call: cst.Call) -> bool:
+        """`rpc.rpc_sync(worker, fn)`, `rref.to_here()` of a remote reference, or `fut.wait()`
+        of a future `rpc.rpc_async(worker, fn)` gave (`fut` bound to it only)."""
+        if self.names.call_name(call) in _RPC_SYNC_CALLS:
+            return True
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value == "to_here":
+            return True
+        if func.attr.value != "wait":
+            return False
+        futures = (
+            self.scopes.bound_values(func.value) if isinstance(func.value, cst.Name) else [func.value]
+        )
+        return bool(futures) and all(
+            isinstance(future, cst.Call) and self.names.call_name(future) in _RPC_ASYNC_CALLS
+            for future in futures
+        )
 
     def _converts_only(self, call: cst.Call) -> bool:
         """`.to(torch.long)`, `.to(dtype=...)`: a conversion that moves nothing."""

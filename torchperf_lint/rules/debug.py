@@ -91,7 +91,10 @@ class CudaTimingWithoutSync(Rule):
     `event.synchronize()`, a host sync such as `.item()` or `.cpu()` on a result, or
     `torch.save`, which copies the tensors to the host. A wait is never counted as work, and a
     method whose name merely contains "model" (`self.build_model(cfg)`) is not a model call.
-    Reported at the clock read that ends the interval.
+    Nor is work on tensors known to be in host memory: what `torch.distributed.rpc` received
+    from another process (`rref.to_here()`, `rpc.rpc_sync(...)`, `fut.wait()` of an
+    `rpc.rpc_async` future), whose remote work is complete, and what is computed from it
+    (`torch.stack` of the received values). Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
     dt = t1 - t0; t0 = t1`, `end = time.time()` at the end of each iteration) and per-iteration
@@ -224,7 +227,7 @@ class CudaTimingWithoutSync(Rule):
 
     def _is_cuda_work(self, facts: FileFacts, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BinaryOperation):
-            return isinstance(node.operator, cst.MatrixMultiply) and facts.tensors.is_tensor(node)
+            return isinstance(node.operator, cst.MatrixMultiply) and self._is_device_tensor(facts, node)
         if not isinstance(node, cst.Call):
             return False
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
@@ -232,7 +235,12 @@ class CudaTimingWithoutSync(Rule):
             return True
         if method == "step" and facts.loops.is_optimizer_or_scaler(node.func.value):
             return True
-        return facts.tensors.is_module_call(node) or facts.tensors.is_tensor(node)
+        return facts.tensors.is_module_call(node) or self._is_device_tensor(facts, node)
+
+    @staticmethod
+    def _is_device_tensor(facts: FileFacts, node: cst.BaseExpression) -> bool:
+        """A tensor not known to be in host memory (`torch.stack` of what RPC received is)."""
+        return facts.tensors.is_tensor(node) and not facts.host_syncs.is_host_value(node)
 
     @staticmethod
     def _waits(facts: FileFacts, node: cst.CSTNode) -> bool:
