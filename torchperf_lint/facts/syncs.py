@@ -28,7 +28,11 @@ from torchperf_lint.facts.index import (
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
-from torchperf_lint.facts.tensors import TensorExpressions, is_elementwise_comparison
+from torchperf_lint.facts.tensors import (
+    TENSOR_FACTORIES,
+    TensorExpressions,
+    is_elementwise_comparison,
+)
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -49,11 +53,6 @@ _HOST_LIBRARIES = ("numpy.", "math.")
 _DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
 # How many names deep a host value is followed (`b = a[0]`, `c = b.sum()`).
 _MAX_HOST_DEPTH = 4
-# Tensor factories: without `device=` they build the tensor in host memory.
-_FACTORIES = frozenset({
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
-    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
-})
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # Builtins that format their argument: formatting a tensor reads its values.
@@ -504,7 +503,7 @@ class HostSyncs:
         qualified = self.names.call_name(value)
         return (
             qualified is not None
-            and qualified.removeprefix("torch.") in _FACTORIES
+            and qualified.removeprefix("torch.") in TENSOR_FACTORIES
             and qualified.startswith("torch.")
             and self._returns_host_value(value, 0)
         )
@@ -519,7 +518,7 @@ class HostSyncs:
                 (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
                 for arg in call.args
             )
-            if factory in _FACTORIES:
+            if factory in TENSOR_FACTORIES:
                 return not moved
             if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
                 # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host
