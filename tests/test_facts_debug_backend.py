@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import PurePath
 
 import libcst as cst
@@ -108,3 +109,44 @@ def test_bias_reads_through_a_bound_layer_cover_that_layer_only() -> None:
 )
 def test_builds_a_distributed_wrapper(source: str, distributed: bool) -> None:
     assert facts_of(source).models.builds_distributed_wrapper is distributed
+
+
+def test_a_switch_default_is_the_parameter_default_or_what_every_call_passes() -> None:
+    facts = facts_of(
+        textwrap.dedent("""
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self, dim, use_bn=False, norm=True, dropout=None, use_ln=None):
+                super().__init__()
+                self.norm = norm
+                if use_bn:
+                    pass
+                if self.norm:
+                    pass
+                if use_ln:
+                    pass
+                use_ln = True
+
+        class MLP(nn.Module):
+            def __init__(self, dim, use_batchnorm, residual):
+                super().__init__()
+                if use_batchnorm:
+                    pass
+                if residual:
+                    pass
+
+            @classmethod
+            def from_config(cls, config):
+                return cls(config["dim"], config.get("use_batchnorm", False), config["residual"])
+        """)
+    )
+    tests = {
+        facts.code(node.test): node.test
+        for node in facts.index.parents if isinstance(node, cst.If)
+    }
+    assert facts.guards.switch_default(tests["use_bn"]) is False
+    assert facts.guards.switch_default(tests["self.norm"]) is True
+    assert facts.guards.switch_default(tests["use_ln"]) is None  # rebound in the function
+    assert facts.guards.switch_default(tests["use_batchnorm"]) is False
+    assert facts.guards.switch_default(tests["residual"]) is None

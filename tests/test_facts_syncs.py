@@ -93,6 +93,28 @@ def test_host_values(code: str, host: bool) -> None:
     assert facts.host_syncs.is_host_value(expression_at(facts, code)) is host
 
 
+def test_what_rpc_receives_from_another_process_is_a_host_value() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "import torch.distributed.rpc as rpc\n"
+        "def gather(workers, fn, device):\n"
+        "    rrefs = [rpc.remote(w, fn) for w in workers]\n"
+        "    stacked = torch.stack([rref.to_here() for rref in rrefs], 0)\n"
+        "    future = rpc.rpc_async(workers[0], fn)\n"
+        "    state = future.wait()\n"
+        "    result = rpc.rpc_sync(workers[0], fn)\n"
+        "    print(state, result, stacked.sum())\n"
+        "    moved = stacked.to(device)\n"
+        "    work = torch.distributed.all_reduce(moved, async_op=True)\n"
+        "    work.wait()\n"
+    )
+    syncs = facts.host_syncs
+    for code in ("stacked", "state", "result", "stacked.sum()"):
+        assert syncs.is_host_value(expression_at(facts, code)), code
+    assert not syncs.is_host_value(expression_at(facts, "moved"))
+    assert not syncs.is_host_value(expression_at(facts, "work.wait()"))
+
+
 def test_a_name_also_bound_by_a_loop_or_a_parameter_has_no_known_host_value() -> None:
     # `v = v.item()` reads `v` while it is still the tensor the loop (or the caller) bound.
     facts = facts_of(

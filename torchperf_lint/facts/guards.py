@@ -7,11 +7,12 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from torchperf_lint.facts.arguments import literal_value
+from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     ScopeNode,
+    SyntaxIndex,
     descendants,
     descendants_in_scope,
     methods_of,
@@ -108,11 +109,13 @@ class Guards:
 
     def __init__(
         self,
+        index: SyntaxIndex,
         scopes: Scopes,
         names: NameResolver,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
         project_switches_on: Callable[[str], bool] = lambda attribute: True,
     ) -> None:
+        self.index = index
         self.scopes = scopes
         self.names = names
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
@@ -546,6 +549,52 @@ class Guards:
             )
         return tests
 
+    def switch_default(self, switch: cst.BaseExpression) -> bool | None:
+        """Whether a switch an `if` tests is on when its function or object is built with
+        the defaults, or None when the module does not say: `self.<attr>` stored from an
+        `__init__` parameter with a `True`/`False` default, or a parameter of the enclosing
+        function that it never rebinds, by its literal default (`use_bn=False`, `norm=None`)
+        or, without one, by what every call of the function in the module passes, a literal
+        or a setting read with a literal default (`use_batchnorm=config.get("use_batchnorm",
+        False)` in a `from_config` that builds `cls(...)`)."""
+        if isinstance(switch, cst.Attribute):
+            return self._constructor_default(switch)
+        if not isinstance(switch, cst.Name):
+            return None
+        function = self.scopes.enclosing_function(switch)
+        if not self.scopes.is_parameter(switch.value, function) or self.scopes.bound_values(switch):
+            return None
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == switch.value and param.default is not None:
+                return _truth_of_literal(param.default)
+        passed = [
+            bound_argument(call, switch.value, _positional_parameters(function))
+            for call in self._calls_of(function)
+        ]
+        values = {
+            _truth_of_literal(_setting_default(arg.value)) if isinstance(arg, cst.Arg) else None
+            for arg in passed
+        }
+        return values.pop() if len(values) == 1 else None
+
+    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of `function` in its module: `name(...)` of a module-level function,
+        `self.name(...)` of a method, and for an `__init__`, `Class(...)` and the `cls(...)`
+        of the class's own methods."""
+        cls = self.scopes.enclosing_class(function)
+        if cls is None:
+            callees = {function.name.value}
+        elif function.name.value == "__init__":
+            callees = {cls.name.value, "cls"}
+        else:
+            callees = {f"self.{function.name.value}"}
+        return [
+            call for call in self.index.calls
+            if dotted_name(call.func) in callees
+            and (dotted_name(call.func) != "cls" or self.scopes.enclosing_class(call) is cls)
+        ]
+
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only
         ever assigned from, or None."""
@@ -893,3 +942,30 @@ def _tests_a_setting(test: cst.BaseExpression) -> bool:
 def _is_count(expression: cst.BaseExpression) -> bool:
     value = literal_value(expression)
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positional_parameters(function: cst.FunctionDef) -> tuple[str, ...]:
+    """The names a call may pass positionally, without a method's `self` or `cls`."""
+    params = function.params
+    names = tuple(param.name.value for param in (*params.posonly_params, *params.params))
+    in_class = names and names[0] in ("self", "cls")
+    return names[1:] if in_class else names
+
+
+def _setting_default(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The default of a setting read (`config.get("use_bn", False)` gives `False`), else `value`."""
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get"
+        and len(value.args) == 2
+        and all(arg.keyword is None and not arg.star for arg in value.args)
+    ):
+        return value.args[1].value
+    return value
+
+
+def _truth_of_literal(value: cst.BaseExpression) -> bool | None:
+    """Whether a literal is true (`False`, `None`, `0`, `""` are not), or None for no literal."""
+    literal = literal_value(value)
+    return None if literal is UNKNOWN else bool(literal)

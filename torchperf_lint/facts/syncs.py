@@ -28,7 +28,11 @@ from torchperf_lint.facts.index import (
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
-from torchperf_lint.facts.tensors import TensorExpressions, is_elementwise_comparison
+from torchperf_lint.facts.tensors import (
+    TENSOR_FACTORIES,
+    TensorExpressions,
+    is_elementwise_comparison,
+)
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -49,11 +53,6 @@ _HOST_LIBRARIES = ("numpy.", "math.")
 _DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
 # How many names deep a host value is followed (`b = a[0]`, `c = b.sum()`).
 _MAX_HOST_DEPTH = 4
-# Tensor factories: without `device=` they build the tensor in host memory.
-_FACTORIES = frozenset({
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
-    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
-})
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
 # Builtins that format their argument: formatting a tensor reads its values.
@@ -100,6 +99,11 @@ _MASK_METHODS = frozenset({
     "logical_and", "logical_or", "logical_xor",
 })
 _MASK_FUNCTIONS = frozenset(f"torch.{method}" for method in _MASK_METHODS - {"bool"})
+# `torch.distributed.rpc` calls that run a function in another process: what `rpc_sync`
+# returns, and what the future of `rpc_async` gives to `wait()`, was computed there and is
+# received in host memory (RPC sends CUDA tensors only through a device map).
+_RPC_SYNC_CALLS = frozenset({"torch.distributed.rpc.rpc_sync"})
+_RPC_ASYNC_CALLS = frozenset({"torch.distributed.rpc.rpc_async"})
 
 
 @dataclass(frozen=True)
@@ -441,7 +445,8 @@ class HostSyncs:
 
         Literals, NumPy and `math` results, values already copied out (`x.cpu()`, `t.tolist()`),
         tensors built without `device=` (`torch.randperm(n)`), what a tokenizer or processor
-        returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), and what
+        returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), what RPC
+        received from another process (`rref.to_here()`, `rpc.rpc_sync(...)`), and what
         is computed from a host tensor without moving it (`x.cpu().sum(dim=1)`, `row[mask]`,
         `.to(torch.long)`); a name whose reaching assignment is one of these
         (`ids = input_ids.detach().cpu()`, even for a parameter rebound so), or bound only to
@@ -504,7 +509,7 @@ class HostSyncs:
         qualified = self.names.call_name(value)
         return (
             qualified is not None
-            and qualified.removeprefix("torch.") in _FACTORIES
+            and qualified.removeprefix("torch.") in TENSOR_FACTORIES
             and qualified.startswith("torch.")
             and self._returns_host_value(value, 0)
         )
@@ -519,7 +524,7 @@ class HostSyncs:
                 (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
                 for arg in call.args
             )
-            if factory in _FACTORIES:
+            if factory in TENSOR_FACTORIES:
                 return not moved
             if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
                 # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host
@@ -527,6 +532,8 @@ class HostSyncs:
                 return self._host_operands(call.args[0].value, depth)
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
+        if self._received_over_rpc(call):
+            return True
         func = call.func
         if not isinstance(func, cst.Attribute):
             return False
@@ -550,13 +557,36 @@ class HostSyncs:
         return target is not None and is_cpu_device(target, self.names, self.scopes)
 
     def _host_operands(self, expression: cst.BaseExpression, depth: int) -> bool:
-        """A host tensor, or a list or tuple of host tensors only."""
+        """A host tensor, or a list or tuple of host tensors only (also one a comprehension
+        builds: `[rref.to_here() for rref in rrefs]`)."""
         if isinstance(expression, (cst.List, cst.Tuple)):
             return bool(expression.elements) and all(
                 self.is_host_value(element.value, depth, containers=False)
                 for element in expression.elements
             )
+        if isinstance(expression, (cst.ListComp, cst.GeneratorExp)):
+            return self.is_host_value(expression.elt, depth, containers=False)
         return self.is_host_value(expression, depth, containers=False)
+
+    def _received_over_rpc(self, call: cst.Call) -> bool:
+        """`rpc.rpc_sync(worker, fn)`, `rref.to_here()` of a remote reference, or `fut.wait()`
+        of a future `rpc.rpc_async(worker, fn)` gave (`fut` bound to it only)."""
+        if self.names.call_name(call) in _RPC_SYNC_CALLS:
+            return True
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value == "to_here":
+            return True
+        if func.attr.value != "wait":
+            return False
+        futures = (
+            self.scopes.bound_values(func.value) if isinstance(func.value, cst.Name) else [func.value]
+        )
+        return bool(futures) and all(
+            isinstance(future, cst.Call) and self.names.call_name(future) in _RPC_ASYNC_CALLS
+            for future in futures
+        )
 
     def _converts_only(self, call: cst.Call) -> bool:
         """`.to(torch.long)`, `.to(dtype=...)`: a conversion that moves nothing."""

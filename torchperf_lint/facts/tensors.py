@@ -41,6 +41,12 @@ _NON_TENSOR_TORCH = re.compile(
     # Classes other than the tensor types (`torch.fx.tensor_type.TensorType` is no tensor).
     r"|^torch\..*\.(?!\w*Tensor$)[A-Z]\w*$"
 )
+# Tensor factories (`torch.zeros(...)`): without `device=` they build the tensor in host
+# memory, and without `requires_grad=True` it needs no gradient.
+TENSOR_FACTORIES = frozenset({
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
+    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
+})
 # Tensor methods that return something that is no longer a tensor.
 _NON_TENSOR_METHODS = frozenset({
     "item", "tolist", "numpy", "size", "dim", "numel", "data_ptr", "is_contiguous",
@@ -226,6 +232,37 @@ class TensorExpressions:
             if reaching is not None:
                 return self.is_tensor(reaching, depth + 1)
         return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
+
+    def built_without_grad(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """A tensor a factory builds without `requires_grad=True`, maybe converted or reshaped
+        by methods given no tensor (`torch.zeros(n, d).float()`), or a name whose reaching
+        assignment is one: it requires no gradient, as no tensor it is computed from does."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expression, cst.Name):
+            reaching = self.scopes.reaching_value(expression)
+            return reaching is not None and self.built_without_grad(reaching, depth + 1)
+        if not isinstance(expression, cst.Call):
+            return False
+        if any(arg.star or self.is_tensor(arg.value) for arg in expression.args):
+            return False
+        qualified = self.names.call_name(expression)
+        if qualified is not None:
+            return (
+                qualified.startswith("torch.")
+                and qualified.removeprefix("torch.") in TENSOR_FACTORIES
+                and all(
+                    arg.keyword is None or arg.keyword.value != "requires_grad"
+                    or (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+                    for arg in expression.args
+                )
+            )
+        func = expression.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value != "requires_grad_"
+            and self.built_without_grad(func.value, depth)
+        )
 
     def is_tensor_size(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """A count of an array's elements or rows: `t.shape[k]` and `t.size(k)` of anything

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, argument_value, bound_argument
-from torchperf_lint.facts.index import descendants
+from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.models import BiasReads
 from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.facts.scopes import single_assignment
-from torchperf_lint.rules.base import Finding, Rule
+from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import replace_argument, set_keyword
 
 TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
@@ -63,8 +65,9 @@ def layer_constructions(facts: FileFacts, layer_names: frozenset[str]) -> Iterat
 
 def bias_cancelled_by_norm(
     facts: FileFacts, layer_names: frozenset[str], norm_names: frozenset[str]
-) -> Iterator[cst.Call]:
-    """Layer constructions with a bias whose output goes straight into a BatchNorm.
+) -> Iterator[tuple[cst.Call, cst.Call]]:
+    """Layer constructions with a bias whose output goes straight into a BatchNorm, each
+    with the first such BatchNorm.
 
     Recognised: adjacent arguments of an `nn.Sequential(...)` literal; `self.bn(self.conv(x))`;
     and `out = self.conv(x)` directly followed by `out = self.bn(out)` (the conv output is
@@ -117,7 +120,7 @@ def bias_cancelled_by_norm(
         if layer is None or norm is None or layer in reported or not has_bias(layer):
             continue
         reported.add(layer)
-        yield layer
+        yield layer, norm
 
 
 def _consecutive_layer_statements(
@@ -262,28 +265,41 @@ class _BiasBeforeBatchNorm(Rule):
         if facts.models.loads_released_weights:
             return  # `bias=False` would break loading the published checkpoints
         bias_reads = facts.models.bias_reads
-        for layer in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
+        for layer, norm in bias_cancelled_by_norm(facts, self.layer_names, self.norm_names):
             cls = facts.scopes.enclosing_class(layer)
             if cls is not None and facts.program.builds_released_weights(cls):
                 continue  # a block of a released architecture another module loads
             if _in_unused_private_builder(facts, layer):
                 continue
-            qualified = facts.names.call_name(layer) or ""
-            passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
-            no_bias = cst.Name("False")
-            new_call = (
-                replace_argument(layer, passed, no_bias)
-                if isinstance(passed, cst.Arg) and passed.keyword is None
-                else set_keyword(layer, "bias", no_bias)
+            switch = _norm_switch(facts, layer, norm)
+            if switch is not None and facts.guards.switch_default(switch.test) is (not switch.on):
+                continue  # the BatchNorm is built only with a switch turned from its default
+            # Without the BatchNorm the bias is live: it goes only when the switch adds one.
+            bias = cst.Name("False") if switch is None else switch.bias_value()
+            fix = (
+                self._with_bias(facts, layer, bias, bias_reads)
+                if switch is None or _readable_at(facts, switch.test, layer)
+                else None  # the switch is a parameter of another function
             )
-            # Code that reads the bias (an init function's `m.bias.data.zero_()`) would raise
-            # on `None`: only its author can change it along with the layer.
-            read = bias_reads.covers(layer, qualified.rsplit(".", 1)[-1])
-            applicability = Applicability.DISPLAY_ONLY if read else Applicability.UNSAFE
-            fix = self.replace(
-                facts, layer, new_call, "Construct the layer with `bias=False`", applicability
-            )
-            yield self.finding(layer, fix)
+            yield self.finding(layer, fix, bias=facts.code(bias))
+
+    def _with_bias(
+        self, facts: FileFacts, layer: cst.Call, bias: cst.BaseExpression, bias_reads: BiasReads
+    ) -> ProposedFix:
+        """`layer` constructed with `bias=<bias>`."""
+        qualified = facts.names.call_name(layer) or ""
+        passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
+        new_call = (
+            replace_argument(layer, passed, bias)
+            if isinstance(passed, cst.Arg) and passed.keyword is None
+            else set_keyword(layer, "bias", bias)
+        )
+        # Code that reads the bias (an init function's `m.bias.data.zero_()`) would raise
+        # on `None`: only its author can change it along with the layer.
+        read = bias_reads.covers(layer, qualified.rsplit(".", 1)[-1])
+        applicability = Applicability.DISPLAY_ONLY if read else Applicability.UNSAFE
+        title = f"Construct the layer with `bias={facts.code(bias)}`"
+        return self.replace(facts, layer, new_call, title, applicability)
 
 
 class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
@@ -317,7 +333,15 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     of a checkpoint with the bias still succeeds, and then the BatchNorm's running mean no
     longer matches its input).
     It is silent too in a private module-level builder (`def _projection_mlp(...)`) that no
-    code of the project calls, tests included: it builds no model. Test files are not
+    code of the project calls, tests included: it builds no model; and where the BatchNorm
+    is built only under a switch that is off by default and the layer is built either way
+    (`layers.append(nn.Conv2d(...)); if use_bn: layers.append(nn.BatchNorm2d(c))`): a
+    parameter whose default is off (`use_bn=False`, `None`, `0`), or without a default one
+    that every call in the module passes off or reads from a setting that defaults to off
+    (`cls(use_batchnorm=config.get("use_batchnorm", False))`), or `self.<attr>` stored from
+    such an `__init__` parameter. Built with its defaults, the model has no BatchNorm there
+    and the bias is live. Under a switch that is on by default, or whose default the module
+    does not show, it is reported with the fix `bias=not use_bn`. Test files are not
     checked.
 
     ## Why is this bad?
@@ -340,7 +364,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
     module reads the bias of that layer, or of layers of its type, without checking that
     there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
-    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe. When
+    the BatchNorm is built under a switch, the fix is `bias=not use_bn` (`bias=no_bn` for
+    `if not no_bn:`), which keeps the bias in the models built without the BatchNorm; no fix
+    is offered when the switch is a parameter of another function than the layer's.
 
     ## References
     - PyTorch Performance Tuning Guide, [Disable bias for convolutions directly followed by a batch norm](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-bias-for-convolutions-directly-followed-by-a-batch-norm)
@@ -349,10 +376,49 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     code = "TPL906"
     name = "conv-bias-before-batchnorm"
-    message = "Convolution bias is cancelled by the BatchNorm that follows; construct it with `bias=False`"
+    message = "Convolution bias is cancelled by the BatchNorm that follows; construct it with `bias={bias}`"
     default = True
     layer_names = CONVOLUTIONS
     norm_names = BATCH_NORMS
+
+
+@dataclass(frozen=True)
+class NormSwitch:
+    """The switch a BatchNorm is built under and its layer is not: `if use_bn:` (`on`: the
+    value of `test` that builds it), around `layers.append(nn.BatchNorm1d(dim))`."""
+
+    test: cst.BaseExpression
+    on: bool
+
+    def bias_value(self) -> cst.BaseExpression:
+        """`not use_bn`: a bias exactly when there is no BatchNorm."""
+        return cst.UnaryOperation(cst.Not(), self.test) if self.on else self.test
+
+
+def _norm_switch(facts: FileFacts, layer: cst.Call, norm: cst.Call) -> NormSwitch | None:
+    """The `if <switch>:` (or `if not <switch>:`) of the function whose body holds `norm` and
+    not `layer`; `switch` a name or `self.<attr>`."""
+    for parent, child in facts.scopes.ancestors_with_child(norm):
+        if isinstance(parent, ScopeNode):
+            return None
+        if not isinstance(parent, cst.If) or facts.scopes.within_same_scope(layer, parent):
+            continue
+        test, on = parent.test, child is parent.body
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, on = test.expression, not on
+        if isinstance(test, cst.Name) or (
+            isinstance(test, cst.Attribute) and dotted_name(test) == f"self.{test.attr.value}"
+        ):
+            return NormSwitch(test, on)
+        return None
+    return None
+
+
+def _readable_at(facts: FileFacts, switch: cst.BaseExpression, layer: cst.Call) -> bool:
+    """`self.<attr>` anywhere in the class; a parameter in its own function."""
+    if isinstance(switch, cst.Attribute):
+        return facts.scopes.enclosing_class(switch) is facts.scopes.enclosing_class(layer)
+    return facts.scopes.enclosing_function(switch) is facts.scopes.enclosing_function(layer)
 
 
 def _in_unused_private_builder(facts: FileFacts, layer: cst.Call) -> bool:
@@ -378,7 +444,10 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     LayerNorm and GroupNorm are not reported: they normalise across features, so a
     per-feature bias before them is not cancelled. As TPL906, it stays silent in a module
     that loads published weights into its models, in a model class a registry builds or that
-    loads its own checkpoints, and in the classes these build.
+    loads its own checkpoints, and in the classes these build, and where the BatchNorm is
+    built only under a switch that is off by default (`if use_bn: layers.append(...)` with
+    `use_bn=False`, or `use_batchnorm=config.get("use_batchnorm", False)` at every call);
+    under one that is on by default it offers `bias=not use_bn`.
     Test files are not checked.
 
     ## Why is this bad?
@@ -401,7 +470,10 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     keys, so existing checkpoints no longer load with `strict=True`. Display-only when the
     module reads the bias of that layer, or of layers of its type, without checking that
     there is one (`m.bias.data.zero_()` in an init function, `nn.init.zeros_(self.conv.bias)`):
-    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe.
+    with `bias=False` that read raises. A read under `if m.bias is not None:` is safe. When
+    the BatchNorm is built under a switch, the fix is `bias=not use_bn` (`bias=no_bn` for
+    `if not no_bn:`), which keeps the bias in the models built without the BatchNorm; no fix
+    is offered when the switch is a parameter of another function than the layer's.
 
     ## References
     - PyTorch Performance Tuning Guide, [Disable bias for convolutions directly followed by a batch norm](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#disable-bias-for-convolutions-directly-followed-by-a-batch-norm) (the same holds for Linear)
@@ -410,7 +482,7 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
 
     code = "TPL909"
     name = "linear-bias-before-batchnorm"
-    message = "Linear bias is cancelled by the BatchNorm1d that follows; construct it with `bias=False`"
+    message = "Linear bias is cancelled by the BatchNorm1d that follows; construct it with `bias={bias}`"
     default = True
     layer_names = LINEARS
     norm_names = FEATURE_BATCH_NORMS

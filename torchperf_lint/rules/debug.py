@@ -19,6 +19,8 @@ from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
 # PyTorch calls that copy tensors to the host, so the host waits for the kernels producing them.
 _HOST_COPIES = frozenset({"torch.save"})
+# `nn.Module` methods that set a mode flag on the module and its children.
+_MODE_SWITCHES = frozenset({"train", "eval"})
 
 ANOMALY_SWITCHES = frozenset({
     "torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly",
@@ -91,6 +93,12 @@ class CudaTimingWithoutSync(Rule):
     `event.synchronize()`, a host sync such as `.item()` or `.cpu()` on a result, or
     `torch.save`, which copies the tensors to the host. A wait is never counted as work, and a
     method whose name merely contains "model" (`self.build_model(cfg)`) is not a model call.
+    Nor is work on tensors known to be in host memory: what `torch.distributed.rpc` received
+    from another process (`rref.to_here()`, `rpc.rpc_sync(...)`, `fut.wait()` of an
+    `rpc.rpc_async` future), whose remote work is complete, and what is computed from it
+    (`torch.stack` of the received values); nor is switching a module's mode
+    (`policy.train()`, `model.eval()`), which queues nothing and waits for nothing, so an
+    evaluation rollout timed up to `policy.train()` is timed up to the rollout's own waits.
     Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
@@ -213,6 +221,8 @@ class CudaTimingWithoutSync(Rule):
                 loop for loop in facts.loops.enclosing_loops(node)
                 if order.between(loop.node, interval.start, interval.end)
             ]
+            if self._switches_mode(facts, node):
+                continue
             # A wait is never work: `torch.mps.synchronize()` queues nothing for the clock.
             if not self._waits(facts, node) and self._is_cuda_work(facts, node):
                 if any(loop.is_hot for loop in inner_loops) or (nested_only and not inner_loops):
@@ -224,7 +234,7 @@ class CudaTimingWithoutSync(Rule):
 
     def _is_cuda_work(self, facts: FileFacts, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BinaryOperation):
-            return isinstance(node.operator, cst.MatrixMultiply) and facts.tensors.is_tensor(node)
+            return isinstance(node.operator, cst.MatrixMultiply) and self._is_device_tensor(facts, node)
         if not isinstance(node, cst.Call):
             return False
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
@@ -232,7 +242,22 @@ class CudaTimingWithoutSync(Rule):
             return True
         if method == "step" and facts.loops.is_optimizer_or_scaler(node.func.value):
             return True
-        return facts.tensors.is_module_call(node) or facts.tensors.is_tensor(node)
+        return facts.tensors.is_module_call(node) or self._is_device_tensor(facts, node)
+
+    @staticmethod
+    def _is_device_tensor(facts: FileFacts, node: cst.BaseExpression) -> bool:
+        """A tensor not known to be in host memory (`torch.stack` of what RPC received is)."""
+        return facts.tensors.is_tensor(node) and not facts.host_syncs.is_host_value(node)
+
+    @staticmethod
+    def _switches_mode(facts: FileFacts, node: cst.CSTNode) -> bool:
+        """`policy.train()`, `model.eval()`: a module's mode flag is set, nothing is queued or read."""
+        return (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _MODE_SWITCHES
+            and facts.tensors.is_module_reference(node.func.value)
+        )
 
     @staticmethod
     def _waits(facts: FileFacts, node: cst.CSTNode) -> bool:

@@ -931,7 +931,12 @@ class RequiresGradTypo(Rule):
     ## What it does
     Checks for assignments to the attribute `require_grad` on parameters and tensors (a loop
     variable over `.parameters()` / `.named_parameters()`, a tensor expression, or a layer's
-    `.weight`/`.bias`), unless a class in the file defines its own `require_grad`.
+    `.weight`/`.bias`), unless a class in the file defines its own `require_grad`. Not
+    reported: `require_grad = False` on a tensor a factory has just built without
+    `requires_grad=True` (`pe = torch.zeros(n, d).float()` then `pe.require_grad = False`, for
+    a buffer or a frozen `nn.Parameter(pe, requires_grad=False)`): it never required
+    gradients, so the misspelt line changes nothing. `require_grad = True` on one is
+    reported: the tensor still requires no gradient.
 
     Test files are checked too: the typo freezes nothing there either.
 
@@ -939,8 +944,9 @@ class RequiresGradTypo(Rule):
 
     ## Why is this bad?
     Python lets you set any attribute on a tensor, so the misspelt name is silently stored and
-    `requires_grad` stays `True`: the "frozen" parameters still get gradients, the backward
-    pass does all the work for them, and the optimizer keeps updating them.
+    `requires_grad` keeps its value: the "frozen" parameters still get gradients, the backward
+    pass does all the work for them, and the optimizer keeps updating them (and a tensor
+    meant to require gradients gets none).
 
     ## Example
     ```python
@@ -965,7 +971,7 @@ class RequiresGradTypo(Rule):
 
     code = "TPL506"
     name = "requires-grad-typo"
-    message = "`require_grad` is a typo of `requires_grad`: the parameter is not frozen"
+    message = "`require_grad` is a typo of `requires_grad`: {consequence}"
     default = True
     fix_applicability = Applicability.UNSAFE
     checks_test_files = True
@@ -984,11 +990,21 @@ class RequiresGradTypo(Rule):
                     continue
                 if not _is_parameter_or_tensor(facts, target.value):
                     continue
+                value = literal_value(assignment.value) if assignment.value is not None else UNKNOWN
+                if value is False and facts.tensors.built_without_grad(target.value):
+                    continue  # a fresh tensor that never required gradients: nothing to freeze
                 fix = ProposedFix(
                     self.fix_applicability, "Rename to `requires_grad`",
                     (NodeEdit(target.attr, "requires_grad"),),
                 )
-                yield self.finding(target, fix)
+                yield self.finding(target, fix, consequence=_TYPO_CONSEQUENCES.get(value, "`requires_grad` keeps its value"))
+
+
+# What the misspelt assignment leaves as it was, by the value assigned.
+_TYPO_CONSEQUENCES = {
+    False: "the parameter is not frozen",
+    True: "the tensor still requires no gradient",
+}
 
 
 def _flattened(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:

@@ -205,7 +205,9 @@ class ZeroGradSetToNoneFalse(Rule):
     ## What it does
     Checks for `.zero_grad(set_to_none=False)` (also `.zero_grad(False)`) on an optimizer or a
     module. It stays silent in modules that write into `.grad` in place (`p.grad.add_(...)`,
-    `p.grad += ...`): those need the gradients to exist as tensors.
+    `p.grad += ...`), assign it a tensor (`p.grad = torch.empty_like(p)`: gradients allocated
+    on purpose, in a memory pool say) or read where it lives (`p.grad.data_ptr()`): those need
+    the gradients to stay the same tensors from step to step.
 
     Test files are not checked.
 
@@ -245,7 +247,7 @@ class ZeroGradSetToNoneFalse(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if _writes_into_grad_in_place(facts):
+        if _keeps_gradient_tensors(facts):
             return
         for call in facts.index.calls:
             func = call.func
@@ -263,20 +265,29 @@ class ZeroGradSetToNoneFalse(Rule):
             yield self.finding(call, self.replace(facts, call, new_call, "Drop `set_to_none=False`"))
 
 
-def _writes_into_grad_in_place(facts: FileFacts) -> bool:
-    """Whether the module updates some `.grad` in place (`p.grad.add_(g)`, `p.grad += g`)."""
+def _keeps_gradient_tensors(facts: FileFacts) -> bool:
+    """Whether the module relies on `.grad` tensors that outlive a step: it updates one in
+    place (`p.grad.add_(g)`, `p.grad += g`), allocates one itself (`p.grad =
+    torch.empty_like(p)`, in a memory pool say), or reads where one lives
+    (`p.grad.data_ptr()`)."""
     for attribute in facts.index.attributes:
         if attribute.attr.value != "grad":
             continue
         node: cst.CSTNode = attribute
         parent = facts.index.parents.get(node)
+        if (
+            isinstance(parent, cst.AssignTarget)
+            and isinstance(assignment := facts.index.parents.get(parent), cst.Assign)
+            and not (isinstance(assignment.value, cst.Name) and assignment.value.value == "None")
+        ):
+            return True
         if isinstance(parent, cst.Attribute) and parent.attr.value == "data":
             node, parent = parent, facts.index.parents.get(parent)
         if isinstance(parent, cst.Subscript) and parent.value is node:
             node, parent = parent, facts.index.parents.get(parent)
         if isinstance(parent, cst.Attribute) and parent.value is node:
             method = parent.attr.value
-            if method.endswith("_") and not method.startswith("_"):
+            if method == "data_ptr" or (method.endswith("_") and not method.startswith("_")):
                 return True
         if isinstance(parent, cst.AugAssign) and parent.target is node:
             return True
