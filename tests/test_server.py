@@ -282,6 +282,45 @@ def test_each_edit_gets_the_diagnostics_the_cli_gives_for_the_new_text(tmp_path:
     asyncio.run(scenario())
 
 
+def test_a_notebook_cell_that_does_not_parse_is_an_error_beside_the_other_cells_findings(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    notebook_uri = uri_of(root / "demo.ipynb")
+    cells = [
+        (f"{notebook_uri}#cell1", "$ python train.py --epochs 3\n"),
+        (f"{notebook_uri}#cell2", "import torch\nscaler = torch.cuda.amp.GradScaler()\n"),
+    ]
+
+    async def scenario() -> None:
+        async with running_server(root) as editor:
+            editor.notebook_document_did_open(
+                lsp.DidOpenNotebookDocumentParams(
+                    notebook_document=lsp.NotebookDocument(
+                        uri=notebook_uri,
+                        notebook_type="jupyter-notebook",
+                        version=1,
+                        cells=[
+                            lsp.NotebookCell(kind=lsp.NotebookCellKind.Code, document=uri)
+                            for uri, _ in cells
+                        ],
+                    ),
+                    cell_text_documents=[
+                        lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+                        for uri, text in cells
+                    ],
+                )
+            )
+            [broken] = await editor.diagnostics(cells[0][0])
+            assert (broken.code, broken.severity) == ("E902", lsp.DiagnosticSeverity.Error)
+            [deprecated] = await editor.diagnostics(cells[1][0])
+            assert (deprecated.code, deprecated.severity) == ("TPL301", lsp.DiagnosticSeverity.Warning)
+
+    asyncio.run(scenario())
+
+
 def test_a_notebook_gets_its_findings_per_cell_and_a_cell_quick_fix(tmp_path: Path) -> None:
     notebook_path = FIXTURES / "notebooks" / "train_loop.ipynb"
     root = tmp_path / "project"

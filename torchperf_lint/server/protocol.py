@@ -282,7 +282,10 @@ class TorchperfLanguageServer(LanguageServer):
         ]
         return lsp.Diagnostic(
             range=_range(lines, diagnostic),
-            severity=lsp.DiagnosticSeverity.Warning,
+            # A notebook's cell that does not parse (E902) comes with the findings of the rest.
+            severity=lsp.DiagnosticSeverity.Error
+            if diagnostic.code == FILE_ERROR_CODE
+            else lsp.DiagnosticSeverity.Warning,
             code=diagnostic.code,
             code_description=lsp.CodeDescription(href=diagnostic.url) if diagnostic.url else None,
             source=SOURCE,
