@@ -231,6 +231,16 @@ def test_a_one_line_automagic_cell_is_an_ipython_line_and_python_is_never_one():
     ]
 
 
+def test_a_notebook_whose_only_non_python_cell_is_automagic_is_linted_without_an_error():
+    data = notebook(
+        IMPORTS,
+        ["ls /content/checkpoints/"],
+        ["loader = DataLoader(ds, num_workers=2)"],
+        moves_batches("loader"),
+    )
+    assert found(data) == [("TPL102", 3, 1, 10)]
+
+
 def test_a_notebook_with_an_unparsable_cell_is_reported_by_the_cli_in_that_cell(tmp_path):
     (tmp_path / "nb.ipynb").write_bytes(
         notebook(

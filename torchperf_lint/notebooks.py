@@ -261,8 +261,6 @@ def lintable(
             errors.append(FileError(filename, error.reason, error.location, cell.number))
             continue
         cells.append(cell)
-    if not errors:
-        return notebook, []
     return replace(notebook, cells=cells), errors
 
 
