@@ -16,6 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchperf_lint.facts.arguments import argument_value
 from torchperf_lint.facts.devices import is_dtype
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
@@ -55,6 +56,9 @@ _FACTORIES = frozenset({
 })
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# `GradScaler` methods that read the scale with `.item()` while the scaler is enabled.
+_SCALE_READS = frozenset({"get_scale", "state_dict"})
+_GRAD_SCALERS = ("torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.")
 # `range(n)` converts its bounds with `__index__`, which reads a tensor's value as `int()` does.
 _RANGE = "builtins.range"
 # Builtins that format their argument: formatting a tensor reads its values.
@@ -582,6 +586,12 @@ class HostSyncs:
             if self._feeds_an_environment(call) or self._feeds_an_output(call):
                 return None
             return HostSync(call, f"`.{func.attr.value}()`")
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _SCALE_READS
+            and self._is_grad_scaler(func.value)
+        ):
+            return HostSync(call, f"`GradScaler.{func.attr.value}()`, which reads the scale,")
         qualified = self.names.call_name(call)
         if qualified in _CONVERSIONS and self._first_argument_is_tensor(call):
             if self._feeds_an_environment(call):
@@ -604,6 +614,17 @@ class HostSyncs:
         ):
             return HostSync(call, f"A tensor passed to `{sink}`, which formats it,")
         return None
+
+    def _is_grad_scaler(self, receiver: cst.BaseExpression) -> bool:
+        """A name or `self.attr` bound only to `GradScaler(...)` constructions that may be
+        enabled (not `enabled=False`)."""
+        values = self.scopes.bound_values(receiver)
+        return bool(values) and all(
+            isinstance(value, cst.Call)
+            and (self.names.call_name(value) or "").startswith(_GRAD_SCALERS)
+            and argument_value(value, "enabled", ()) is not False
+            for value in values
+        )
 
     def _formatting_sink(self, call: cst.Call) -> str | None:
         """`pbar.set_postfix`, `logger.info`, `logging.warning`: a call that formats its

@@ -50,7 +50,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
     `float(t)` / `int(t)` / `bool(t)` of a tensor, `range(t)` (which reads the bound as
-    `int(t)` does), `print` of a tensor, a tensor formatted
+    `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
+    with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
     into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
     `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor handed to
     a call that formats it for display (`pbar.set_postfix(loss=loss)`,
