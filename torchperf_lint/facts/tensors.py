@@ -1,7 +1,8 @@
 """Which expressions are tensors (RULES.md, "Tensor expression"). Rules stay silent on the rest.
 
 A tensor expression is a `torch.*` call, a model or criterion call, a value later
-`.backward()`ed, a name bound to one of these, and arithmetic, indexing or method chains on them.
+`.backward()`ed (`loss` in `loss.backward()`, and in `fabric.backward(loss)`, whose receiver
+is a framework object), a name bound to one of these, and arithmetic, indexing or method chains on them.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class TensorExpressions:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "backward":
                 receiver = self._strip_scale(func.value)
+                if call.args and self._is_constructed_object(receiver):
+                    # `fabric.backward(loss)`: a framework object backpropagates `loss`.
+                    receiver = call.args[0].value
                 name = dotted_name(receiver)
                 if name is not None:
                     self.backwarded.add((scopes.enclosing_function(call), name))
@@ -93,6 +97,17 @@ class TensorExpressions:
         if is_scale and receiver.args:
             return receiver.args[0].value
         return receiver
+
+    def _is_constructed_object(self, receiver: cst.BaseExpression) -> bool:
+        """A name bound only to constructions of classes outside `torch` (`Fabric()`,
+        `Accelerator(...)`): an object, never a tensor."""
+        values = self.scopes.bound_values(receiver)
+        return bool(values) and all(
+            isinstance(value, cst.Call)
+            and (last_identifier(value.func) or "")[:1].isupper()
+            and not (self.names.call_name(value) or "").startswith("torch.")
+            for value in values
+        )
 
     def _module_constructions(self, index: SyntaxIndex) -> set[str]:
         """Names bound to `nn.X(...)`, to instances of the file's own `nn.Module` subclasses,
