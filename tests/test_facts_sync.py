@@ -74,6 +74,46 @@ def test_tensor_expressions(code: str, is_tensor: bool) -> None:
     assert facts.tensors.is_tensor(expression_at(facts, code)) is is_tensor
 
 
+ITEMS = """
+import torch
+
+def forward(self, input_ids, attention_mask, chunks):
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids, dtype=torch.bool)
+    else:
+        attention_mask = attention_mask.bool()
+    rows = [ids[ids_mask] for ids, ids_mask in zip(input_ids, attention_mask)]
+    for i, row in enumerate(rows):
+        row
+    for part in torch.split(attention_mask, 2):
+        part
+    for chunk in chunks:
+        chunk
+    for output in self.model(input_ids):
+        output
+    for label in ["a", "b"]:
+        label
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "is_tensor"),
+    [
+        ("ids_mask", True),  # a row of a tensor
+        ("ids", False),  # a row of a parameter: anything
+        ("ids[ids_mask]", True),  # only tensors take a boolean mask
+        ("row", True),  # an item of a list of tensors
+        ("part", True),  # a chunk of `torch.split`
+        ("chunk", False),
+        ("output", False),  # a model may return a dict, which yields its keys
+        ("label", False),
+    ],
+)
+def test_the_items_of_tensors_are_tensors(code: str, is_tensor: bool) -> None:
+    facts = facts_of(ITEMS)
+    assert facts.tensors.is_tensor(expression_at(facts, code)) is is_tensor
+
+
 def test_functional_losses_are_not_module_constructions() -> None:
     facts = facts_of(TRAINING)
     assert "loss" not in facts.tensors.module_names

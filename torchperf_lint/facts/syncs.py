@@ -16,9 +16,9 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchperf_lint.facts.arguments import argument_value
 from torchperf_lint.facts.devices import is_cpu_device, is_dtype
 from torchperf_lint.facts.index import (
-    COMPREHENSION_TYPES,
     SCOPE_TYPES,
     ScopeNode,
     SyntaxIndex,
@@ -31,7 +31,6 @@ from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.tensors import (
     TENSOR_FACTORIES,
     TensorExpressions,
-    is_elementwise_comparison,
 )
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
@@ -55,6 +54,11 @@ _DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
 _MAX_HOST_DEPTH = 4
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# `GradScaler` methods that read the scale with `.item()` while the scaler is enabled.
+_SCALE_READS = frozenset({"get_scale", "state_dict"})
+_GRAD_SCALERS = ("torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.")
+# `range(n)` converts its bounds with `__index__`, which reads a tensor's value as `int()` does.
+_RANGE = "builtins.range"
 # Builtins that format their argument: formatting a tensor reads its values.
 _FORMATTERS = frozenset({"builtins.str", "builtins.repr", "builtins.format"})
 # Calls that format what they are given for display: a progress bar's postfix or description,
@@ -93,12 +97,6 @@ _TRUTH_TESTED_METHODS = frozenset({
 # Operations whose output size depends on the data, so the host reads a count from the GPU.
 _DATA_DEPENDENT_METHODS = frozenset({"nonzero", "masked_select", "unique"})
 _DATA_DEPENDENT_FUNCTIONS = frozenset({"torch.nonzero", "torch.masked_select", "torch.unique"})
-# Element-wise predicates and logical operations whose result is a boolean mask.
-_MASK_METHODS = frozenset({
-    "bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not",
-    "logical_and", "logical_or", "logical_xor",
-})
-_MASK_FUNCTIONS = frozenset(f"torch.{method}" for method in _MASK_METHODS - {"bool"})
 # `torch.distributed.rpc` calls that run a function in another process: what `rpc_sync`
 # returns, and what the future of `rpc_async` gives to `wait()`, was computed there and is
 # received in host memory (RPC sends CUDA tensors only through a device map).
@@ -477,7 +475,7 @@ class HostSyncs:
             reaching = self.scopes.reaching_value(expression)
             if reaching is not None:
                 return self.is_host_value(reaching, depth + 1, containers)
-            item_of = self._iterated_for(expression)
+            item_of = self.tensors.iterated_for(expression)
             if item_of is not None:
                 return self.is_host_value(item_of, depth + 1, containers=False)
             if self._bound_elsewhere(expression):
@@ -596,51 +594,6 @@ class HostSyncs:
             for arg in call.args
         )
 
-    def _iterated_for(self, name: cst.Name) -> cst.BaseExpression | None:
-        """What a loop or comprehension around `name` iterates to bind it: `ids` for `row` in
-        `for row in ids:` or `[row.tolist() for row in ids]`, `masks` for `mask` in
-        `for row, mask in zip(ids, masks):` (and `enumerate(...)`)."""
-        for target, iterated in self._iterations_around(name):
-            if name.value not in target_names(target):
-                continue
-            if (
-                isinstance(iterated, cst.Call)
-                and self.names.call_name(iterated) == "builtins.enumerate"
-                and iterated.args
-                and isinstance(target, (cst.Tuple, cst.List))
-                and len(target.elements) == 2
-            ):
-                target, iterated = target.elements[1].value, iterated.args[0].value
-            if isinstance(target, cst.Name):
-                return iterated if target.value == name.value else None
-            if (
-                isinstance(iterated, cst.Call)
-                and self.names.call_name(iterated) == "builtins.zip"
-                and isinstance(target, (cst.Tuple, cst.List))
-            ):
-                for element, arg in zip(target.elements, iterated.args):
-                    if isinstance(element.value, cst.Name) and element.value.value == name.value:
-                        return None if arg.star else arg.value
-            return None
-        return None
-
-    def _iterations_around(
-        self, name: cst.Name
-    ) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression]]:
-        """(target, iterable) of each `for` loop and comprehension around `name`, innermost
-        first, within its function."""
-        for parent in self.scopes.ancestors(name):
-            kind = type(parent)  # by type (see `index.SCOPE_TYPES`)
-            if kind in SCOPE_TYPES:
-                return
-            if kind is cst.For:
-                yield parent.target, parent.iter
-            elif kind in COMPREHENSION_TYPES:
-                clause: cst.CompFor | None = parent.for_in
-                while clause is not None:
-                    yield clause.target, clause.iter
-                    clause = clause.inner_for_in
-
     def _bound_elsewhere(self, name: cst.Name) -> bool:
         """Whether `name` is also bound by what no assignment shows: a parameter of its function
         or the target of a loop around it (`for k, v in ...: v = v.item()` reads a tensor first).
@@ -707,11 +660,21 @@ class HostSyncs:
             if func.attr.value == "cpu" and self._copies_weights(func.value):
                 return None
             return HostSync(call, f"`.{func.attr.value}()`")
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _SCALE_READS
+            and self._is_grad_scaler(func.value)
+        ):
+            return HostSync(call, f"`GradScaler.{func.attr.value}()`, which reads the scale,")
         qualified = self.names.call_name(call)
         if qualified in _CONVERSIONS and self._first_argument_is_tensor(call):
             if self._feeds_an_environment(call):
                 return None
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
+        if qualified == _RANGE and any(
+            not a.star and self._reads_device(a.value) for a in call.args
+        ):
+            return HostSync(call, "`range()` of a tensor")
         if qualified == "builtins.print" and any(self._formats_tensor(a.value) for a in call.args):
             return HostSync(call, "`print` of a tensor")
         if qualified in ("builtins.min", "builtins.max") and len(call.args) >= 2 and any(
@@ -725,6 +688,17 @@ class HostSyncs:
         ):
             return HostSync(call, f"A tensor passed to `{sink}`, which formats it,")
         return None
+
+    def _is_grad_scaler(self, receiver: cst.BaseExpression) -> bool:
+        """A name or `self.attr` bound only to `GradScaler(...)` constructions that may be
+        enabled (not `enabled=False`)."""
+        values = self.scopes.bound_values(receiver)
+        return bool(values) and all(
+            isinstance(value, cst.Call)
+            and (self.names.call_name(value) or "").startswith(_GRAD_SCALERS)
+            and argument_value(value, "enabled", ()) is not False
+            for value in values
+        )
 
     def _formatting_sink(self, call: cst.Call) -> str | None:
         """`pbar.set_postfix`, `logger.info`, `logging.warning`: a call that formats its
@@ -815,7 +789,7 @@ class HostSyncs:
             return False
         values = self.scopes.bound_values(receiver) or [
             iterated
-            for target, iterated in self._iterations_around(receiver)
+            for target, iterated in self.tensors.iterations_around(receiver)
             if receiver.value in target_names(target)
         ]
         return bool(values) and all(self._copies_weights(value, depth + 1) for value in values)
@@ -936,38 +910,7 @@ class HostSyncs:
         if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
             return False
         index = subscript.slice[0].slice.value
-        return self.tensors.is_definitely_tensor(subscript.value) and self._is_mask(index)
-
-    def _is_mask(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
-        """An element-wise comparison, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
-        `m & n`, a name bound to one, or a name that says it is one (`mask`, `valid_mask`)."""
-        if depth > 3:
-            return False
-        if isinstance(expression, cst.Comparison):
-            return is_elementwise_comparison(expression)
-        if isinstance(expression, cst.Call):
-            qualified = self.names.call_name(expression)
-            if qualified is not None:
-                return qualified in _MASK_FUNCTIONS
-            method = last_identifier(expression.func)
-            return isinstance(expression.func, cst.Attribute) and method in _MASK_METHODS
-        if isinstance(expression, cst.UnaryOperation) and isinstance(
-            expression.operator, cst.BitInvert
-        ):
-            return self._is_mask(expression.expression, depth + 1)
-        if isinstance(expression, cst.BinaryOperation) and isinstance(
-            expression.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
-        ):
-            return self._is_mask(expression.left, depth + 1) or self._is_mask(
-                expression.right, depth + 1
-            )
-        if isinstance(expression, cst.Name):
-            if expression.value.lower().endswith("mask"):
-                return True
-            return any(
-                self._is_mask(value, depth + 1) for value in self.scopes.bound_values(expression)
-            )
-        return False
+        return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
 
 
 def _is_string(expression: cst.BaseExpression) -> bool:

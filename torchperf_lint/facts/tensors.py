@@ -1,17 +1,19 @@
 """Which expressions are tensors (RULES.md, "Tensor expression"). Rules stay silent on the rest.
 
 A tensor expression is a `torch.*` call, a model or criterion call, a value later
-`.backward()`ed, a name bound to one of these, and arithmetic, indexing or method chains on them.
+`.backward()`ed (`loss` in `loss.backward()`, and in `fabric.backward(loss)`, whose receiver
+is a framework object), a name bound to one of these, and arithmetic, indexing or method chains on them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 
-from torchperf_lint.facts.index import SyntaxIndex
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
+from torchperf_lint.facts.index import COMPREHENSION_TYPES, SCOPE_TYPES, SyntaxIndex
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
 # What people call the modules and loss functions they call on tensors.
@@ -64,6 +66,12 @@ _NON_ELEMENTWISE_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 # `torch.nn` namespaces of functions: calling one computes a value, it builds no module.
 _NN_NON_MODULES = ("torch.nn.utils", "torch.nn.functional.", "torch.nn.init.")
 _MAX_DEPTH = 4
+# Element-wise predicates and logical operations whose result is a boolean mask.
+_MASK_METHODS = frozenset({
+    "bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le", "logical_not",
+    "logical_and", "logical_or", "logical_xor",
+})
+_MASK_FUNCTIONS = frozenset(f"torch.{method}" for method in _MASK_METHODS - {"bool"})
 
 
 class TensorExpressions:
@@ -82,6 +90,9 @@ class TensorExpressions:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "backward":
                 receiver = self._strip_scale(func.value)
+                if call.args and self._is_constructed_object(receiver):
+                    # `fabric.backward(loss)`: a framework object backpropagates `loss`.
+                    receiver = call.args[0].value
                 name = dotted_name(receiver)
                 if name is not None:
                     self.backwarded.add((scopes.enclosing_function(call), name))
@@ -92,6 +103,17 @@ class TensorExpressions:
         if is_scale and receiver.args:
             return receiver.args[0].value
         return receiver
+
+    def _is_constructed_object(self, receiver: cst.BaseExpression) -> bool:
+        """A name bound only to constructions of classes outside `torch` (`Fabric()`,
+        `Accelerator(...)`): an object, never a tensor."""
+        values = self.scopes.bound_values(receiver)
+        return bool(values) and all(
+            isinstance(value, cst.Call)
+            and (last_identifier(value.func) or "")[:1].isupper()
+            and not (self.names.call_name(value) or "").startswith("torch.")
+            for value in values
+        )
 
     def _module_constructions(self, index: SyntaxIndex) -> set[str]:
         """Names bound to `nn.X(...)`, to instances of the file's own `nn.Module` subclasses,
@@ -159,7 +181,9 @@ class TensorExpressions:
             return self._is_tensor_name(expression, depth)
         # Parts of an expression keep its depth: only a name's lookup goes deeper.
         if isinstance(expression, cst.Subscript):
-            return self.is_tensor(expression.value, depth)
+            return self.is_tensor(expression.value, depth) or self._selects_by_mask(
+                expression, depth
+            )
         if isinstance(expression, cst.BinaryOperation):
             return self.is_tensor(expression.left, depth) or self.is_tensor(
                 expression.right, depth
@@ -231,7 +255,125 @@ class TensorExpressions:
             reaching = self.scopes.reaching_value(expression)
             if reaching is not None:
                 return self.is_tensor(reaching, depth + 1)
-        return any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression))
+        if any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression)):
+            return True
+        # `for row in ids:`, `[x.sum() for x in torch.split(t, k)]`: an item of tensors. The
+        # loop binds the name in its own syntax, as a subscript reads its value: same depth.
+        iterated = self.iterated_for(expression) if isinstance(expression, cst.Name) else None
+        return iterated is not None and self.yields_tensors(iterated, depth)
+
+    def yields_tensors(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether every item of `iterable` is a tensor: the rows of a tensor built by a
+        `torch.*` call or a tensor method (`torch.split(t, k)`, `t.unbind(0)`, `x[mask]`), a
+        list or tuple literal of tensors, a comprehension of tensors (`[row[m] for row, m in
+        zip(ids, masks)]`), or a name bound to one of these. What a model or another callable
+        returns is left alone: a dict of outputs yields its keys."""
+        if depth > _MAX_DEPTH:
+            return False
+        if type(iterable) in COMPREHENSION_TYPES and type(iterable) is not cst.DictComp:
+            return self.is_tensor(iterable.elt, depth)
+        if isinstance(iterable, (cst.List, cst.Tuple)):
+            return bool(iterable.elements) and all(
+                not isinstance(element, cst.StarredElement) and self.is_tensor(element.value, depth)
+                for element in iterable.elements
+            )
+        if isinstance(iterable, cst.Call):
+            return not self.is_module_call(iterable) and self._is_tensor_call(iterable, depth)
+        if isinstance(iterable, cst.Name):
+            function = self.scopes.enclosing_function(iterable)
+            if self.scopes.is_parameter(iterable.value, function) and self.scopes.unbound_before(
+                iterable
+            ):
+                return False  # the argument, whatever the function binds the name to later
+            reaching = self.scopes.reaching_value(iterable)
+            values = [reaching] if reaching is not None else self.scopes.bound_values(iterable)
+            return any(self.yields_tensors(value, depth + 1) for value in values)
+        return not isinstance(iterable, cst.Attribute) and self.is_tensor(iterable, depth)
+
+    def _selects_by_mask(self, subscript: cst.Subscript, depth: int) -> bool:
+        """`ids[mask]` with a boolean mask tensor: only tensors (and arrays) take a mask index,
+        and what it selects is a tensor."""
+        if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+            return False
+        index = subscript.slice[0].slice.value
+        return self.is_mask(index) and self.is_tensor(index, depth)
+
+    def iterated_for(self, name: cst.Name) -> cst.BaseExpression | None:
+        """What a loop or comprehension around `name` iterates to bind it: `ids` for `row` in
+        `for row in ids:` or `[row.tolist() for row in ids]`, `masks` for `mask` in
+        `for row, mask in zip(ids, masks):` (and `enumerate(...)`)."""
+        for target, iterated in self.iterations_around(name):
+            if name.value not in target_names(target):
+                continue
+            if (
+                isinstance(iterated, cst.Call)
+                and self.names.call_name(iterated) == "builtins.enumerate"
+                and iterated.args
+                and isinstance(target, (cst.Tuple, cst.List))
+                and len(target.elements) == 2
+            ):
+                target, iterated = target.elements[1].value, iterated.args[0].value
+            if isinstance(target, cst.Name):
+                return iterated if target.value == name.value else None
+            if (
+                isinstance(iterated, cst.Call)
+                and self.names.call_name(iterated) == "builtins.zip"
+                and isinstance(target, (cst.Tuple, cst.List))
+            ):
+                for element, arg in zip(target.elements, iterated.args):
+                    if isinstance(element.value, cst.Name) and element.value.value == name.value:
+                        return None if arg.star else arg.value
+            return None
+        return None
+
+    def iterations_around(
+        self, name: cst.Name
+    ) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """(target, iterable) of each `for` loop and comprehension around `name`, innermost
+        first, within its function."""
+        for parent in self.scopes.ancestors(name):
+            kind = type(parent)  # by type (see `index.SCOPE_TYPES`)
+            if kind in SCOPE_TYPES:
+                return
+            if kind is cst.For:
+                yield parent.target, parent.iter
+            elif kind in COMPREHENSION_TYPES:
+                clause: cst.CompFor | None = parent.for_in
+                while clause is not None:
+                    yield clause.target, clause.iter
+                    clause = clause.inner_for_in
+
+    def is_mask(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """An element-wise comparison, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
+        `m & n`, a name bound to one, or a name that says it is one (`mask`, `valid_mask`)."""
+        if depth > 3:
+            return False
+        if isinstance(expression, cst.Comparison):
+            return is_elementwise_comparison(expression)
+        if isinstance(expression, cst.Call):
+            qualified = self.names.call_name(expression)
+            if qualified is not None:
+                return qualified in _MASK_FUNCTIONS
+            method = last_identifier(expression.func)
+            return isinstance(expression.func, cst.Attribute) and method in _MASK_METHODS
+        if isinstance(expression, cst.UnaryOperation) and isinstance(
+            expression.operator, cst.BitInvert
+        ):
+            return self.is_mask(expression.expression, depth + 1)
+        if isinstance(expression, cst.BinaryOperation) and isinstance(
+            expression.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)
+        ):
+            return self.is_mask(expression.left, depth + 1) or self.is_mask(
+                expression.right, depth + 1
+            )
+        if isinstance(expression, cst.Name):
+            if expression.value.lower().endswith("mask"):
+                return True
+            return any(
+                self.is_mask(value, depth + 1) for value in self.scopes.bound_values(expression)
+            )
+        return False
+
 
     def built_without_grad(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """A tensor a factory builds without `requires_grad=True`, maybe converted or reshaped

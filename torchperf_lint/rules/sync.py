@@ -49,14 +49,18 @@ class SyncInTrainingLoop(_PerIterationRule):
     ## What it does
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)` / `int(t)` / `bool(t)` of a tensor, `print` of a tensor, a tensor formatted
+    `float(t)` / `int(t)` / `bool(t)` of a tensor, `range(t)` (which reads the bound as
+    `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
+    with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
     into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
     `print`, `logger.info`, `pbar.set_description` or your own `print0`), a tensor handed to
     a call that formats it for display (`pbar.set_postfix(loss=loss)`,
     `logger.info("%s", loss)`; `debug` logging is off by default), a tensor used as a
     condition (`if torch.isnan(loss):`, `if loss < best:`, `if found_inf:`,
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
-    written implicitly, the builtin `min()` or `max()` of a tensor (`min(self.decay, x)`
+    written implicitly (also on the items of tensors: `for row in rows: if (row == k).sum()
+    == 0:` with `rows = [ids[m] for ids, m in zip(input_ids, mask)]`, a row selected by a
+    boolean mask, or a chunk of `torch.split`), the builtin `min()` or `max()` of a tensor (`min(self.decay, x)`
     compares with `<`), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
