@@ -8,7 +8,9 @@ class, note) were written by reading each program before running any linter on i
 and the files of its programs. Each repository is linted as a user would, from its root
 (`torchperf-lint . --select <codes>`), with the default rules for the default labels and with
 every labelled opt-in code for the opt-in ones. A label is found when a finding has its code
-on its line in its file. Recall is printed per class (sure / judgement / cross-function), per
+on its line in its file, or a finding of that code names that line in its call path (its
+`related` locations: a sync in a helper is reported at the helper, once, with the per-step
+call that reaches it). Recall is printed per class (sure / judgement / cross-function), per
 code and per repository. Repositories are read from CORPUS_DIR/<slug>, never written.
 """
 
@@ -46,10 +48,14 @@ def findings(linter: str, repository: Path, codes: set[str]) -> set[tuple[str, i
     )
     if completed.returncode != 0:
         raise SystemExit(f"{linter} failed on {repository}: {completed.stderr[-2000:]}")
-    return {
-        (Path(d["filename"]).as_posix(), d["location"]["row"], d["code"])
-        for d in json.loads(completed.stdout)
-    }
+    found = set()
+    for d in json.loads(completed.stdout):
+        found.add((Path(d["filename"]).as_posix(), d["location"]["row"], d["code"]))
+        # A sync in a helper is reported once, at the helper, with the per-step calls that
+        # reach it as related locations: a label on such a call is that finding.
+        for related in d.get("related") or ():
+            found.add((Path(related["filename"]).as_posix(), related["location"]["row"], d["code"]))
+    return found
 
 
 def main() -> None:
