@@ -45,6 +45,12 @@ MAX_OVERRIDES = 8
 STEP_KINDS = ("train", "eval")
 # The classes outside the project whose subclasses' other methods only the project calls.
 _PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
+# Hugging Face's hook that switches `gradient_checkpointing` on a model's modules, and the
+# names that run it: the `transformers`/`diffusers` methods that call it, and the hook itself.
+_CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
+_CHECKPOINTING_ENABLERS = frozenset({
+    "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
+})
 # The methods of `nn.Module` that PyTorch itself calls on a subclass that overrides them.
 _MODULE_CALLBACKS = frozenset({
     "forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "train", "eval",
@@ -509,13 +515,24 @@ class ProgramFacts:
         """The attributes that code of the project that may run sets to a true value
         (`FunctionSummary.switches`): `self.gradient_checkpointing = False` in a class whose
         attribute nothing else sets (a copied model whose `enable` method nothing calls) is
-        off in every run."""
+        off in every run. Hugging Face's hook `_set_gradient_checkpointing(module, value)`
+        runs only when the project names it or the methods of `transformers`/`diffusers`
+        that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`)."""
         return frozenset(
             attribute
             for file, summary in self.summaries.items()
             for qualname, function in summary.functions.items()
-            if function.switches and not self.never_called(Target(file, qualname, "function"))
+            if function.switches
+            and not self.never_called(Target(file, qualname, "function"))
+            and not self._checkpointing_hook_never_run(qualname)
             for attribute in function.switches
+        )
+
+    def _checkpointing_hook_never_run(self, qualname: str) -> bool:
+        """`qualname` is Hugging Face's `_set_gradient_checkpointing` hook and nothing in the
+        project names it or a method that calls it."""
+        return qualname.rpartition(".")[2] == _CHECKPOINTING_HOOK and not (
+            self._mentioned & _CHECKPOINTING_ENABLERS
         )
 
     @cached_property

@@ -478,7 +478,9 @@ class CheckpointUseReentrant(Rule):
     program never runs is left alone too: a branch that needs a switch nothing turns on
     (`if self.gradient_checkpointing and self.training:` in a model copied from a library,
     which sets `self.gradient_checkpointing = False` while no code of the project that may
-    run sets it to anything else), and functions nothing can call (no file of the project,
+    run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
+    value)` sets it only when the project calls `gradient_checkpointing_enable()` or
+    `enable_gradient_checkpointing()`, or the hook itself), and functions nothing can call (no file of the project,
     tests included, names them, no decorator registers them, and they override no method of
     a framework class other than `nn.Module`'s). Test files are checked too: the missing
     argument warns there as well.
