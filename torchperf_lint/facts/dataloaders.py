@@ -341,6 +341,36 @@ class DataLoaders:
             (cls for cls in self.index.classes if cls.name.value == construction.func.value), None
         )
 
+    def moves_samples_to_device(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is an instance of a class of this module whose `__getitem__` (or
+        `__iter__`) moves its samples to the accelerator (`audio.to(self.device)`,
+        `x.cuda()`): its batches are on the device already, worker processes could not
+        initialise CUDA after a fork, and pinning them raises."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        for value in (dataset.value, *self.scopes.bound_values(dataset.value)):
+            cls = self._dataset_class(value) if isinstance(value, cst.Call) else None
+            if cls is None:
+                continue
+            for method in methods_of(cls, ("__getitem__", "__iter__")):
+                for node in descendants(method.body):
+                    if self._moves_to_accelerator(node):
+                        return True
+        return False
+
+    def _moves_to_accelerator(self, node: cst.CSTNode) -> bool:
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            return False
+        method = node.func.attr.value
+        if method == "cuda":
+            return True
+        return (
+            method == "to"
+            and bool(node.args)
+            and is_accelerator_target(node.args[0].value, self.names, self.scopes)
+        )
+
     def holds_plain_values(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is an instance of a class of this module whose `__init__` and
         `__getitem__` call nothing: its samples are the Python values it was given (a prompt,

@@ -93,7 +93,9 @@ class DataLoaderNoWorkers(Rule):
     object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
     experience with the current policy) or a replay buffer the training fills
-    (`RLDataset(self.buffer)`): workers would sample from stale copies of it.
+    (`RLDataset(self.buffer)`): workers would sample from stale copies of it. And it is
+    silent for a dataset class of the module whose `__getitem__` (or `__iter__`) moves its
+    samples to the accelerator (`audio.to(self.device)`): a forked worker cannot use CUDA.
 
     A `# noqa: TOR401` (TorchFix's code for the same check) silences it too.
 
@@ -157,6 +159,8 @@ class DataLoaderNoWorkers(Rule):
                 continue
             if loaders.reads_live_state(loader):
                 continue  # workers would sample from stale copies of the policy or buffer
+            if loaders.moves_samples_to_device(loader):
+                continue  # a forked worker cannot initialise CUDA
             new_call = add_keyword(loader.call, "num_workers", cst.Integer(str(SUGGESTED_WORKERS)))
             if loader.value("persistent_workers") is MISSING:
                 new_call = add_keyword(new_call, "persistent_workers", cst.Name("True"))
@@ -221,7 +225,9 @@ class DataLoaderNoPinMemory(Rule):
     itself, an extra copy on the step's path;
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
-    is built from CUDA tensors in the same module (pinning them raises), and in test files.
+    is built from CUDA tensors in the same module or is a class of the module whose
+    `__getitem__` moves its samples to the accelerator (pinning CUDA tensors raises), and in
+    test files.
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a pinned staging buffer
@@ -271,6 +277,8 @@ class DataLoaderNoPinMemory(Rule):
             dataset = loader.argument("dataset")
             if dataset is not None and creates_cuda_tensor(dataset.value, facts.scopes):
                 continue
+            if facts.dataloaders.moves_samples_to_device(loader):
+                continue  # batches of CUDA tensors: pinning them raises
             if dataset is not None and _empty_literal(dataset.value):
                 continue  # `DataLoader([])`: a stand-in that yields no batch
             if _never_read_per_step(facts, loader):
