@@ -282,6 +282,38 @@ def test_each_edit_gets_the_diagnostics_the_cli_gives_for_the_new_text(tmp_path:
     asyncio.run(scenario())
 
 
+def open_notebook(
+    editor: Editor,
+    notebook_uri: str,
+    cells: list[tuple[str, str, str]],
+    metadata: dict | None = None,
+) -> None:
+    """Opens in `editor` a notebook of (cell URI, "code" or "markdown", text) cells."""
+    editor.notebook_document_did_open(
+        lsp.DidOpenNotebookDocumentParams(
+            notebook_document=lsp.NotebookDocument(
+                uri=notebook_uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[
+                    lsp.NotebookCell(
+                        kind=lsp.NotebookCellKind.Code if kind == "code" else lsp.NotebookCellKind.Markup,
+                        document=uri,
+                    )
+                    for uri, kind, _ in cells
+                ],
+                metadata=metadata,
+            ),
+            cell_text_documents=[
+                lsp.TextDocumentItem(
+                    uri=uri, language_id="python" if kind == "code" else "markdown", version=1, text=text
+                )
+                for uri, kind, text in cells
+            ],
+        )
+    )
+
+
 def test_a_notebook_cell_that_does_not_parse_is_an_error_beside_the_other_cells_findings(
     tmp_path: Path,
 ) -> None:
@@ -290,29 +322,13 @@ def test_a_notebook_cell_that_does_not_parse_is_an_error_beside_the_other_cells_
     (root / "pyproject.toml").write_text("", encoding="utf-8")
     notebook_uri = uri_of(root / "demo.ipynb")
     cells = [
-        (f"{notebook_uri}#cell1", "$ python train.py --epochs 3\n"),
-        (f"{notebook_uri}#cell2", "import torch\nscaler = torch.cuda.amp.GradScaler()\n"),
+        (f"{notebook_uri}#cell1", "code", "$ python train.py --epochs 3\n"),
+        (f"{notebook_uri}#cell2", "code", "import torch\nscaler = torch.cuda.amp.GradScaler()\n"),
     ]
 
     async def scenario() -> None:
         async with running_server(root) as editor:
-            editor.notebook_document_did_open(
-                lsp.DidOpenNotebookDocumentParams(
-                    notebook_document=lsp.NotebookDocument(
-                        uri=notebook_uri,
-                        notebook_type="jupyter-notebook",
-                        version=1,
-                        cells=[
-                            lsp.NotebookCell(kind=lsp.NotebookCellKind.Code, document=uri)
-                            for uri, _ in cells
-                        ],
-                    ),
-                    cell_text_documents=[
-                        lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
-                        for uri, text in cells
-                    ],
-                )
-            )
+            open_notebook(editor, notebook_uri, cells)
             [broken] = await editor.diagnostics(cells[0][0])
             assert (broken.code, broken.severity) == ("E902", lsp.DiagnosticSeverity.Error)
             [deprecated] = await editor.diagnostics(cells[1][0])
@@ -337,34 +353,7 @@ def test_a_notebook_gets_its_findings_per_cell_and_a_cell_quick_fix(tmp_path: Pa
 
     async def scenario() -> None:
         async with running_server(root, {"unsafeFixes": True}) as editor:
-            editor.notebook_document_did_open(
-                lsp.DidOpenNotebookDocumentParams(
-                    notebook_document=lsp.NotebookDocument(
-                        uri=notebook_uri,
-                        notebook_type="jupyter-notebook",
-                        version=1,
-                        cells=[
-                            lsp.NotebookCell(
-                                kind=lsp.NotebookCellKind.Code
-                                if kind == "code"
-                                else lsp.NotebookCellKind.Markup,
-                                document=uri,
-                            )
-                            for uri, kind, _ in cells
-                        ],
-                        metadata=document["metadata"],
-                    ),
-                    cell_text_documents=[
-                        lsp.TextDocumentItem(
-                            uri=uri,
-                            language_id="python" if kind == "code" else "markdown",
-                            version=1,
-                            text=text,
-                        )
-                        for uri, kind, text in cells
-                    ],
-                )
-            )
+            open_notebook(editor, notebook_uri, cells, document["metadata"])
             published = {}
             for uri, _, _ in cells:
                 published[uri] = await editor.diagnostics(uri)
