@@ -265,6 +265,15 @@ def test_a_notebook_with_an_unparsable_cell_is_reported_by_the_cli_in_that_cell(
     ]
 
 
+def test_diff_and_fix_only_fail_on_a_cell_that_does_not_parse(tmp_path):
+    (tmp_path / "nb.ipynb").write_bytes(notebook(IMPORTS, TRANSCRIPT, ["x = 1"]))
+    for mode in ("--diff", "--fix-only"):
+        completed = torchperf_lint("--no-cache", mode, "nb.ipynb", cwd=tmp_path)
+        assert completed.returncode == 1, mode
+        assert "error: nb.ipynb: cell 2: syntax error: invalid syntax\n" in completed.stderr, mode
+        assert completed.stdout == "", mode
+
+
 def test_fix_and_add_noqa_change_the_other_cells_and_never_an_unparsable_one(tmp_path):
     data = notebook(
         IMPORTS,

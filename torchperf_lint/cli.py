@@ -711,6 +711,9 @@ def _fix(
         key=lambda e: e.sort_key,
     )
     fixed = sum(sum(outcome.applied.values()) for outcome in run.outcomes)
+    if options.diff or options.fix_only:
+        # They report no findings, but a notebook's cell that does not parse is an error.
+        errors = sorted([*errors, *_unparsable_cells(remaining)], key=lambda e: e.sort_key)
     if options.diff:
         changed = [o for o in run.outcomes if o.before != o.after]
         for outcome in changed:
@@ -733,6 +736,17 @@ def _fix(
         return _exit_code(bool(errors), bool(fixed), run.internal_errors, options)
     diagnostics = sorted(remaining, key=lambda d: d.sort_key)
     return _report(diagnostics, errors, run.internal_errors, configuration, options, fixed=fixed)
+
+
+def _unparsable_cells(diagnostics: Sequence[Diagnostic]) -> list[FileError]:
+    """The notebook cells that could not be parsed (their E902 diagnostics), as errors."""
+    from torchperf_lint.diagnostics import FILE_ERROR_CODE, FileError
+
+    return [
+        FileError(d.filename, d.message, d.location, d.cell)
+        for d in diagnostics
+        if d.code == FILE_ERROR_CODE
+    ]
 
 
 def _print_file_errors(errors: Sequence[FileError], console: Console) -> None:
