@@ -79,7 +79,11 @@ def _all_finite(test: cst.BaseExpression) -> bool:
     """True only when every value is finite: `torch.isfinite(loss).all()`,
     `math.isfinite(v) and math.isfinite(w)`, `_tensor_is_finite(loss)`."""
     if isinstance(test, cst.BooleanOperation):
-        return isinstance(test.operator, cst.And) and _all_finite(test.left) and _all_finite(test.right)
+        return (
+            isinstance(test.operator, cst.And)
+            and _all_finite(test.left)
+            and _all_finite(test.right)
+        )
     return any(
         type(node) is cst.Call and "finite" in (last_identifier(node.func) or "").lower()
         for node in (test, *descendants(test))
@@ -161,9 +165,17 @@ class Steps:
             and self.guards.periodic_guard(node) is None
             and not self.guards.counter_guard(node)
             and not self.guards.initializes_once(node)
-            and not self.on_error_path(node)
-            and not self.guards.debug_only(node)
-            and not self.guards.off_default_option(node)
+            and not self.off_the_usual_path(node)
+        )
+
+    def off_the_usual_path(self, node: cst.CSTNode) -> bool:
+        """On a path that the steps of a usual run do not take: a failure path
+        (`on_error_path`), a debugging mode (`Guards.debug_only`), or a branch that only objects
+        built with a switch away from its default run (`Guards.off_default_option`)."""
+        return (
+            self.on_error_path(node)
+            or self.guards.debug_only(node)
+            or self.guards.off_default_option(node)
         )
 
     def behind_periodic_predicate(self, node: cst.CSTNode) -> bool:
@@ -215,16 +227,13 @@ class Steps:
         The innermost hot loop of its function decides (a loop nested in a training loop runs
         on every step too); outside hot loops, the function it is in, when the program runs that
         function on every step. Periodic and counter guards (`if step % 100 == 0:`), lazy
-        initialisations (`if self.cache is None: self.cache = ...`), error paths, debugging
-        modes (`if args.debug:`, `Guards.debug_only`), branches that only objects built with a
-        non-default switch run (`if self.batch_eval: ... else:` after `__init__(self,
-        batch_eval=True)`) and branches
-        that need a switch nothing turns on (`Guards.never_enabled`) end it.
+        initialisations (`if self.cache is None: self.cache = ...`), paths a usual step does
+        not take (`off_the_usual_path`: error paths, debugging modes, branches that only
+        objects built with a non-default switch run) and branches that need a switch nothing
+        turns on (`Guards.never_enabled`) end it.
         """
         if (
-            self.on_error_path(node)
-            or self.guards.debug_only(node)
-            or self.guards.off_default_option(node)
+            self.off_the_usual_path(node)
             or self.guards.never_enabled(node)
             or self.behind_periodic_predicate(node)
             or self.fallback_never_taken(node)

@@ -497,11 +497,7 @@ class _Summarizer:
                 callee=callee,
                 ordinal=ordinal,
                 loop=-1 if loop is None else self.loop_ordinals[loop.node],
-                sparse=(
-                    sparse or facts.steps.on_error_path(call)
-                    or facts.guards.debug_only(call)
-                    or facts.guards.off_default_option(call)
-                ),
+                sparse=sparse or facts.steps.off_the_usual_path(call),
                 no_grad=facts.guards.grad_disabled(call),
                 evaluation_only=facts.guards.evaluation_only(call),
                 arguments=self._arguments(call),
@@ -646,7 +642,9 @@ class _Summarizer:
                         refs.add(ref)
         summary.device_refs = sorted(refs)
 
-    def _device_sources(self, value: cst.BaseExpression, depth: int = 0) -> Iterator[cst.BaseExpression]:
+    def _device_sources(
+        self, value: cst.BaseExpression, depth: int = 0
+    ) -> Iterator[cst.BaseExpression]:
         """`value`, and what it may come from: both branches of a conditional and what a
         name is bound to (`device = torch.device(cfg.device) if cfg.device else
         get_available_device()` then `device=device`)."""

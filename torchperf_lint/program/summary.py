@@ -48,9 +48,9 @@ class CallSite:
     ordinal: int  # Position among the module's calls (`SyntaxIndex.calls`), in source order.
     loop: int  # Ordinal of the nearest loop in the same function (`SyntaxIndex.loops`), or -1.
     # Not on every iteration of `loop` (or of the function, outside loops): under a periodic
-    # or counter guard, in a lazy initialisation, on an error path, in a debugging mode
-    # (`Guards.debug_only`), or in a branch only objects built with a switch away from its
-    # default run (`Guards.off_default_option`).
+    # or counter guard, in a lazy initialisation, or on a path a usual step does not take (an
+    # error path, a debugging mode, a branch only objects built with a switch away from its
+    # default run: `Steps.off_the_usual_path`).
     sparse: bool = False
     no_grad: bool = False  # Under `torch.no_grad()` / `inference_mode()` in its own function.
     # In a branch that runs only when not training (`if stage != Stage.TRAIN:`).
