@@ -297,7 +297,11 @@ def open_notebook(
                 version=1,
                 cells=[
                     lsp.NotebookCell(
-                        kind=lsp.NotebookCellKind.Code if kind == "code" else lsp.NotebookCellKind.Markup,
+                        kind=(
+                            lsp.NotebookCellKind.Code
+                            if kind == "code"
+                            else lsp.NotebookCellKind.Markup
+                        ),
                         document=uri,
                     )
                     for uri, kind, _ in cells
@@ -306,7 +310,10 @@ def open_notebook(
             ),
             cell_text_documents=[
                 lsp.TextDocumentItem(
-                    uri=uri, language_id="python" if kind == "code" else "markdown", version=1, text=text
+                    uri=uri,
+                    language_id="python" if kind == "code" else "markdown",
+                    version=1,
+                    text=text,
                 )
                 for uri, kind, text in cells
             ],

@@ -95,7 +95,11 @@ class FileFacts:
     @cached_property
     def guards(self) -> Guards:
         return Guards(
-            self.index, self.scopes, self.names, self.program.disables_grad, self.program.switched_on
+            self.index,
+            self.scopes,
+            self.names,
+            self.program.disables_grad,
+            self.program.switched_on,
         )
 
     @cached_property

@@ -28,10 +28,7 @@ from torchperf_lint.facts.index import (
 from torchperf_lint.facts.loops import Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
-from torchperf_lint.facts.tensors import (
-    TENSOR_FACTORIES,
-    TensorExpressions,
-)
+from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -549,7 +546,10 @@ class HostSyncs:
         if not isinstance(func, cst.Attribute) or func.attr.value != "to" or not call.args:
             return False
         target = next(
-            (arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "device"),
+            (
+                arg.value for arg in call.args
+                if arg.keyword is None or arg.keyword.value == "device"
+            ),
             None,
         )
         return target is not None and is_cpu_device(target, self.names, self.scopes)
@@ -579,7 +579,9 @@ class HostSyncs:
         if func.attr.value != "wait":
             return False
         futures = (
-            self.scopes.bound_values(func.value) if isinstance(func.value, cst.Name) else [func.value]
+            self.scopes.bound_values(func.value)
+            if isinstance(func.value, cst.Name)
+            else [func.value]
         )
         return bool(futures) and all(
             isinstance(future, cst.Call) and self.names.call_name(future) in _RPC_ASYNC_CALLS

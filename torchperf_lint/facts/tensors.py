@@ -2,7 +2,8 @@
 
 A tensor expression is a `torch.*` call, a model or criterion call, a value later
 `.backward()`ed (`loss` in `loss.backward()`, and in `fabric.backward(loss)`, whose receiver
-is a framework object), a name bound to one of these, and arithmetic, indexing or method chains on them.
+is a framework object), a name bound to one of these, and arithmetic, indexing or method chains
+on them.
 """
 
 from __future__ import annotations
@@ -373,7 +374,6 @@ class TensorExpressions:
                 self.is_mask(value, depth + 1) for value in self.scopes.bound_values(expression)
             )
         return False
-
 
     def built_without_grad(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """A tensor a factory builds without `requires_grad=True`, maybe converted or reshaped

@@ -320,10 +320,10 @@ class ProgramFacts:
     def released_classes(self) -> set[Target]:
         """The classes whose parameters are keys of published checkpoints: those a module
         that loads released weights defines, imports or builds (outside test files), those
-        a registry builds by name or with a method that loads their own checkpoints, and the
-        classes derived from them,
-        and, through them, the classes their methods build, directly or in the project
-        functions they call (the blocks of a released architecture)."""
+        a registry builds by name or with a method that loads their own checkpoints and the
+        classes derived from these, and, through them all, the classes their methods build,
+        directly or in the project functions they call (the blocks of a released
+        architecture)."""
         methods: dict[Target, list[FunctionSummary]] = defaultdict(list)
         for file, function in self._functions:
             if function.owner is not None:

@@ -600,7 +600,8 @@ class TensorCreatedThenMoved(Rule):
     would compute on the device; these two shapes get no fix.
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
-    a function whose result is cached: `@cached_property`, `@lru_cache`, start-up, a `__main__` block outside the training loop, an error path (also a branch for
+    a function whose result is cached: `@cached_property`, `@lru_cache`, start-up, a `__main__`
+    block outside the training loop, an error path (also a branch for
     non-finite values: `if torch.isnan(K).any(): K = torch.eye(n).to(x.device)`), a branch that runs
     every N steps, the set-up of a loop that runs a model with autograd off: buffers a
     decoding or sampling function allocates before its loop, or lazily in it under `if attn

@@ -234,7 +234,9 @@ class CudaTimingWithoutSync(Rule):
 
     def _is_cuda_work(self, facts: FileFacts, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BinaryOperation):
-            return isinstance(node.operator, cst.MatrixMultiply) and self._is_device_tensor(facts, node)
+            return isinstance(node.operator, cst.MatrixMultiply) and self._is_device_tensor(
+                facts, node
+            )
         if not isinstance(node, cst.Call):
             return False
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None

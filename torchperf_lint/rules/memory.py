@@ -480,7 +480,8 @@ class CheckpointUseReentrant(Rule):
     which sets `self.gradient_checkpointing = False` while no code of the project that may
     run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
     value)` sets it only when the project calls `gradient_checkpointing_enable()` or
-    `enable_gradient_checkpointing()`, or the hook itself), and functions nothing can call (no file of the project,
+    `enable_gradient_checkpointing()`, or the hook itself), and functions nothing can call (no
+    file of the project,
     tests included, names them, no decorator registers them, and they override no method of
     a framework class other than `nn.Module`'s). Test files are checked too: the missing
     argument warns there as well.
@@ -999,7 +1000,8 @@ class RequiresGradTypo(Rule):
                     self.fix_applicability, "Rename to `requires_grad`",
                     (NodeEdit(target.attr, "requires_grad"),),
                 )
-                yield self.finding(target, fix, consequence=_TYPO_CONSEQUENCES.get(value, "`requires_grad` keeps its value"))
+                consequence = _TYPO_CONSEQUENCES.get(value, "`requires_grad` keeps its value")
+                yield self.finding(target, fix, consequence=consequence)
 
 
 # What the misspelt assignment leaves as it was, by the value assigned.

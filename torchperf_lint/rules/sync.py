@@ -60,7 +60,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
     written implicitly (also on the items of tensors: `for row in rows: if (row == k).sum()
     == 0:` with `rows = [ids[m] for ids, m in zip(input_ids, mask)]`, a row selected by a
-    boolean mask, or a chunk of `torch.split`), the builtin `min()` or `max()` of a tensor (`min(self.decay, x)`
+    boolean mask, or a chunk of `torch.split`), the builtin `min()` or `max()` of a tensor
+    (`min(self.decay, x)`
     compares with `<`), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
@@ -94,7 +95,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`), in a loop over a literal collection of constants (`for
-    stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a debugging mode (`if args.debug:`, `if not
+    stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a
+    debugging mode (`if args.debug:`, `if not
     config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
     users turn on to trade speed for checks), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
@@ -115,7 +117,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
     a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
-    already made (with `.cpu()`, or `.to("cpu")`, `.to(device="cpu")`): `ids = x.detach().cpu()` is reported, `ids[0].tolist()`, `ids.sum(1).item()`
+    already made (with `.cpu()`, or `.to("cpu")`, `.to(device="cpu")`): `ids = x.detach().cpu()`
+    is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
     copies of a model's weights made to be sent elsewhere (`{k: v.cpu() for k, v in
     model.state_dict().items()}`, `TensorDict.from_module(policy).data.clone().cpu()`,
@@ -130,7 +133,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     when it fails), failure paths (an `except` handler, a branch that raises, what follows
     `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
     non-finite values: the body of `if torch.isnan(loss).any():` or `if not
-    torch.isfinite(loss).all(): ...; continue`; the test itself is still reported), a synchronize next to a clock read also when it sits in nested branches
+    torch.isfinite(loss).all(): ...; continue`; the test itself is still reported), a
+    synchronize next to a clock read also when it sits in nested branches
     (`if args.synchronize_step: if device.type == "cuda": torch.cuda.synchronize()` then
     `time.time()` after the outer `if`), a helper's conversion of
     what it is given only when that is a tensor (a metric logger's
