@@ -368,6 +368,19 @@ class Guards:
                 return True
         return False
 
+    def cpu_branch(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only in the branch of a device dispatch taken for the CPU: the
+        body of `if device_type == "cpu":` (or `elif device.type == "cpu":`) in its function.
+        Work there runs synchronously on the host."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.If and child is parent.body and any(
+                _tests_cpu_device(operand) for operand in _conjuncts(parent.test)
+            ):
+                return True
+        return False
+
     def initializes_once(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a lazy initialisation of an attribute (`_initialized_once`
         of `self.x`): a call runs it the first time only. A local name (`if mask is None:
@@ -902,6 +915,17 @@ def _only_exits(body: cst.BaseSuite) -> bool:
         return False
     small = statements[0].body
     return len(small) == 1 and isinstance(small[0], (cst.Continue, cst.Return))
+
+
+def _tests_cpu_device(test: cst.BaseExpression) -> bool:
+    """`device_type == "cpu"`, `"cpu" == x.device.type`."""
+    if not (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+    ):
+        return False
+    return "cpu" in (literal_value(test.left), literal_value(test.comparisons[0].comparator))
 
 
 def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:

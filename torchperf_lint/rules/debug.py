@@ -99,6 +99,8 @@ class CudaTimingWithoutSync(Rule):
     (`torch.stack` of the received values); nor is switching a module's mode
     (`policy.train()`, `model.eval()`), which queues nothing and waits for nothing, so an
     evaluation rollout timed up to `policy.train()` is timed up to the rollout's own waits.
+    Nor is an interval in the CPU branch of a device dispatch (`elif device_type == "cpu":`
+    of a timer that uses CUDA events on its CUDA branch): CPU work runs synchronously.
     Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
@@ -196,6 +198,8 @@ class CudaTimingWithoutSync(Rule):
                 yield TimedInterval(max(earlier, key=order.finish), end, operation.right)
 
     def _unsynchronised(self, facts: FileFacts, order: ExecutionOrder, interval: TimedInterval) -> bool:
+        if facts.guards.cpu_branch(interval.end):
+            return False
         end_loops = facts.loops.enclosing_loops(interval.end)
         start_loops = facts.loops.enclosing_loops(interval.start)
         nested_only = False
