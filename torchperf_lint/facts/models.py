@@ -14,12 +14,20 @@ from functools import cached_property
 
 import libcst as cst
 
+from torchperf_lint.facts.arguments import literal_value
 from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, methods_of
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
 # Wrappers that run one process per device and all-reduce gradients during backward.
 _DISTRIBUTED_WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel"})
+
+
+# Methods that return the module they are called on: `model.eval().requires_grad_(False)`
+# freezes `model`.
+_SELF_RETURNING_METHODS = frozenset({
+    "eval", "train", "to", "cuda", "cpu", "float", "half", "bfloat16", "requires_grad_",
+})
 
 
 # Calls that fetch a model's published weights.
@@ -90,6 +98,40 @@ class ModelUse:
             if name.rsplit(".", 1)[-1] in _DISTRIBUTED_WRAPPERS:
                 return True
         return False
+
+    @cached_property
+    def frozen(self) -> frozenset[str]:
+        """The models the module freezes: `model.requires_grad_(False)` (also down a chain,
+        `model.eval().requires_grad_(False).to(device)`), or `p.requires_grad = False` in a loop
+        over `model.parameters()`. No parameter of theirs records a graph."""
+        frozen: set[str | None] = set()
+        for call in self.index.calls:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "requires_grad_"
+                and call.args
+                and literal_value(call.args[0].value) is False
+            ):
+                frozen.add(dotted_name(_chain_root(func.value)))
+        for assignment in self.index.assigns:
+            if not (isinstance(assignment, cst.Assign) and literal_value(assignment.value) is False):
+                continue
+            if not any(
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
+                for t in assignment.targets
+            ):
+                continue
+            for loop in self.scopes.ancestors(assignment):
+                iterated = loop.iter if isinstance(loop, cst.For) else None
+                if (
+                    isinstance(iterated, cst.Call)
+                    and isinstance(iterated.func, cst.Attribute)
+                    and iterated.func.attr.value in ("parameters", "named_parameters")
+                ):
+                    frozen.add(dotted_name(iterated.func.value))
+        frozen.discard(None)
+        return frozenset(frozen)
 
     @cached_property
     def loads_released_weights(self) -> bool:
@@ -402,3 +444,15 @@ def _registers(decorator: cst.Decorator) -> bool:
     if isinstance(expression, cst.Call):
         expression = expression.func
     return (last_identifier(expression) or "").startswith("register")
+
+
+def _chain_root(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`model` for `model.eval().to(device)`: the receiver of a chain of calls that each
+    return the module they are called on."""
+    while (
+        isinstance(expression, cst.Call)
+        and isinstance(expression.func, cst.Attribute)
+        and expression.func.attr.value in _SELF_RETURNING_METHODS
+    ):
+        expression = expression.func.value
+    return expression

@@ -174,39 +174,6 @@ def _repeated(facts: FileFacts, call: cst.Call) -> bool:
     return False
 
 
-def _frozen_receivers(facts: FileFacts) -> set[str]:
-    """The models the module freezes: `receiver.requires_grad_(False)`, or `p.requires_grad =
-    False` in a loop over `receiver.parameters()`."""
-    frozen: set[str | None] = set()
-    for call in facts.index.calls:
-        func = call.func
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "requires_grad_"
-            and call.args
-            and literal_value(call.args[0].value) is False
-        ):
-            frozen.add(dotted_name(func.value))
-    for assignment in facts.index.assigns:
-        if not (isinstance(assignment, cst.Assign) and literal_value(assignment.value) is False):
-            continue
-        if not any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
-            for t in assignment.targets
-        ):
-            continue
-        for loop in facts.loops.enclosing_loops(assignment):
-            iterated = loop.node.iter if isinstance(loop.node, cst.For) else None
-            if (
-                isinstance(iterated, cst.Call)
-                and isinstance(iterated.func, cst.Attribute)
-                and iterated.func.attr.value in ("parameters", "named_parameters")
-            ):
-                frozen.add(dotted_name(iterated.func.value))
-    frozen.discard(None)
-    return frozen
-
-
 def _is_train_call(call: cst.Call, receiver: str) -> bool:
     """`receiver.train()` or `receiver.train(True)`, which ends the stretch in eval mode."""
     func = call.func
@@ -243,7 +210,8 @@ class EvalWithoutNoGrad(Rule):
     inside a training step, or an adversarial attack, needs autograd and is left alone. So are
     `forward` and other `nn.Module` methods, helpers without an evaluation loop of their own
     called from a function that computes gradients (a teacher's forward in a training step),
-    and models frozen with `requires_grad_(False)` (they record no graph). Test files are not
+    and models frozen with `requires_grad_(False)`, also down a chain
+    (`sampler.eval().requires_grad_(False).to(device)`): they record no graph. Test files are not
     checked: a test's single forward pass is not where time goes.
 
     ## Why is this bad?
@@ -293,7 +261,6 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         calls = None
-        frozen = None
         for call in facts.index.calls:
             func = call.func
             if not (isinstance(func, cst.Attribute) and func.attr.value == "eval") or call.args:
@@ -317,9 +284,7 @@ class EvalWithoutNoGrad(Rule):
                 recording = [run for run in recording if calls.evaluation_loop(run, call)]
             if not recording:
                 continue  # Nothing records.
-            if frozen is None:
-                frozen = _frozen_receivers(facts)
-            if receiver in frozen:
+            if receiver in facts.models.frozen:
                 continue  # No parameter records a graph.
             # A loop of its own that evaluates marks an evaluation function, even when a
             # function that trains calls it (once, after its training loop).

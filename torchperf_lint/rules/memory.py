@@ -183,7 +183,8 @@ class GraphTracker:
             )
         if isinstance(value, cst.Call):
             if facts.tensors.is_module_call(value):
-                return not facts.guards.grad_disabled(value)
+                frozen = dotted_name(value.func) in facts.models.frozen
+                return not frozen and not facts.guards.grad_disabled(value)
             func = value.func
             if isinstance(func, cst.Attribute) and func.attr.value in _GRAPH_KEEPING_METHODS:
                 return self.carries_graph(func.value, loop, depth + 1)
@@ -246,7 +247,8 @@ class LossGraphRetained(Rule):
     It stays silent on detached values (`.item()`, `.detach()`, `float(...)`, `.data`),
     stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
-    `no_grad`, accumulation that is itself backpropagated (`loss = loss + l` then
+    `no_grad` or by a model frozen with `requires_grad_(False)` (its parameters record no
+    graph), accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
     the iteration (`loss = a` then `loss = loss + b`), a loss that the iteration itself
     backpropagates into a container the loop resets, if only on some iterations
