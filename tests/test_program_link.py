@@ -70,6 +70,50 @@ def test_a_name_two_files_answer_to_stays_unresolved_and_cycles_end() -> None:
     assert linked.resolve("first.py", "import:second.f") is None
 
 
+def test_star_import_cycles_of_a_package_resolve_by_every_path() -> None:
+    # `__init__` star-imports modules that import from it again (skorch's callbacks). Looking
+    # up `Callback` in `__init__` meets that lookup again through `logging.py` first: what
+    # `logging.py` found then (nothing) is not kept, so its own `Callback` still resolves.
+    modules = {
+        "pkg/__init__.py": "".join(f"from .m{n} import *\n" for n in range(12))
+        + "from .logging import *\nfrom .base import *\n",
+        "pkg/logging.py": "from pkg import Callback\nclass PrintLog(Callback): pass\n",
+        "pkg/base.py": "class Callback:\n    def on_batch_end(self): pass\n",
+    }
+    for n in range(12):
+        modules[f"pkg/m{n}.py"] = f"from pkg import Callback, PrintLog\nclass Hook{n}(Callback): pass\n"
+    linked = program(modules)
+    callback = Target("pkg/base.py", "Callback", "class")
+    assert linked.resolve("pkg/__init__.py", "def:Callback") == callback
+    assert linked.resolve("pkg/logging.py", "def:Callback") == callback
+    assert linked.resolve("pkg/m3.py", "def:PrintLog") == Target("pkg/logging.py", "PrintLog", "class")
+    assert linked.resolve("pkg/m7.py", "def:Missing") is None
+
+
+def test_a_name_no_module_of_a_star_import_cycle_defines_is_looked_up_once_per_module(
+    monkeypatch,
+) -> None:
+    # `Callback` is defined in a file the program does not hold (no `torch` in its text):
+    # every star-imported module imports it from the package again. A resolution looks it up
+    # once in each module, not once per path through the cycle (5 ** 32 paths).
+    modules = {"pkg/__init__.py": "".join(f"from .m{n} import *\n" for n in range(5))}
+    for n in range(5):
+        modules[f"pkg/m{n}.py"] = f"from pkg import Callback\nclass Hook{n}(Callback): pass\n"
+    linked = program(modules)
+    looked_up: list[tuple[str, tuple[str, ...]]] = []
+    look_up = ProgramFacts._look_up
+    monkeypatch.setattr(
+        ProgramFacts,
+        "_look_up",
+        lambda self, file, parts, depth: looked_up.append((file, parts))
+        or look_up(self, file, parts, depth),
+    )
+    for n in range(5):
+        looked_up.clear()
+        assert linked.resolve(f"pkg/m{n}.py", "def:Callback") is None
+        assert len(looked_up) == len(set(looked_up)) <= 6
+
+
 def test_methods_resolve_through_self_super_bases_instances_and_calls_of_instances() -> None:
     linked = program({
         "base.py": """

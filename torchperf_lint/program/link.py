@@ -90,6 +90,11 @@ class ProgramFacts:
         )
         self.modules = ModuleMap(summaries)
         self._resolved: dict[tuple[str, Ref], Target | None] = {}
+        # `_in_module`'s lookups: those done, those under way (by their order), and the
+        # earliest under way that the current one met again.
+        self._looked_up: dict[tuple[str, tuple[str, ...]], Target | None] = {}
+        self._lookups_under_way: dict[tuple[str, tuple[str, ...]], int] = {}
+        self._cycle_start = 0
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
 
@@ -197,7 +202,31 @@ class ProgramFacts:
         return self._in_module(module, attributes, depth + 1)
 
     def _in_module(self, file: str, parts: tuple[str, ...], depth: int) -> Target | None:
-        """`parts` (a name and attributes) looked up in `file`'s definitions and imports."""
+        """`parts` (a name and attributes) looked up in `file`'s definitions and imports.
+
+        Each lookup is made once per program: a package whose `__init__` star-imports modules
+        that import from it again (`from .logging import *` there, `from pkg.callbacks import
+        Callback` in `logging.py`) would otherwise be walked along every path through the
+        cycle. A lookup met again while it is still under way finds nothing on that path;
+        what was found while relying on that is not kept (another path may find it), except
+        by the lookup that started the cycle, which has then seen every path."""
+        key = (file, parts)
+        if key in self._looked_up:
+            return self._looked_up[key]
+        if key in self._lookups_under_way:
+            self._cycle_start = min(self._cycle_start, self._lookups_under_way[key])
+            return None
+        position = len(self._lookups_under_way)
+        self._lookups_under_way[key] = position
+        outer_cycle_start, self._cycle_start = self._cycle_start, position
+        found = self._look_up(file, parts, depth)
+        del self._lookups_under_way[key]
+        if self._cycle_start >= position:  # No lookup started before this one was met again.
+            self._looked_up[key] = found
+        self._cycle_start = min(outer_cycle_start, self._cycle_start)
+        return found
+
+    def _look_up(self, file: str, parts: tuple[str, ...], depth: int) -> Target | None:
         if depth > MAX_DEPTH:
             return None
         summary = self.summaries.get(file)
