@@ -30,6 +30,8 @@ _LR_SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 _OPT = re.compile(r"(^|_)opt($|_)")
 # Wrappers that iterate their first argument: `enumerate(loader)`, `tqdm(loader)`.
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "islice", "track"})
+# The most passes a loop makes over the same inputs to warm up or profile a step.
+_FEW_PASSES = 10
 
 
 @dataclass
@@ -47,6 +49,10 @@ class LoopFacts:
     # A `for` over a literal collection of constants (`for stride, width in [(1, 32), (2,
     # 64)]:`): a handful of configurations, each run once, not steps.
     over_constants: bool = False
+    # A `for` over `range(3)` (a literal of at most `_FEW_PASSES`, or a name bound only to
+    # one) outside any other loop of its function: a handful of passes, as a warm-up or a
+    # profiled run makes.
+    few_passes: bool = False
 
     @property
     def trains_itself(self) -> bool:
@@ -56,8 +62,14 @@ class LoopFacts:
     @property
     def is_training(self) -> bool:
         """Trains itself, or calls a project step helper that does, on data: not over a
-        literal collection of constants."""
-        return not self.over_constants and (self.trains_itself or bool(self.step_helper_calls))
+        literal collection of constants, and not a handful of forward and backward passes
+        that update nothing (`for _ in range(3): model(x).sum().backward()`, the warm-up or
+        the profiled run of a benchmark)."""
+        if self.over_constants:
+            return False
+        if self.few_passes and not (self.step_calls or self.step_helper_calls):
+            return False
+        return self.trains_itself or bool(self.step_helper_calls)
 
     @property
     def is_hot(self) -> bool:
@@ -90,6 +102,7 @@ class Loops:
                 scopes.enclosing_function(loop),
                 iterates_dataloader=iterates_a_loader(loop),
                 over_constants=isinstance(loop, cst.For) and _constants(loop.iter),
+                few_passes=_few_passes(loop, scopes),
             )
             for loop in index.loops
         }
@@ -249,6 +262,35 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
             break
         expression = loaders[0]
     return expression
+
+
+def _few_passes(loop: LoopNode, scopes: Scopes) -> bool:
+    """`for _ in range(3):`, or `range(n_iter)` with `n_iter = 5`, outside any other loop of
+    its function."""
+    if not isinstance(loop, cst.For) or not _is_small_range(loop.iter, scopes):
+        return False
+    for parent in scopes.ancestors(loop):
+        if type(parent) in SCOPE_TYPES:
+            return True
+        if type(parent) in LOOP_TYPES:
+            return False
+    return True
+
+
+def _is_small_range(expression: cst.BaseExpression, scopes: Scopes) -> bool:
+    if not (
+        isinstance(expression, cst.Call)
+        and isinstance(expression.func, cst.Name)
+        and expression.func.value == "range"
+        and len(expression.args) == 1
+    ):
+        return False
+    bound = expression.args[0].value
+    values = scopes.bound_values(bound) if isinstance(bound, cst.Name) else [bound]
+    return bool(values) and all(
+        type(literal_value(value)) is int and literal_value(value) <= _FEW_PASSES
+        for value in values
+    )
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

@@ -96,7 +96,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`), in a loop over a literal collection of constants (`for
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a
-    debugging mode (`if args.debug:`, `if not
+    handful of forward and backward passes that update nothing (`for _ in range(3):` outside
+    any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
     config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
     users turn on to trade speed for checks), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
