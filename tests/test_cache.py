@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,7 +87,7 @@ def test_content_name_settings_and_version_are_in_the_key(tmp_path, monkeypatch)
     assert cache.key(data, "other.py", SETTINGS) != key
     fewer_rules = LintSettings(SETTINGS.rules[1:], SETTINGS.options)
     assert cache.key(data, "train.py", fewer_rules) != key
-    options = replace(RuleOptions(), torch_version=(2, 0))
+    options = RuleOptions(torch_version=(2, 0))
     assert cache.key(data, "train.py", LintSettings(SETTINGS.rules, options)) != key
     # The version and a hash of the linter's code name the entries' directory.
     before = cache.entries
@@ -275,7 +274,7 @@ def test_a_summary_gone_from_the_cache_is_summarized_again(tmp_path):
     # The helper's finding depends on the caller: the edit makes the program be linked.
     (tmp_path / "train.py").write_text(CALLER.replace("    log(loss)\n", ""))
     again = lint_program(jobs, jobs, workers=1)
-    uncached = [replace(job, cache_dir=None) for job in jobs]
+    uncached = [job._replace(cache_dir=None) for job in jobs]
     assert again.outcomes == lint_program(uncached, uncached, workers=1).outcomes
     assert not any(d.code == "TPL201" for r in again.outcomes for d in r.diagnostics)
 
@@ -328,7 +327,7 @@ def test_an_edit_that_restores_the_size_and_modification_time_is_seen(tmp_path, 
     again = lint_program(jobs, jobs, workers=1)
     assert not any(d.code == "TPL201" for r in again.outcomes for d in r.diagnostics)
     assert again.outcomes == lint_program(
-        [replace(job, cache_dir=None) for job in jobs], jobs, workers=1
+        [job._replace(cache_dir=None) for job in jobs], jobs, workers=1
     ).outcomes
 
 

@@ -363,8 +363,6 @@ def _report_stream(output_file: Path | None) -> Iterator[TextIO]:
 
 
 def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOptions) -> int:
-    from dataclasses import replace
-
     from torchperf_lint.discovery import discover
     from torchperf_lint.runner import (
         FileJob,
@@ -406,8 +404,8 @@ def _check(paths: Sequence[Path], configuration: Configuration, options: CheckOp
         return _fix(jobs, program, configuration, options, roots, discovery.errors)
     if options.cache_dir is not None:
         cache_dir = configuration.cwd / options.cache_dir
-        jobs = [replace(job, cache_dir=cache_dir) for job in jobs]
-        context = [replace(job, cache_dir=cache_dir) for job in context]
+        jobs = [job._replace(cache_dir=cache_dir) for job in jobs]
+        context = [job._replace(cache_dir=cache_dir) for job in context]
     run = lint_program(jobs, context, options.jobs)
     if options.verbose:
         _print_work(run, cached=options.cache_dir is not None)

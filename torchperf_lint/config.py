@@ -25,13 +25,13 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
 from torchperf_lint.registry import RuleInfo
 from torchperf_lint.settings import LintSettings, RuleOptions
-from torchperf_lint.source import SourceLimits
+from torchperf_lint.source import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINE_LENGTH, SourceLimits
 from torchperf_lint.torch_requirement import DeclaredTorch, declared_torch
 
 if sys.version_info >= (3, 11):
@@ -524,12 +524,11 @@ class Configuration:
             if PathPattern(glob, config.root).matches(absolute):
                 rules = tuple(r for r in rules if not any(_matches(c, r.code) for c in codes))
         limits = SourceLimits(
-            max_file_size=config.max_file_size or SourceLimits.max_file_size,
-            max_line_length=config.max_line_length or SourceLimits.max_line_length,
+            max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
+            max_line_length=config.max_line_length or DEFAULT_MAX_LINE_LENGTH,
         )
         defaults = RuleOptions()
-        options = replace(
-            defaults,
+        options = defaults._replace(
             target_device=self.overrides.target_device
             or config.target_device
             or defaults.target_device,
@@ -540,8 +539,7 @@ class Configuration:
         declared = None if self._torch_configured(config) else self._declared_in(absolute.parent)
         if declared is not None:
             oldest = declared.versions.oldest
-            options = replace(
-                options,
+            options = options._replace(
                 torch_version=oldest[:2] if oldest is not None else defaults.torch_version,
                 torch_below=declared.versions.below,
             )

@@ -344,10 +344,9 @@ def to_cells(
         offset = first_rows[position] - 1
         fix = diagnostic.fix
         if fix is not None:
-            fix = replace(fix, edits=tuple(_shift_edit(edit, offset) for edit in fix.edits))
+            fix = fix._replace(edits=tuple(_shift_edit(edit, offset) for edit in fix.edits))
         mapped.append(
-            replace(
-                diagnostic,
+            diagnostic._replace(
                 cell=notebook.cells[position].number,
                 location=_shift(diagnostic.location, offset),
                 end_location=_shift(diagnostic.end_location, offset),

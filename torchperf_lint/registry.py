@@ -12,9 +12,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchperf_lint.diagnostics import Applicability
 
@@ -32,8 +31,7 @@ DOC_SECTIONS = (
 DOCS_URL = "https://github.com/torchperf-lint/torchperf-lint/blob/main/rules/{code}-{name}.md"
 
 
-@dataclass(frozen=True)
-class RuleInfo:
+class RuleInfo(NamedTuple):
     """A rule as the catalog lists it: the class attributes of its `Rule` and its docstring."""
 
     code: str

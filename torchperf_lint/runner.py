@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
@@ -45,8 +45,7 @@ MIN_FILES_FOR_POOL = 4
 Outcome = TypeVar("Outcome")
 
 
-@dataclass(frozen=True)
-class FileJob:
+class FileJob(NamedTuple):
     """One file to process: where it is, the name to report it under, and its settings."""
 
     path: Path
@@ -56,8 +55,7 @@ class FileJob:
     cache_dir: Path | None = None
 
 
-@dataclass(frozen=True)
-class InternalError:
+class InternalError(NamedTuple):
     """A bug in the linter met while processing one file."""
 
     filename: str

@@ -6,8 +6,7 @@ from them) before anything is parsed, and a run whose files are all cached parse
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from torchperf_lint.source import SourceLimits
 
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
     from torchperf_lint.rules.base import Rule
 
 
-@dataclass(frozen=True)
-class RuleOptions:
+class RuleOptions(NamedTuple):
     """The settings rules may read (from `[tool.torchperf-lint]` and the CLI, or for PyTorch's
     version from the project's packaging files)."""
 
@@ -29,12 +27,11 @@ class RuleOptions:
     torch_below: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True)
-class LintSettings:
+class LintSettings(NamedTuple):
     """What runs on one file: the selected rules, the options they read, and how large a file
     may be. The rules are catalog entries (`registry.RuleInfo`), or in tests and tools rule
     classes, which have the same attributes; the engine runs `rule.implementation()`."""
 
     rules: tuple[RuleInfo | type[Rule], ...]
-    options: RuleOptions = field(default_factory=RuleOptions)
-    limits: SourceLimits = field(default_factory=SourceLimits)
+    options: RuleOptions = RuleOptions()
+    limits: SourceLimits = SourceLimits()

@@ -11,9 +11,9 @@ import io
 import os
 import re
 import tokenize
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePath
+from typing import NamedTuple
 
 from torchperf_lint.diagnostics import Location
 
@@ -24,8 +24,7 @@ DEFAULT_MAX_FILE_SIZE = 5_000_000
 DEFAULT_MAX_LINE_LENGTH = 100_000
 
 
-@dataclass(frozen=True)
-class SourceLimits:
+class SourceLimits(NamedTuple):
     """The largest source a file may hold before it is reported instead of linted."""
 
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of Python code
@@ -41,8 +40,7 @@ class SourceError(Exception):
         self.location = location
 
 
-@dataclass(frozen=True)
-class DecodedSource:
+class DecodedSource(NamedTuple):
     """Text plus what is needed to write it back byte-for-byte the same way."""
 
     text: str

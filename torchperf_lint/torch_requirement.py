@@ -37,8 +37,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,21 +47,21 @@ else:  # pragma: no cover - exercised only on older interpreters
 
 Version = tuple[int, ...]
 
-_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(.*)")
-_SPECIFIER = re.compile(
-    r"\s*(~=|===|==|!=|<=|>=|<|>)\s*v?(\d+(?:\.\d+)*)(\.\*)?"
+# Patterns, compiled (and kept by `re`) when first used: most projects declare PyTorch in no
+# requirements file, and a run reads no declaration unless one is there.
+_NAME = r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(.*)"
+_SPECIFIER = (
+    r"(?i)\s*(~=|===|==|!=|<=|>=|<|>)\s*v?(\d+(?:\.\d+)*)(\.\*)?"
     # A pre-, post-, dev- or local part: the release numbers decide here.
-    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|post|rev|r|dev)[-_.]?\d*)*(?:\+[A-Za-z0-9.]+)?\s*",
-    re.IGNORECASE,
+    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|post|rev|r|dev)[-_.]?\d*)*(?:\+[A-Za-z0-9.]+)?\s*"
 )
-_REQUIREMENTS_FILE = re.compile(r"requirements[^/\\]*\.txt")
-_CONSTRAINTS_FILE = re.compile(r"constraints[^/\\]*\.txt")
+_REQUIREMENTS_FILE = r"requirements[^/\\]*\.txt"
+_CONSTRAINTS_FILE = r"constraints[^/\\]*\.txt"
 # A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
-_REQUIREMENTS_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)*\.txt")
+_REQUIREMENTS_PATH = r"[\w.-]+(?:/[\w.-]+)*\.txt"
 
 
-@dataclass(frozen=True)
-class TorchRange:
+class TorchRange(NamedTuple):
     """The PyTorch releases one declaration (or a whole project) allows: at least `oldest`
     (None: no floor), older than `below` (None: no upper bound). Versions are release
     numbers padded to three parts: `(2, 4, 0)`."""
@@ -82,8 +82,7 @@ class TorchRange:
         return TorchRange(self.oldest, below)
 
 
-@dataclass(frozen=True)
-class DeclaredTorch:
+class DeclaredTorch(NamedTuple):
     """The PyTorch a project declares, and where: the file names, relative to `directory`,
     of its declarations."""
 
@@ -99,7 +98,7 @@ def parse_torch_requirement(text: str) -> TorchRange | None:
     `torch==1.11.0` is `[1.11.0, 1.11.1)`, `torch~=2.1` is `[2.1.0, 3.0.0)`, `torch>2.0` is
     taken as `>=2.0` (a floor is what matters), `!=` excludes too little to matter, and
     `torch @ <url>` allows anything."""
-    match = _NAME.fullmatch(text.split(";", 1)[0].split(" #", 1)[0].strip())
+    match = re.fullmatch(_NAME, text.split(";", 1)[0].split(" #", 1)[0].strip())
     if match is None or match.group(1).lower() != "torch":
         return None
     rest = match.group(2).strip()
@@ -110,7 +109,7 @@ def parse_torch_requirement(text: str) -> TorchRange | None:
     oldest: Version | None = None
     below: Version | None = None
     for specifier in filter(str.strip, rest.split(",")):
-        parsed = _SPECIFIER.fullmatch(specifier)
+        parsed = re.fullmatch(_SPECIFIER, specifier)
         if parsed is None:
             return None
         parts = tuple(int(part) for part in parsed.group(2).split("."))
@@ -157,7 +156,7 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
     except OSError:
         return None
     found: list[tuple[str, TorchRange]] = []
-    requirement_files = sorted(name for name in names if _REQUIREMENTS_FILE.fullmatch(name))
+    requirement_files = sorted(name for name in names if re.fullmatch(_REQUIREMENTS_FILE, name))
     if "pyproject.toml" in names:
         found.extend(("pyproject.toml", r) for r in _torch_in(_pyproject(directory / "pyproject.toml")))
     if "setup.cfg" in names:
@@ -166,14 +165,14 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
         install_requires, named_files = _setup_py(directory / "setup.py")
         found.extend(("setup.py", r) for r in _torch_in(install_requires))
         requirement_files.extend(name for name in named_files if os.path.isfile(directory / name))
-    constraint_files = sorted(name for name in names if _CONSTRAINTS_FILE.fullmatch(name))
+    constraint_files = sorted(name for name in names if re.fullmatch(_CONSTRAINTS_FILE, name))
     if "requirements" in names and os.path.isdir(directory / "requirements"):
         try:
             listed = sorted(os.listdir(directory / "requirements"))
         except OSError:
             listed = []
         for name in listed:
-            if _CONSTRAINTS_FILE.fullmatch(name):
+            if re.fullmatch(_CONSTRAINTS_FILE, name):
                 constraint_files.append(f"requirements/{name}")
             elif name.endswith(".txt"):
                 requirement_files.append(f"requirements/{name}")
@@ -250,7 +249,7 @@ def _setup_py(path: Path) -> tuple[list[str], list[str]]:
         if isinstance(node, ast.keyword) and node.arg == "install_requires":
             value = bound.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
             install_requires.extend(_string_literals(value))
-    named_files = [text for text in _string_literals(tree) if _REQUIREMENTS_PATH.fullmatch(text)]
+    named_files = [text for text in _string_literals(tree) if re.fullmatch(_REQUIREMENTS_PATH, text)]
     return install_requires, named_files
 
 

@@ -9,7 +9,6 @@ calls are counted in the same source order as the summary's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from torchperf_lint.diagnostics import Diagnostic, FileResult, Location, Related
 
@@ -47,7 +46,7 @@ def _located(
         location, cell = places[item.call]
         message = item.message if cell is None else f"cell {cell}: {item.message}"
         related.append(Related(item.filename, location, message))
-    return replace(diagnostic, related=tuple(related))
+    return diagnostic._replace(related=tuple(related))
 
 
 def _call_places(filename: str, read: SourceReader) -> list | None:
