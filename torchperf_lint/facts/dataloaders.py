@@ -79,6 +79,14 @@ _PLAIN_BUILTINS = frozenset({
     "range", "len", "int", "float", "bool", "str", "min", "max", "enumerate", "zip", "dict",
     "list", "tuple", "isinstance", "super",
 })
+# How many iterators over iterators (`iter(iter(loader))`, by names) a loader is found through.
+_NAME_DEPTH = 3
+# Tensor methods that read nothing but the tensor they are called on: its size, a view or
+# a slice of it in another dtype (`self.data[start:end].long()`).
+_TENSOR_METHODS = frozenset({
+    "size", "numel", "dim", "item", "long", "int", "float", "double", "half", "bool", "clone",
+    "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+})
 # Words in an attribute's name that say it holds what the training collects as it runs.
 _LIVE_STATE = ("buffer", "replay")
 # Hugging Face's collators of text: their batches are token ids, masks and labels.
@@ -140,6 +148,11 @@ class DataLoaderConstruction:
 SamplesElsewhere = Callable[[cst.Call], "str | None"]
 
 
+def _is_iter_call(value: cst.BaseExpression) -> bool:
+    """`iter(loader)`."""
+    return isinstance(value, cst.Call) and dotted_name(value.func) == "iter" and bool(value.args)
+
+
 def _unknown_elsewhere(call: cst.Call) -> str | None:
     return None
 
@@ -198,13 +211,27 @@ class DataLoaders:
         values = self.scopes.bound_values(func)
         return bool(values) and all(self._builds_a_loader(value, depth + 1) for value in values)
 
-    def construction(self, expression: cst.BaseExpression) -> DataLoaderConstruction | None:
-        """The DataLoader construction `expression` evaluates to, when it can be known."""
+    def construction(
+        self, expression: cst.BaseExpression, depth: int = 0
+    ) -> DataLoaderConstruction | None:
+        """The DataLoader construction `expression` evaluates to, when it can be known; for an
+        iterator over one (`data_iter = iter(loader)`), that loader's."""
         if isinstance(expression, cst.Call):
             return self._by_call.get(expression)
-        for value in self.scopes.bound_values(expression):
+        values = self.scopes.bound_values(expression)
+        for value in values:
             if isinstance(value, cst.Call) and value in self._by_call:
                 return self._by_call[value]
+        iterators = [value for value in values if _is_iter_call(value)]
+        iterated = {dotted_name(value.args[0].value) for value in iterators}
+        if (
+            iterators
+            and len(iterators) == len(values)
+            and len(iterated) == 1
+            and iterated != {dotted_name(expression)}  # Not `it = iter(it)`.
+            and depth < _NAME_DEPTH
+        ):
+            return self.construction(iterators[0].args[0].value, depth + 1)
         return None
 
     def loader_of(self, loop: LoopNode) -> DataLoaderConstruction | None:
@@ -232,8 +259,8 @@ class DataLoaders:
         a `TensorDataset`, a `range`, a list or other literal, a list built by a call of
         `list`/`tuple`/`sorted` or by `+` of such lists, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
-        `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories and builtins
-        (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
+        `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories, builtins and
+        tensor methods that read only their tensor (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
         transformed on access, a class or function of another module that the program says
         builds one of those, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
@@ -319,14 +346,17 @@ class DataLoaders:
 
     def _in_memory_call(self, call: cst.Call) -> bool:
         """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
-        `range` or `len` (`super().__init__()` too), or a seeded generator
-        (`torch.Generator().manual_seed(42)`)."""
+        `range` or `len` (`super().__init__()` too), a seeded generator
+        (`torch.Generator().manual_seed(42)`), or a tensor method that reads only its tensor
+        (`self.data.size(0)`, `self.data[start:end].long()`)."""
         qualified = self.names.call_name(call) or ""
         if qualified.startswith("torch."):
             return qualified.removeprefix("torch.") in _FACTORIES
         if qualified.removeprefix("builtins.") in _PLAIN_BUILTINS:
             return True
         func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+            return True
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)):
             return False
         made_by = self.names.call_name(func.value)

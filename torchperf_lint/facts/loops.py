@@ -18,7 +18,7 @@ import libcst as cst
 
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex
-from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
 LoopNode = Union[cst.For, cst.While]
@@ -76,11 +76,19 @@ class LoopFacts:
         """A training loop, or a loop over a DataLoader."""
         return self.is_training or self.iterates_dataloader
 
-    @property
+    @cached_property
     def target_names(self) -> set[str]:
-        """The names a `for` loop binds on each iteration (`i`, `x`, `y` in
-        `for i, (x, y) in enumerate(loader)`); none for a `while` loop."""
-        return target_names(self.node.target) if isinstance(self.node, cst.For) else set()
+        """The names a loop binds to the next item on each iteration: `i`, `x`, `y` in `for
+        i, (x, y) in enumerate(loader)`, and `batch` in a `while` loop that reads `batch =
+        next(data_iter)`."""
+        if isinstance(self.node, cst.For):
+            return target_names(self.node.target)
+        return {
+            name
+            for assignment in _next_reads(self.node)
+            for target in assignment.targets
+            for name in target_names(target.target)
+        }
 
 
 class Loops:
@@ -241,10 +249,37 @@ def _annotation_name(annotation: cst.Annotation | None) -> cst.BaseExpression | 
 
 def iterated_expression(loop: LoopNode) -> cst.BaseExpression | None:
     """What a `for` loop iterates, seen through `enumerate(...)`, `tqdm(...)` and the like,
-    and through a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`)."""
-    if not isinstance(loop, cst.For):
+    and through a logger's wrapper given the loader (`metric_logger.log_every(loader, 10)`);
+    for a `while` loop, the iterator it reads with `batch = next(data_iter)` (the same
+    iterator every time)."""
+    if isinstance(loop, cst.For):
+        return unwrapped_iterable(loop.iter)
+    iterators = {dotted_name(read.value.args[0].value): read for read in _next_reads(loop)}
+    if len(iterators) != 1 or None in iterators:
         return None
-    return unwrapped_iterable(loop.iter)
+    return next(iter(iterators.values())).value.args[0].value
+
+
+def _next_reads(loop: cst.While) -> list[cst.Assign]:
+    """The assignments `batch = next(data_iter)` of a `while` loop's own body (in its
+    blocks, `try` and `except` included; not in nested loops or definitions)."""
+    found = []
+    blocks: list[cst.CSTNode] = [loop.body]
+    while blocks:
+        block = blocks.pop()
+        for child in block.children:
+            if type(child) in LOOP_TYPES or type(child) in SCOPE_TYPES:
+                continue
+            if (
+                type(child) is cst.Assign
+                and isinstance(child.value, cst.Call)
+                and dotted_name(child.value.func) == "next"
+                and child.value.args
+            ):
+                found.append(child)
+            elif isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler, cst.Else, cst.Finally)):
+                blocks.append(child)
+    return found
 
 
 def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:

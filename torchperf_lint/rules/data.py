@@ -25,7 +25,7 @@ from torchperf_lint.facts.devices import (
 )
 from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
-from torchperf_lint.facts.names import dotted_name, last_identifier, root_name
+from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword
 
@@ -65,8 +65,10 @@ class DataLoaderNoWorkers(Rule):
     an expression such as `list(InputExample(...) for ...)` or `gold + silver`, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
     batch_size=1024)` over node indices), a dataset class of the module whose
-    `__getitem__` or `__iter__` calls nothing but PyTorch's factories and builtins (it only
-    indexes what it holds, returns constants or makes up samples: `torch.randn(size)`), a
+    `__getitem__` or `__iter__` calls nothing but PyTorch's factories, builtins and tensor
+    methods that read only their tensor (it only indexes what it holds, returns constants or
+    makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
+    from `torch.randint(0, self.data.size(0) - n, (1,))`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
     access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
@@ -457,7 +459,9 @@ class BlockingHostToDeviceCopy(Rule):
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
     `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
-    the loader pins when asked), without `non_blocking=True`. The loader may be built
+    the loader pins when asked), without `non_blocking=True`: `for x, y in loader:`, or a
+    `while` loop that reads `batch = next(data_iter)` with `data_iter = iter(loader)`; the
+    batch's items count too (`[t.to(device) for t in batch]`). The loader may be built
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`,
     also as an item of a tuple: `loader, dataset = create_dataloader(...)`), or passed as a
     parameter (`def train_one_epoch(model, loader):`) by every caller outside tests; a
@@ -525,7 +529,7 @@ class BlockingHostToDeviceCopy(Rule):
             for call in loop.own_calls:
                 if not self._is_host_to_device(facts, call):
                     continue
-                if root_name(call.func.value) not in loop.target_names:
+                if not self._copies_a_batch(facts, call, loop):
                     continue
                 new_call = add_keyword(call, "non_blocking", cst.Name("True"))
                 applicability = (
@@ -533,6 +537,22 @@ class BlockingHostToDeviceCopy(Rule):
                 )
                 fix = self.replace(facts, call, new_call, "Add `non_blocking=True`", applicability)
                 yield self.finding(call, fix)
+
+    @staticmethod
+    def _copies_a_batch(facts: FileFacts, call: cst.Call, loop: LoopFacts) -> bool:
+        """`x.to(device)` of a name the loop binds to its batch (`for x, y in loader`,
+        `batch = next(data_iter)`), or of an item of it (`[t.to(device) for t in batch]`)."""
+        copied = root_name(call.func.value)
+        if copied in loop.target_names:
+            return True
+        for parent in facts.scopes.ancestors(call):
+            if parent is loop.node:
+                return False
+            if isinstance(parent, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+                comprehension = parent.for_in
+                if copied in target_names(comprehension.target):
+                    return root_name(comprehension.iter) in loop.target_names
+        return False
 
     @staticmethod
     def _waits_every_iteration(facts: FileFacts, loop: LoopFacts) -> bool:
