@@ -158,6 +158,27 @@ def test_an_indented_shell_escape_that_starts_a_cell_is_an_ipython_line():
     assert found(data) == [("TPL101", 3, 1, 10), ("TPL102", 3, 1, 10)]
 
 
+def test_a_line_that_starts_with_percent_inside_a_statement_is_python():
+    # `% (count, minutes)` continues the `print(` above it: IPython reads magics only where a
+    # statement starts; `%time` after the closed bracket is one.
+    data = notebook(
+        IMPORTS,
+        [
+            "print(\n",
+            '    "%d examples in %.2f minutes"\n',
+            "    % (len(ds), 0.5)\n",
+            ")\n",
+            "%time x = 1\n",
+            "loader = DataLoader(ds)\n",
+        ],
+        moves_batches("loader"),
+    )
+    assert found(data) == [("TPL101", 2, 6, 10), ("TPL102", 2, 6, 10)]
+    linted, unparsable = lintable(read_notebook(data), "nb.ipynb")
+    assert unparsable == []
+    assert linted.cells[1].ipython_lines == ("%time x = 1\n",)
+
+
 def test_noqa_in_a_cell_is_honoured():
     data = notebook(
         IMPORTS,

@@ -204,7 +204,9 @@ def _code_cell(
     continued = python_seen = False
     indent = ""
     for position, line in enumerate(lines):
-        magic = continued or position == automagic or _IPYTHON_LINE.match(line) is not None
+        magic = continued or position == automagic or (
+            _IPYTHON_LINE.match(line) is not None and not _inside_a_statement("".join(python_lines))
+        )
         if position == 0 and line.startswith("%%"):
             name = line[2:].split(maxsplit=1)[0] if line[2:].strip() else ""
             if name not in PYTHON_CELL_MAGICS:
@@ -229,6 +231,40 @@ def _code_cell(
     if not python.endswith("\n"):
         python += "\n"
     return CodeCell(index, source, is_list, python, tuple(replaced))
+
+
+def _inside_a_statement(python: str) -> bool:
+    """Whether the text ends inside an unfinished statement: an open bracket or string, or a
+    line continued with a backslash. A line there that starts with `%` (`    % (count,
+    minutes)` under `print("%d in %.2f" `) continues the statement: IPython reads magics,
+    shell escapes and help only at the start of a statement."""
+    depth = 0
+    quote = ""
+    position = 0
+    while position < len(python):
+        character = python[position]
+        if quote:
+            if character == "\\":
+                position += 1
+            elif python.startswith(quote, position):
+                position += len(quote) - 1
+                quote = ""
+            elif character == "\n" and len(quote) == 1:
+                quote = ""  # An unterminated string ends with its line (a syntax error).
+        elif character == "#":
+            newline = python.find("\n", position)
+            position = len(python) if newline < 0 else newline - 1
+        elif character in "\"'":
+            quote = python[position : position + 3]
+            if quote not in ('"""', "\'\'\'"):
+                quote = character
+            position += len(quote) - 1
+        elif character in "([{":
+            depth += 1
+        elif character in ")]}":
+            depth = max(depth - 1, 0)
+        position += 1
+    return depth > 0 or bool(quote) or python.rstrip("\r\n").endswith("\\")
 
 
 def lintable(
