@@ -370,16 +370,41 @@ class Guards:
 
     def cpu_branch(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only in the branch of a device dispatch taken for the CPU: the
-        body of `if device_type == "cpu":` (or `elif device.type == "cpu":`) in its function.
-        Work there runs synchronously on the host."""
+        body of `if device_type == "cpu":` (or `elif device.type == "cpu":`, `if device.type !=
+        "cuda":`) in its function, or the `else` of `if device.type == "cuda":` (or of `if
+        torch.cuda.is_available():`). Work there runs synchronously on the host."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 return False
-            if type(parent) is cst.If and child is parent.body and any(
-                _tests_cpu_device(operand) for operand in _conjuncts(parent.test)
+            if type(parent) is not cst.If:
+                continue
+            if child is parent.body and any(
+                self._device_tested(operand) == "cpu" for operand in _conjuncts(parent.test)
             ):
                 return True
+            if child is parent.orelse and self._device_tested(parent.test) == "cuda":
+                return True
         return False
+
+    def _device_tested(self, test: cst.BaseExpression) -> str | None:
+        """"cpu" or "cuda": the device `test` is true for (`device.type == "cuda"`,
+        `device_type != "cpu"`, `torch.cuda.is_available()`, `not` of one), else None."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            device = self._device_tested(test.expression)
+            return {"cpu": "cuda", "cuda": "cpu"}.get(device or "")
+        if isinstance(test, cst.Call):
+            available = self.names.call_name(test) == "torch.cuda.is_available"
+            return "cuda" if available else None
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        operator = test.comparisons[0].operator
+        if not isinstance(operator, (cst.Equal, cst.NotEqual)):
+            return None
+        literals = {literal_value(test.left), literal_value(test.comparisons[0].comparator)}
+        device = next((name for name in ("cpu", "cuda") if name in literals), None)
+        if device is None or isinstance(operator, cst.Equal):
+            return device
+        return "cuda" if device == "cpu" else "cpu"
 
     def initializes_once(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a lazy initialisation of an attribute (`_initialized_once`
@@ -915,17 +940,6 @@ def _only_exits(body: cst.BaseSuite) -> bool:
         return False
     small = statements[0].body
     return len(small) == 1 and isinstance(small[0], (cst.Continue, cst.Return))
-
-
-def _tests_cpu_device(test: cst.BaseExpression) -> bool:
-    """`device_type == "cpu"`, `"cpu" == x.device.type`."""
-    if not (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-    ):
-        return False
-    return "cpu" in (literal_value(test.left), literal_value(test.comparisons[0].comparator))
 
 
 def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
