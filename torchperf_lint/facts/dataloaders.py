@@ -88,7 +88,7 @@ _TENSOR_METHODS = frozenset({
     "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
 })
 # Words in an attribute's name that say it holds what the training collects as it runs.
-_LIVE_STATE = ("buffer", "replay")
+_LIVE_STATE = ("buffer", "replay", "rollout")
 # Hugging Face's collators of text: their batches are token ids, masks and labels.
 _TEXT_COLLATORS = frozenset({
     "DataCollatorWithPadding", "DataCollatorForLanguageModeling", "DataCollatorForSeq2Seq",
@@ -146,6 +146,15 @@ class DataLoaderConstruction:
 # What the program says a dataset built or returned by a call of another module holds
 # (`ProgramAnswers.dataset_samples`): "made_up", "in_memory", "rows", or None.
 SamplesElsewhere = Callable[[cst.Call], "str | None"]
+
+
+def _names_live_state(expression: cst.BaseExpression) -> bool:
+    """`replay_buffer`, `self.buffer`, `OffpolicyReplayBuffer`: a name (or a `self.` attribute)
+    whose last part says it holds what the training collects as it runs."""
+    name = dotted_name(expression) or ""
+    if name.count(".") > (1 if name.startswith("self.") else 0):
+        return False
+    return any(word in name.rsplit(".", 1)[-1].lower() for word in _LIVE_STATE)
 
 
 def _is_iter_call(value: cst.BaseExpression) -> bool:
@@ -299,21 +308,27 @@ class DataLoaders:
     def reads_live_state(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is built from the running object's own state: a bound method of the
         class around it (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL
-        agent collecting experience with the current policy) or a replay buffer the training
-        fills (`RLDataset(self.buffer)`). Worker processes would read stale copies of it."""
+        agent collecting experience with the current policy), or a replay or rollout buffer
+        the training fills: the dataset itself (`DataLoader(replay_buffer)`,
+        `DataLoader(OffpolicyReplayBuffer(...))`) or what it is built from
+        (`RLDataset(self.buffer)`, `ReplayDataset(replay_buffer)`). Worker processes would read
+        stale copies of it."""
         dataset = loader.argument("dataset")
         if dataset is None:
             return False
         values = [dataset.value, *self.scopes.bound_values(dataset.value)]
         cls = self.scopes.enclosing_class(loader.call)
         methods = {method.name.value for method in (methods_of(cls) if cls is not None else ())}
+        if any(_names_live_state(value) for value in values):
+            return True
         for value in values:
+            if isinstance(value, cst.Call) and _names_live_state(value.func):
+                return True
             for arg in value.args if isinstance(value, cst.Call) else ():
                 name = dotted_name(arg.value) or ""
-                if not name.startswith("self.") or name.count(".") != 1:
-                    continue
-                attribute = name.removeprefix("self.")
-                if attribute in methods or any(word in attribute.lower() for word in _LIVE_STATE):
+                if name.startswith("self.") and name.removeprefix("self.") in methods:
+                    return True
+                if _names_live_state(arg.value):
                     return True
         return False
 

@@ -94,8 +94,10 @@ class DataLoaderNoWorkers(Rule):
     too where loading must stay in the training process: a dataset built from the running
     object's own state, a bound method
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
-    experience with the current policy) or a replay buffer the training fills
-    (`RLDataset(self.buffer)`): workers would sample from stale copies of it. And it is
+    experience with the current policy) or a replay or rollout buffer the training fills,
+    as the dataset or what it is built from (`RLDataset(self.buffer)`,
+    `DataLoader(replay_buffer)`, `ReplayDataset(rollout_buffer)`): workers would sample
+    from stale copies of it. And it is
     silent for a dataset class of the module whose `__getitem__` (or `__iter__`) moves its
     samples to the accelerator (`audio.to(self.device)`): a forked worker cannot use CUDA.
 
