@@ -450,6 +450,40 @@ class DataLoaders:
             "Dataset" in (last_identifier(base.value) or "") for base in cls.bases
         )
 
+    def wraps_a_dataset_given_instead(self, loader: DataLoaderConstruction) -> bool:
+        """The loader wraps a parameter of its function only when the caller did not pass a
+        loader there: in the body of `if not isinstance(train_dataset, DataLoader):` or the
+        `else` of `if isinstance(train_dataset, DataLoader):`, as a library's convenience.
+        A caller who cares about loading passes a loader of its own."""
+        dataset = loader.argument("dataset")
+        if dataset is None or not isinstance(dataset.value, cst.Name):
+            return False
+        name = dataset.value.value
+        function = self.scopes.enclosing_function(loader.call)
+        if not self.scopes.is_parameter(name, function):
+            return False
+        for parent, child in self.scopes.ancestors_with_child(loader.call):
+            if parent is function:
+                return False
+            if type(parent) is not cst.If:
+                continue
+            test, wanted = parent.test, child is parent.orelse
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, wanted = test.expression, not wanted
+            if wanted and child in (parent.body, parent.orelse) and self._tests_for_a_loader(test, name):
+                return True
+        return False
+
+    def _tests_for_a_loader(self, test: cst.BaseExpression, name: str) -> bool:
+        """`isinstance(name, DataLoader)`."""
+        return (
+            isinstance(test, cst.Call)
+            and self.names.call_name(test) == "builtins.isinstance"
+            and len(test.args) == 2
+            and dotted_name(test.args[0].value) == name
+            and self._builds_a_loader(test.args[1].value)
+        )
+
     def collates_token_ids(self, loader: DataLoaderConstruction) -> bool:
         """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of
         Hugging Face's text collators (`DataCollatorWithPadding(tokenizer)`,

@@ -80,7 +80,9 @@ class DataLoaderNoWorkers(Rule):
     loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
     `next(it)` outside loops), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
-    and test files. It is silent too for loaders that nothing reads once per step: a loader
+    a library's convenience loader for callers that pass a dataset instead of their own
+    loader (in the `else` of `if isinstance(train_dataset, DataLoader):`, or under `if not
+    isinstance(...)`), and test files. It is silent too for loaders that nothing reads once per step: a loader
     handed to sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
     `CrossEncoder.fit(loader)`), which reads it once to build a dataset and trains from its
     own Trainer's loader; a loader whose only reads are one pass after the training of its
@@ -159,6 +161,8 @@ class DataLoaderNoWorkers(Rule):
                 continue  # a tensor of indices or samples: batches are slices of it
             if loaders.read_once(loader) or loaders.built_by_a_dataset(loader):
                 continue
+            if loaders.wraps_a_dataset_given_instead(loader):
+                continue
             if _never_read_per_step(facts, loader):
                 continue
             if loaders.reads_live_state(loader):
@@ -201,7 +205,9 @@ class DataLoaderNoPinMemory(Rule):
     It stays silent when the batches are not seen to reach the device (strings, prompts,
     values a framework moves out of sight); when the loader's only loop is a pass that runs
     once before its function's training loop (caching latents or embeddings), or a dataset
-    class builds it in its own methods (PyG's `process()`, once over the raw data); when
+    class builds it in its own methods (PyG's `process()`, once over the raw data), or it is
+    a library's convenience for callers that pass a dataset instead of a loader, as for
+    TPL101; when
     nothing reads it once per step, as for TPL101 (sentence-transformers' `fit` converts it
     into a dataset; its only reads are one pass after training, an embedding pass or a final
     test; its sampler draws a handful of samples); for `DataLoader([])`, a stand-in that
@@ -296,6 +302,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # padded token ids: kilobytes per batch
             if facts.dataloaders.built_by_a_dataset(loader):
                 continue  # a dataset's one-time preprocessing pass
+            if facts.dataloaders.wraps_a_dataset_given_instead(loader):
+                continue
             if facts.dataloaders.makes_up_samples(loader, elsewhere):
                 continue  # random stand-ins for data: a demo's, a test's
             if facts.dataloaders.tiny_images(loader):
