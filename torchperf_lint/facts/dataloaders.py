@@ -19,8 +19,6 @@ from torchperf_lint.facts.arguments import (
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
 from torchperf_lint.facts.index import (
-    LOOP_TYPES,
-    SCOPE_TYPES,
     SyntaxIndex,
     descendants,
     descendants_in_scope,
@@ -795,7 +793,7 @@ class DataLoaders:
         uses = self._other_reads(assignment.targets[0].target)
         return bool(uses) and all(
             _called_with(self.index.parents, use, "next") is not None
-            and not _in_a_loop(self.scopes, use)
+            and not self.scopes.in_a_loop(use)
             for use in uses
         )
 
@@ -1221,16 +1219,6 @@ def _arrow_chain(value: cst.BaseExpression) -> bool:
 
 def _maps(value: cst.BaseExpression) -> bool:
     return "map" in _method_chain(value)[1]
-
-
-def _in_a_loop(scopes: Scopes, node: cst.CSTNode) -> bool:
-    """Inside a `for` or `while` of its own function (or of the module's code)."""
-    for parent in scopes.ancestors(node):
-        if type(parent) in SCOPE_TYPES:
-            return False
-        if type(parent) in LOOP_TYPES:
-            return True
-    return False
 
 
 def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:

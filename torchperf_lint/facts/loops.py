@@ -302,14 +302,11 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
 def _few_passes(loop: LoopNode, scopes: Scopes) -> bool:
     """`for _ in range(3):`, or `range(n_iter)` with `n_iter = 5`, outside any other loop of
     its function."""
-    if not isinstance(loop, cst.For) or not _is_small_range(loop.iter, scopes):
-        return False
-    for parent in scopes.ancestors(loop):
-        if type(parent) in SCOPE_TYPES:
-            return True
-        if type(parent) in LOOP_TYPES:
-            return False
-    return True
+    return (
+        isinstance(loop, cst.For)
+        and _is_small_range(loop.iter, scopes)
+        and not scopes.in_a_loop(loop)
+    )
 
 
 def _is_small_range(expression: cst.BaseExpression, scopes: Scopes) -> bool:

@@ -67,6 +67,15 @@ class Scopes:
             yield parent
             parent = self.parents.get(parent)
 
+    def in_a_loop(self, node: cst.CSTNode) -> bool:
+        """Inside a `for` or `while` of its own function (or of the module's code)."""
+        for parent in self.ancestors(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) in LOOP_TYPES:
+                return True
+        return False
+
     def ancestors_with_child(
         self, node: cst.CSTNode
     ) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
