@@ -605,6 +605,8 @@ _FACTORIES_RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
     "randint_like",
 })
+# Factories whose first argument is the size of the tensor (or its first dimension).
+_SIZE_FIRST_FACTORIES = frozenset({"zeros", "ones", "full", "empty", "rand", "randn"})
 # Calls that move their receiver to a device: `.to(device)`, `.cuda()`, `.type_as(tensor)`.
 _MOVES = frozenset({"to", "cuda", "type_as"})
 # Factories with a `Tensor.new_*` counterpart, which builds on the device and in the dtype of
@@ -875,7 +877,11 @@ def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:
 
 
 def _is_empty(factory: cst.Call) -> bool:
-    """`torch.empty(0)`, `torch.zeros((0, n))`: a placeholder with no elements to copy."""
+    """`torch.empty(0)`, `torch.zeros((0, n))`: a placeholder with no elements to copy. Only
+    factories whose first argument is the size: in `torch.randint(0, 10, (4,))` and
+    `torch.arange(0, n)` a leading 0 is a bound."""
+    if last_identifier(factory.func) not in _SIZE_FIRST_FACTORIES:
+        return False
     if not factory.args or factory.args[0].keyword is not None:
         return False
     size = factory.args[0].value
