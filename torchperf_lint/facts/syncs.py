@@ -51,6 +51,8 @@ _DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
 _MAX_HOST_DEPTH = 4
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# `math` functions of a number, which read a one-element tensor as `float(t)` does.
+_MATH_TESTS = frozenset({"math.isnan", "math.isinf", "math.isfinite"})
 # `GradScaler` methods that read the scale with `.item()` while the scaler is enabled.
 _SCALE_READS = frozenset({"get_scale", "state_dict"})
 _GRAD_SCALERS = ("torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.")
@@ -673,6 +675,8 @@ class HostSyncs:
             if self._feeds_an_environment(call):
                 return None
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
+        if qualified in _MATH_TESTS and self._first_argument_is_tensor(call):
+            return HostSync(call, f"`{qualified}()` of a tensor")
         if qualified == _RANGE and any(
             not a.star and self._reads_device(a.value) for a in call.args
         ):

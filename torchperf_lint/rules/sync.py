@@ -49,7 +49,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     ## What it does
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)` / `int(t)` / `bool(t)` of a tensor, `range(t)` (which reads the bound as
+    `float(t)` / `int(t)` / `bool(t)` of a tensor, `math.isnan(t)` (and `isinf`, `isfinite`,
+    which read the tensor as `float(t)` does), `range(t)` (which reads the bound as
     `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
     with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
     into a string whatever receives it (an f-string, `str()`, `.format` or `%` passed to
