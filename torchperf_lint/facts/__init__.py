@@ -226,7 +226,7 @@ class FileFacts:
         return [
             block.indent if block.indent is not None else self.module.default_indent
             for block in reversed(list(self.scopes.ancestors(node)))
-            if isinstance(block, cst.IndentedBlock)
+            if type(block) is cst.IndentedBlock
         ]
 
 

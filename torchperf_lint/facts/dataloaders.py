@@ -1184,17 +1184,23 @@ def _argument_for(call: cst.Call, parameter: str, positional: list[str]) -> cst.
     return None
 
 
+# The parents of a name that binds it rather than reads it (`_is_read`).
+_BINDING_PARENTS = frozenset({cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef})
+_TARGET_PARENTS = frozenset({cst.AnnAssign, cst.AugAssign})
+
+
 def _is_read(parents: dict[cst.CSTNode, cst.CSTNode], name: cst.Name) -> bool:
     """`name` reads a variable: not an attribute's name (`x.loader`), a keyword
     (`f(loader=...)`), a parameter or the target of an assignment."""
     parent = parents.get(name)
-    if isinstance(parent, cst.Attribute) and parent.attr is name:
+    kind = type(parent)  # asked of every name a loader may be bound to: by type, as in `index`
+    if kind is cst.Attribute and parent.attr is name:
         return False
-    if isinstance(parent, cst.Arg) and parent.keyword is name:
+    if kind is cst.Arg and parent.keyword is name:
         return False
-    if isinstance(parent, (cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef)):
+    if kind in _BINDING_PARENTS:
         return False
-    return not (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is name)
+    return not (kind in _TARGET_PARENTS and parent.target is name)
 
 
 def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:

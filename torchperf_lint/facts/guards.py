@@ -152,7 +152,7 @@ class Guards:
                 (
                     (position, statement)
                     for position, statement in enumerate(statements)
-                    if isinstance(statement, cst.If)
+                    if type(statement) is cst.If
                     and statement.orelse is None
                     and _only_exits(statement.body)
                     and self._is_off_period_test(statement.test)
@@ -373,7 +373,7 @@ class Guards:
         of `self.x`): a call runs it the first time only. A local name (`if mask is None:
         mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, ScopeNode):
+            if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
@@ -419,9 +419,9 @@ class Guards:
         it (or the body of `if self.flag:` for a switch that defaults to `False`). Instances
         built with the defaults never run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, cst.ClassDef):
+            if type(parent) is cst.ClassDef:
                 return False
-            if not isinstance(parent, cst.If) or child is parent.test:
+            if type(parent) is not cst.If or child is parent.test:
                 continue
             test, negated = parent.test, False
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -487,7 +487,7 @@ class Guards:
             if child in statements:
                 for earlier in statements[: statements.index(child)]:
                     if (
-                        isinstance(earlier, cst.If)
+                        type(earlier) is cst.If
                         and _only_exits(earlier.body)
                         and isinstance(earlier.test, cst.UnaryOperation)
                         and isinstance(earlier.test.operator, cst.Not)
