@@ -174,6 +174,7 @@ class DataLoaders:
         # Rules ask about every loop for every loader: the answers per loop are kept.
         self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
         self._moves_batches: dict[LoopNode, bool] = {}
+        self._moves_samples: dict[cst.ClassDef, bool] = {}
 
     def _builds_a_loader(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """`DataLoader`; a class of the module derived from it that takes the same arguments
@@ -351,16 +352,24 @@ class DataLoaders:
             return False
         for value in (dataset.value, *self.scopes.bound_values(dataset.value)):
             cls = self._dataset_class(value) if isinstance(value, cst.Call) else None
-            if cls is None:
-                continue
-            for method in methods_of(cls, ("__getitem__", "__iter__")):
-                for node in descendants(method.body):
-                    if self._moves_to_accelerator(node):
-                        return True
+            if cls is not None and self._samples_on_accelerator(cls):
+                return True
         return False
 
+    def _samples_on_accelerator(self, cls: cst.ClassDef) -> bool:
+        """Whether the `__getitem__` or `__iter__` of dataset class `cls` moves its samples
+        to the accelerator (both loader rules ask of every loader: kept per class)."""
+        if cls not in self._moves_samples:
+            self._moves_samples[cls] = any(
+                self._moves_to_accelerator(node)
+                for method in methods_of(cls, ("__getitem__", "__iter__"))
+                for node in descendants(method.body)
+            )
+        return self._moves_samples[cls]
+
     def _moves_to_accelerator(self, node: cst.CSTNode) -> bool:
-        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        # Asked of every node of a dataset's methods: by type, as in `index`.
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
             return False
         method = node.func.attr.value
         if method == "cuda":

@@ -52,6 +52,7 @@ class References:
         for statement in facts.index.imports:
             self._add_import(statement)
         self.qualnames: dict[cst.CSTNode, str] = {}
+        self._callees: dict[cst.Call, Ref | None] = {}
         # (enclosing def or class, or None for the module; name) -> qualified name.
         self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
         for definition in (*facts.index.functions, *facts.index.classes):
@@ -139,6 +140,12 @@ class References:
 
     def callee(self, call: cst.Call) -> Ref | None:
         """What `call` runs, when it may be the project's own code."""
+        # The summary asks of every call, and the program's answers again of many.
+        if call not in self._callees:
+            self._callees[call] = self._callee(call)
+        return self._callees[call]
+
+    def _callee(self, call: cst.Call) -> Ref | None:
         func = call.func
         owner = self.owner_class(call)
         if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
