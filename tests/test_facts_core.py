@@ -13,6 +13,7 @@ from torchperf_lint.engine import LintSettings, lint_text
 from torchperf_lint.facts import FileFacts, is_test_file
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, UNKNOWN, argument_value
 from torchperf_lint.facts.index import build_index, descendants
+from torchperf_lint.facts.program import Program, ProgramAnswers
 from torchperf_lint.fixes import fix_text
 from torchperf_lint.rules import BY_CODE
 
@@ -248,6 +249,79 @@ def test_autograd_is_off_under_no_grad_or_inference_mode_and_decorators() -> Non
     )
     verdicts = [facts.guards.grad_disabled(call) for call in calls_named(facts, "model")]
     assert verdicts == [True, True, True, True, False]
+
+
+def test_the_counters_of_a_loop_are_what_its_body_counts_outside_nested_scopes() -> None:
+    facts = facts_of(
+        """
+        for i, batch in enumerate(loader):
+            step += 1
+            n = i + 1
+            m = n // 4
+            def hook():
+                hidden += 1
+            for j in range(3):
+                inner += 1
+        class Trainer:
+            def fit(self):
+                for self.it in range(9):
+                    pass
+                while True:
+                    self.step += 1
+                self.once += 1
+        """
+    )
+    outer, nested, by_attribute, forever = facts.index.loops
+    assert facts.counters.of_loop(outer) == {"i", "step", "n", "m", "inner"}
+    assert facts.counters.of_loop(nested) == {"j", "inner"}
+    assert facts.counters.of_loop(forever) == {"self.step"}
+    assert facts.counters.of_class(facts.index.classes[0]) == {"self.it", "self.step"}
+    assert by_attribute.target.attr.value == "it"
+
+
+def test_the_facts_of_a_file_in_its_program_share_what_reads_no_program() -> None:
+    facts = facts_of("for i in range(9):\n    if i == 0:\n        model(x)\n")
+    _, call = facts.index.calls
+    assert facts.guards.sparse_guard(call, facts.index.loops[0]) is not None
+    facts.models  # noqa: B018 - built before the program is known, as the summary builds it
+    linked = facts.with_program(Program())
+    assert linked.counters is facts.counters and linked.guards.counters is facts.counters
+    assert linked.models is facts.models
+    assert linked.guards is not facts.guards  # it asks the program about no-grad wrappers
+    assert linked.guards.sparse_guard(call, facts.index.loops[0]) is not None
+
+
+class _StepsInHelpers(Program):
+    """A program in which every call named `train_step` runs a helper that steps."""
+
+    def answers_for(self, facts: FileFacts) -> ProgramAnswers:
+        class Answers(ProgramAnswers):
+            def calls_step_helper(self, call: cst.Call) -> bool:
+                return getattr(call.func, "value", None) == "train_step"
+
+        return Answers()
+
+
+def test_the_loops_of_a_file_in_its_program_are_those_found_afresh_in_it() -> None:
+    source = """
+        for batch in loader:
+            train_step(batch)
+        for epoch in range(3):
+            for x in loader:
+                loss.backward()
+                train_step(x)
+        """
+    alone = facts_of(source)
+    assert [loop.is_training for loop in alone.loops.all] == [False, False, True]
+    linked = alone.with_program(_StepsInHelpers())
+    fresh = FileFacts(alone.module, alone.path, _StepsInHelpers())
+    assert linked.loops is not alone.loops
+    assert [loop.is_training for loop in linked.loops.all] == [True, False, True]
+    assert linked.loops.all == fresh.loops.all
+    for call in alone.index.calls:
+        assert linked.loops.loop_of_call(call) == fresh.loops.loop_of_call(call)
+        assert linked.loops.nearest_loop(call) == fresh.loops.nearest_loop(call)
+    assert [loop.is_training for loop in alone.loops.all] == [False, False, True]
 
 
 def test_main_guard() -> None:

@@ -258,15 +258,20 @@ def _lint_facts(
     if not found:
         return TextAnalysis(summary=summary, asked=asked)
     noqa = noqa or NoqaDirectives.from_source(text)
-    wanted = [finding.node for _, finding in found]
-    wanted += [edit.node for _, finding in found if finding.fix for edit in finding.fix.edits]
+    # One fix may serve many findings (every use of a deprecated import is rewritten by the
+    # fix of each): its nodes are located, and its edits converted, once.
+    wanted = dict.fromkeys(finding.node for _, finding in found)
+    wanted.update(
+        (edit.node, None) for _, finding in found if finding.fix for edit in finding.fix.edits
+    )
     if edited is None:
         positions = node_positions(facts.module, wanted)
     else:
         positions = edited.positions(facts.module, wanted, facts.index.parents)
+    edits: dict[tuple[NodeEdit, ...], tuple[Edit, ...]] = {}
     diagnostics = []
     for rule_class, finding in found:
-        diagnostic = _diagnostic(rule_class, finding, positions, filename)
+        diagnostic = _diagnostic(rule_class, finding, positions, filename, edits)
         if not noqa.suppresses(diagnostic.location.row, rule_class.code, rule_class.name):
             diagnostics.append(diagnostic)
     diagnostics.sort(key=lambda d: d.sort_key)
@@ -299,15 +304,25 @@ def _location(position) -> Location:
     return Location(position.line, position.column + 1)
 
 
-def _diagnostic(rule: type[Rule], finding: Finding, positions, filename: str) -> Diagnostic:
+def _diagnostic(
+    rule: type[Rule],
+    finding: Finding,
+    positions,
+    filename: str,
+    edits: dict[tuple[NodeEdit, ...], tuple[Edit, ...]],
+) -> Diagnostic:
+    """The diagnostic of `finding`; `edits` keeps the edits of the fixes converted so far."""
     span = positions[finding.node]
     start = _location(span.start)
     fix = None
     if finding.fix is not None:
+        node_edits = finding.fix.edits
+        if node_edits not in edits:
+            edits[node_edits] = tuple(_edit(edit, positions) for edit in node_edits)
         fix = Fix(
             applicability=finding.fix.applicability,
             message=finding.fix.message,
-            edits=tuple(_edit(edit, positions) for edit in finding.fix.edits),
+            edits=edits[node_edits],
         )
     return Diagnostic(
         code=rule.code,

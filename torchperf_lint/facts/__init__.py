@@ -17,7 +17,7 @@ from torchperf_lint.conventions import is_test_file
 from torchperf_lint.facts.amp import AutocastFacts
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
-from torchperf_lint.facts.guards import Guards, is_main_test
+from torchperf_lint.facts.guards import Counters, Guards, is_main_test
 from torchperf_lint.facts.index import SyntaxIndex, build_index, descendants
 from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression, unwrapped_iterable
 from torchperf_lint.facts.models import ModelUse
@@ -30,7 +30,8 @@ from torchperf_lint.facts.tensors import TensorExpressions
 
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (
-    "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast",
+    "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "counters",
+    "models",
 )
 
 
@@ -48,17 +49,22 @@ class FileFacts:
         self.module = module
         self.path = path
         self._program = program or Program()
+        # The loops found for the module in another program (or in none), if any: only the
+        # calls of step helpers are found again (`with_program`).
+        self._loops_alone: Loops | None = None
         if index is not None:
             # `index` is a cached property: what the instance holds under its name is its value.
             self.__dict__["index"] = index
 
     def with_program(self, program: Program) -> FileFacts:
         """These facts as seen from `program`: what does not depend on other files (the
-        index, names, scopes, tensors, ...) is shared, not computed again."""
+        index, names, scopes, tensors, ..., and the loops but for their step helpers) is
+        shared, not computed again."""
         other = FileFacts(self.module, self.path, program)
         for name in _PROGRAM_INDEPENDENT:
             if name in self.__dict__:
                 other.__dict__[name] = self.__dict__[name]
+        other._loops_alone = self.__dict__.get("loops", self._loops_alone)
         return other
 
     @cached_property
@@ -84,6 +90,8 @@ class FileFacts:
 
     @cached_property
     def loops(self) -> Loops:
+        if self._loops_alone is not None:
+            return self._loops_alone.in_program(self.program.calls_step_helper)
         return Loops(
             self.index,
             self.scopes,
@@ -100,7 +108,13 @@ class FileFacts:
             self.names,
             self.program.disables_grad,
             self.program.switched_on,
+            self.counters,
         )
+
+    @cached_property
+    def counters(self) -> Counters:
+        """The names that count the iterations of each loop and of each class's loops."""
+        return Counters(self.index, self.scopes)
 
     @cached_property
     def steps(self) -> Steps:
@@ -226,7 +240,7 @@ class FileFacts:
         return [
             block.indent if block.indent is not None else self.module.default_indent
             for block in reversed(list(self.scopes.ancestors(node)))
-            if isinstance(block, cst.IndentedBlock)
+            if type(block) is cst.IndentedBlock
         ]
 
 

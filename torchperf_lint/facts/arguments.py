@@ -113,15 +113,16 @@ def bound_argument(call: cst.Call, name: str, signature: tuple[str, ...] = ()) -
 
 def literal_value(node: cst.BaseExpression) -> object:
     """The Python value of a literal (`0`, `True`, `None`, `"cuda"`, `-1.5`), else UNKNOWN."""
-    if isinstance(node, cst.Integer):
+    kind = type(node)  # asked of most values the analyses meet: by type, as in `index`
+    if kind is cst.Integer:
         return int(node.value.replace("_", ""), 0)
-    if isinstance(node, cst.Float):
+    if kind is cst.Float:
         return float(node.value.replace("_", ""))
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if kind is cst.Name and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
-    if isinstance(node, cst.SimpleString):
+    if kind is cst.SimpleString:
         return node.evaluated_value
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if kind is cst.UnaryOperation and isinstance(node.operator, cst.Minus):
         inner = literal_value(node.expression)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
             return -inner

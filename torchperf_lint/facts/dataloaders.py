@@ -194,6 +194,7 @@ class DataLoaders:
         # Rules ask about every loop for every loader: the answers per loop are kept.
         self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
         self._moves_batches: dict[LoopNode, bool] = {}
+        self._moves_samples: dict[cst.ClassDef, bool] = {}
 
     def _builds_a_loader(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """`DataLoader`; a class of the module derived from it that takes the same arguments
@@ -394,16 +395,24 @@ class DataLoaders:
             return False
         for value in (dataset.value, *self.scopes.bound_values(dataset.value)):
             cls = self._dataset_class(value) if isinstance(value, cst.Call) else None
-            if cls is None:
-                continue
-            for method in methods_of(cls, ("__getitem__", "__iter__")):
-                for node in descendants(method.body):
-                    if self._moves_to_accelerator(node):
-                        return True
+            if cls is not None and self._samples_on_accelerator(cls):
+                return True
         return False
 
+    def _samples_on_accelerator(self, cls: cst.ClassDef) -> bool:
+        """Whether the `__getitem__` or `__iter__` of dataset class `cls` moves its samples
+        to the accelerator (both loader rules ask of every loader: kept per class)."""
+        if cls not in self._moves_samples:
+            self._moves_samples[cls] = any(
+                self._moves_to_accelerator(node)
+                for method in methods_of(cls, ("__getitem__", "__iter__"))
+                for node in descendants(method.body)
+            )
+        return self._moves_samples[cls]
+
     def _moves_to_accelerator(self, node: cst.CSTNode) -> bool:
-        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        # Asked of every node of a dataset's methods: by type, as in `index`.
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
             return False
         method = node.func.attr.value
         if method == "cuda":
@@ -1251,17 +1260,23 @@ def _argument_for(call: cst.Call, parameter: str, positional: list[str]) -> cst.
     return None
 
 
+# The parents of a name that binds it rather than reads it (`_is_read`).
+_BINDING_PARENTS = frozenset({cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef})
+_TARGET_PARENTS = frozenset({cst.AnnAssign, cst.AugAssign})
+
+
 def _is_read(parents: dict[cst.CSTNode, cst.CSTNode], name: cst.Name) -> bool:
     """`name` reads a variable: not an attribute's name (`x.loader`), a keyword
     (`f(loader=...)`), a parameter or the target of an assignment."""
     parent = parents.get(name)
-    if isinstance(parent, cst.Attribute) and parent.attr is name:
+    kind = type(parent)  # asked of every name a loader may be bound to: by type, as in `index`
+    if kind is cst.Attribute and parent.attr is name:
         return False
-    if isinstance(parent, cst.Arg) and parent.keyword is name:
+    if kind is cst.Arg and parent.keyword is name:
         return False
-    if isinstance(parent, (cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef)):
+    if kind in _BINDING_PARENTS:
         return False
-    return not (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is name)
+    return not (kind in _TARGET_PARENTS and parent.target is name)
 
 
 def _handed_out(node: cst.Return | cst.Yield) -> cst.BaseExpression | None:

@@ -14,7 +14,6 @@ from torchperf_lint.facts.index import (
     ScopeNode,
     SyntaxIndex,
     descendants,
-    descendants_in_scope,
     methods_of,
     statements_of,
 )
@@ -104,6 +103,61 @@ _EVALUATION_STAGES = frozenset({
 })
 
 
+class Counters:
+    """The names that count iterations: those of each loop, and those the loops of each
+    class's methods count with. They depend on the module's syntax alone, so the facts of a
+    file and of the file in its program share them (`FileFacts.with_program`)."""
+
+    def __init__(self, index: SyntaxIndex, scopes: Scopes) -> None:
+        self.index = index
+        self.scopes = scopes
+        self._counters: dict[cst.For | cst.While | cst.ClassDef, frozenset[str]] = {}
+
+    def of_class(self, cls: cst.ClassDef) -> frozenset[str]:
+        """The attributes of `self` that the loops of `cls`'s methods count with: a `for`
+        target (`for self.iteration_step in range(...)`) or a literal increment in a loop."""
+        if cls not in self._counters:
+            counters = {
+                loop_counter(loop, attributes=True)
+                for loop in self.index.inside(self.index.loops, cls)
+                if type(loop) is cst.For and isinstance(loop.target, cst.Attribute)
+            }
+            for node in self.index.inside(self.index.assigns, cls):
+                if type(node) in (cst.AugAssign, cst.Assign) and any(
+                    type(parent) in LOOP_TYPES for parent in self.scopes.ancestors(node)
+                ):
+                    counters.add(_increment(node))
+            self._counters[cls] = frozenset(
+                name for name in counters if name is not None and name.startswith("self.")
+            )
+        return self._counters[cls]
+
+    def of_loop(self, loop: cst.For | cst.While) -> frozenset[str]:
+        """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
+        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`), and the
+        names its body binds to a counter plus or minus a literal or divided by a number
+        (`batch_count = i + 1`, `i_accum = i // accum_freq`)."""
+        if loop not in self._counters:
+            counters = {counter} if (counter := loop_counter(loop)) is not None else set()
+            offsets = []
+            # The assignments of the loop's body, not those of a `def` or class in it.
+            for node in self.index.inside(self.index.assigns, loop.body):
+                if not self.scopes.within_same_scope(node, loop.body):
+                    continue
+                increment = _increment(node)
+                if increment is not None:
+                    counters.add(increment)
+                elif type(node) is cst.Assign and len(node.targets) == 1:
+                    offsets.append(node)
+            for assignment in offsets:  # in source order: `n = i + 1` then `m = n - 1`
+                base = _counted_from(assignment.value)
+                target = dotted_name(assignment.targets[0].target)
+                if base in counters and target is not None:
+                    counters.add(target)
+            self._counters[loop] = frozenset(counters)
+        return self._counters[loop]
+
+
 class Guards:
     """Answers "does this run every iteration?" and "is autograd recording here?"."""
 
@@ -114,16 +168,17 @@ class Guards:
         names: NameResolver,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
         project_switches_on: Callable[[str], bool] = lambda attribute: True,
+        counters: Counters | None = None,
     ) -> None:
+        """`counters`, when given, are the module's (they do not depend on the program)."""
         self.index = index
         self.scopes = scopes
         self.names = names
+        self.counters = counters or Counters(scopes)
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
         # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).
         self.project_switches_on = project_switches_on
-        # Per loop, and per class (`_class_counters`), the names that count iterations.
-        self._counters: dict[cst.For | cst.While | cst.ClassDef, frozenset[str]] = {}
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
 
@@ -152,7 +207,7 @@ class Guards:
                 (
                     (position, statement)
                     for position, statement in enumerate(statements)
-                    if isinstance(statement, cst.If)
+                    if type(statement) is cst.If
                     and statement.orelse is None
                     and _only_exits(statement.body)
                     and self._is_off_period_test(statement.test)
@@ -209,7 +264,7 @@ class Guards:
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
         """The `if` inside `loop` whose body holds `node` and runs on few of its iterations.
 
-        That is a periodic guard, a test of one of the loop's counters (`loop_counters`) for
+        That is a periodic guard, a test of one of the loop's counters (`Counters.of_loop`) for
         equality (`if i == 0:`, `if i + 1 == len(loader):`) or against a literal bound (a
         prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
         (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
@@ -217,7 +272,7 @@ class Guards:
         body assigns `attn`), which runs until its body has run once; or an early exit on the
         other steps before `node` (`if (i + 1) % accumulation != 0: continue`).
         """
-        counters = self.loop_counters(loop)
+        counters = self.counters.of_loop(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is loop or type(parent) in SCOPE_TYPES:
                 return None
@@ -241,7 +296,7 @@ class Guards:
         a method of the class runs `for self.iteration_step in range(...)` (or increments
         `self.step += 1` in a loop). The method runs once per iteration; its branch on few."""
         cls = self.scopes.enclosing_class(node)
-        counters = self._class_counters(cls) if cls is not None else frozenset()
+        counters = self.counters.of_class(cls) if cls is not None else frozenset()
         if not counters:
             return False
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -254,45 +309,6 @@ class Guards:
             ):
                 return True
         return False
-
-    def _class_counters(self, cls: cst.ClassDef) -> frozenset[str]:
-        """The attributes of `self` that the loops of `cls`'s methods count with: a `for`
-        target (`for self.iteration_step in range(...)`) or a literal increment in a loop."""
-        if cls not in self._counters:
-            counters = set()
-            for node in descendants(cls):
-                if type(node) is cst.For and isinstance(node.target, cst.Attribute):
-                    counters.add(loop_counter(node, attributes=True))
-                elif type(node) in (cst.AugAssign, cst.Assign) and any(
-                    type(parent) in LOOP_TYPES for parent in self.scopes.ancestors(node)
-                ):
-                    counters.add(_increment(node))
-            self._counters[cls] = frozenset(
-                name for name in counters if name is not None and name.startswith("self.")
-            )
-        return self._counters[cls]
-
-    def loop_counters(self, loop: cst.For | cst.While) -> frozenset[str]:
-        """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
-        names its body increments by a literal (`step += 1`, `self.it = self.it + 1`), and the
-        names its body binds to a counter plus or minus a literal or divided by a number
-        (`batch_count = i + 1`, `i_accum = i // accum_freq`)."""
-        if loop not in self._counters:
-            counters = {counter} if (counter := loop_counter(loop)) is not None else set()
-            offsets = []
-            for node in descendants_in_scope(loop.body):
-                increment = _increment(node)
-                if increment is not None:
-                    counters.add(increment)
-                elif isinstance(node, cst.Assign) and len(node.targets) == 1:
-                    offsets.append(node)
-            for assignment in offsets:  # in source order: `n = i + 1` then `m = n - 1`
-                base = _counted_from(assignment.value)
-                target = dotted_name(assignment.targets[0].target)
-                if base in counters and target is not None:
-                    counters.add(target)
-            self._counters[loop] = frozenset(counters)
-        return self._counters[loop]
 
     def _is_sparse_test(
         self, test: cst.BaseExpression, counters: frozenset[str], depth: int = 0
@@ -411,7 +427,7 @@ class Guards:
         of `self.x`): a call runs it the first time only. A local name (`if mask is None:
         mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, ScopeNode):
+            if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
@@ -457,9 +473,9 @@ class Guards:
         it (or the body of `if self.flag:` for a switch that defaults to `False`). Instances
         built with the defaults never run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, cst.ClassDef):
+            if type(parent) is cst.ClassDef:
                 return False
-            if not isinstance(parent, cst.If) or child is parent.test:
+            if type(parent) is not cst.If or child is parent.test:
                 continue
             test, negated = parent.test, False
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -525,7 +541,7 @@ class Guards:
             if child in statements:
                 for earlier in statements[: statements.index(child)]:
                     if (
-                        isinstance(earlier, cst.If)
+                        type(earlier) is cst.If
                         and _only_exits(earlier.body)
                         and isinstance(earlier.test, cst.UnaryOperation)
                         and isinstance(earlier.test.operator, cst.Not)

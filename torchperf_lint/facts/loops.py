@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Union
 
@@ -131,6 +131,24 @@ class Loops:
                 loop.backward_calls.append(call)
             elif self.is_training_step(call, method):
                 loop.step_calls.append(call)
+        self._find_step_helper_calls(calls_step_helper)
+
+    def in_program(self, calls_step_helper: Callable[[cst.Call], bool]) -> Loops:
+        """These loops with the calls of step helpers `calls_step_helper` knows (the
+        program's): the rest is the module's own syntax, not found again."""
+        other = Loops.__new__(Loops)
+        other.scopes, other.names = self.scopes, self.names
+        other.by_node = {node: replace(loop) for node, loop in self.by_node.items()}
+        other._call_loop = {
+            call: None if loop is None else other.by_node[loop.node]
+            for call, loop in self._call_loop.items()
+        }
+        other._nearest = {}
+        other._eval_functions = self._eval_functions
+        other._find_step_helper_calls(calls_step_helper)
+        return other
+
+    def _find_step_helper_calls(self, calls_step_helper: Callable[[cst.Call], bool]) -> None:
         for loop in self.by_node.values():
             if not loop.trains_itself:
                 loop.step_helper_calls = [c for c in loop.own_calls if calls_step_helper(c)]

@@ -69,9 +69,9 @@ def last_identifier(node: cst.BaseExpression) -> str | None:
 
 def target_names(target: cst.BaseExpression) -> set[str]:
     """The plain names an assignment or `for` target binds: `x`, `(i, (x, y))`, `[a, *rest]`."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) is cst.Tuple or type(target) is cst.List:
         return {name for element in target.elements for name in target_names(element.value)}
     return set()
 
@@ -209,7 +209,7 @@ class NameResolver:
         return resolved
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             name = node.value
             if self._is_shadowed(node):
                 return None
@@ -219,7 +219,7 @@ class NameResolver:
             if name in _BUILTINS:
                 return f"builtins.{name}"
             return None
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             base = self._resolve(node.value)
             if base is None or base.startswith("builtins."):
                 return None

@@ -12,8 +12,11 @@ from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     SyntaxIndex,
+    nearest_ancestor,
 )
 from torchperf_lint.facts.names import dotted_name, target_names
+
+_CLASS_TYPES = frozenset({cst.ClassDef})
 
 
 class Scopes:
@@ -23,6 +26,7 @@ class Scopes:
         self.parents = index.parents
         self._binders = index.binders
         self._function_of = index.function_of
+        self._classes: dict[cst.CSTNode, cst.CSTNode | None] = {}  # for `enclosing_class`
         # Per function, the names of its parameters (for `is_parameter`).
         self._parameters: dict[cst.FunctionDef, frozenset[str]] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
@@ -91,15 +95,14 @@ class Scopes:
 
     def enclosing_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """Every `def` containing `node`, innermost first."""
-        for parent in self.ancestors(node):
-            if type(parent) is cst.FunctionDef:
-                yield parent
+        # From `def` to `def`: the index knows each one's innermost `def` around it.
+        function = self._function_of.get(id(node))
+        while function is not None:
+            yield function
+            function = self._function_of.get(id(function))
 
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
-        for parent in self.ancestors(node):
-            if type(parent) is cst.ClassDef:
-                return parent
-        return None
+        return nearest_ancestor(self.parents, self._classes, node, _CLASS_TYPES)
 
     def within_same_scope(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         """Whether `ancestor` contains `node` without a `def`, `lambda` or `class` between."""

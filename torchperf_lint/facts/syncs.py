@@ -256,10 +256,10 @@ class HostSyncs:
             isinstance(parent, cst.Call) and self._shows_a_frame(parent)
             for parent in self.scopes.ancestors(call)
         ) or any(
-            self._shows_a_frame(other)
+            # The sink first: few calls are one, and naming the read walks the arguments.
+            self._shows_a_frame(other) and self._names_value_of(other, call)
             for loop in self.loops.enclosing_loops(call)
             for other in loop.own_calls
-            if self._names_value_of(other, call)
         )
 
     def _names_value_of(self, sink: cst.Call, read: cst.Call) -> bool:

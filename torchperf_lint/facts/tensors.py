@@ -176,12 +176,13 @@ class TensorExpressions:
         return self._tensor_answers[key]
 
     def _is_tensor(self, expression: cst.BaseExpression, depth: int) -> bool:
-        if isinstance(expression, cst.Call):
+        kind = type(expression)  # asked of most expressions: by type, as in `index`
+        if kind is cst.Call:
             return self._is_tensor_call(expression, depth)
-        if isinstance(expression, (cst.Name, cst.Attribute)):
+        if kind is cst.Name or kind is cst.Attribute:
             return self._is_tensor_name(expression, depth)
         # Parts of an expression keep its depth: only a name's lookup goes deeper.
-        if isinstance(expression, cst.Subscript):
+        if kind is cst.Subscript:
             return self.is_tensor(expression.value, depth) or self._selects_by_mask(
                 expression, depth
             )

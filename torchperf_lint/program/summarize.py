@@ -13,7 +13,7 @@ from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.dataloaders import MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
-from torchperf_lint.facts.index import nearest_ancestor
+from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.program.summary import (
@@ -52,6 +52,7 @@ class References:
         for statement in facts.index.imports:
             self._add_import(statement)
         self.qualnames: dict[cst.CSTNode, str] = {}
+        self._callees: dict[cst.Call, Ref | None] = {}
         # (enclosing def or class, or None for the module; name) -> qualified name.
         self._definitions: dict[tuple[cst.CSTNode | None, str], str] = {}
         for definition in (*facts.index.functions, *facts.index.classes):
@@ -139,6 +140,12 @@ class References:
 
     def callee(self, call: cst.Call) -> Ref | None:
         """What `call` runs, when it may be the project's own code."""
+        # The summary asks of every call, and the program's answers again of many.
+        if call not in self._callees:
+            self._callees[call] = self._callee(call)
+        return self._callees[call]
+
+    def _callee(self, call: cst.Call) -> Ref | None:
         func = call.func
         owner = self.owner_class(call)
         if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
@@ -199,7 +206,7 @@ class References:
         name = dotted_name(expression)
         found = set()
         for value in self.scopes.bound_values(expression):
-            if isinstance(value, cst.Name) and value.value == "None":
+            if _is_none(value):
                 continue
             if name is not None and _rebinds(value, name):
                 continue
@@ -224,10 +231,11 @@ class References:
         name = dotted_name(expression)
         if name is None:
             return None
+        # Asked of the receiver of most calls: ancestors are tested by type, as in `index`.
         for parent, child in self.scopes.ancestors_with_child(expression):
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if type(parent) in SCOPE_TYPES:
                 return None
-            if not (isinstance(parent, cst.If) and child is parent.body):
+            if not (type(parent) is cst.If and child is parent.body):
                 continue
             test = parent.test
             if (
@@ -297,7 +305,7 @@ def _tests_one_value(test: cst.BaseExpression) -> bool:
 
 def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The names and attributes an assignment target binds (`self.a, self.b = ...`)."""
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) is cst.Tuple or type(target) is cst.List:
         for element in target.elements:
             yield from _assigned_elements(element.value)
     else:
@@ -600,7 +608,7 @@ class _Summarizer:
         facts = self.facts
         referring: set[cst.FunctionDef] = set()
         for node in (*facts.index.names, *facts.index.attributes):
-            identifier = node.value if isinstance(node, cst.Name) else node.attr.value
+            identifier = node.value if type(node) is cst.Name else node.attr.value
             if identifier in _GRAD_WRAPPED_NAMES and facts.names.qualified_name(node) in _GRAD_WRAPPED:
                 referring.update(facts.scopes.enclosing_functions(node))
         backpropagating: set[cst.FunctionDef] = set()
@@ -660,7 +668,7 @@ class _Summarizer:
 
 
 def _is_none(expression: cst.BaseExpression) -> bool:
-    return isinstance(expression, cst.Name) and expression.value == "None"
+    return type(expression) is cst.Name and expression.value == "None"
 
 
 def is_external(ref: Ref) -> bool:

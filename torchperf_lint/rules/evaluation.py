@@ -10,7 +10,12 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import Comprehension, Loop, ScopeNode
+from torchperf_lint.facts.index import (
+    COMPREHENSION_TYPES,
+    LOOP_TYPES,
+    SCOPE_TYPES,
+    Loop,
+)
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
@@ -80,9 +85,9 @@ class FunctionCalls:
         facts = self.facts
         loops = []
         for parent in facts.scopes.ancestors(node):
-            if isinstance(parent, ScopeNode):
+            if type(parent) in SCOPE_TYPES:
                 break
-            if isinstance(parent, Loop) and not facts.scopes.within_same_scope(after, parent):
+            if type(parent) in LOOP_TYPES and not facts.scopes.within_same_scope(after, parent):
                 loops.append(parent)
         if not loops:
             return None
@@ -167,9 +172,9 @@ def _program_runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bo
 def _repeated(facts: FileFacts, call: cst.Call) -> bool:
     """`call` runs in a loop or a comprehension of its scope."""
     for parent in facts.scopes.ancestors(call):
-        if isinstance(parent, ScopeNode):
+        if type(parent) in SCOPE_TYPES:
             return False
-        if isinstance(parent, (*Loop, *Comprehension)):
+        if type(parent) in LOOP_TYPES or type(parent) in COMPREHENSION_TYPES:
             return True
     return False
 

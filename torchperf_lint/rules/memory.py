@@ -36,7 +36,7 @@ _GRAD_OFF_SWITCHES = frozenset({"torch.set_grad_enabled", "torch.autograd.set_gr
 
 def base_name(target: cst.BaseExpression) -> str | None:
     """The container a store writes into: `history` for `history[i]` or `history["a"][i]`."""
-    while isinstance(target, cst.Subscript):
+    while type(target) is cst.Subscript:
         target = target.value
     return dotted_name(target)
 
@@ -226,9 +226,9 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     """Every dotted name read in `node`: `total`, `self.losses`, `losses` in `sum(losses)`."""
     found: set[str] = set()
     for child in (node, *descendants(node)):
-        if isinstance(child, cst.Name):
+        if type(child) is cst.Name:  # every node: by type, as in `index`
             found.add(child.value)
-        elif isinstance(child, cst.Attribute) and (name := dotted_name(child)) is not None:
+        elif type(child) is cst.Attribute and (name := dotted_name(child)) is not None:
             found.add(name)
     return found
 
@@ -1015,7 +1015,7 @@ _TYPO_CONSEQUENCES = {
 
 def _flattened(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
     for target in targets:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             yield from _flattened([element.value for element in target.elements])
         else:
             yield target
