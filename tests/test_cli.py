@@ -268,6 +268,22 @@ def test_run_jobs_records_internal_errors_and_goes_on(tmp_path):
     assert run.internal_errors[0].message.startswith("ValueError: boom (at test_cli.py:")
 
 
+def test_a_recursion_error_on_code_that_nests_little_is_an_internal_error(tmp_path, monkeypatch):
+    # Only code that nests deeply ends in "too deeply nested" (E902); on shallow code a
+    # RecursionError is the linter's own fault and is reported as one.
+    write_files(tmp_path, {"a.py": LOADER})
+
+    def recurse(self, facts):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(BY_CODE["TPL101"], "check", recurse)
+    jobs = [FileJob(tmp_path / "a.py", "a.py", LintSettings(rules_for(["TPL101"])))]
+    run = run_jobs(analyse_job, jobs, workers=1)
+    assert run.outcomes == []
+    assert [error.filename for error in run.internal_errors] == ["a.py"]
+    assert run.internal_errors[0].message.startswith("RecursionError: maximum recursion depth")
+
+
 def test_statistics(tmp_path):
     write_files(tmp_path, {"a.py": LOADER, "b.py": LOADER, "moved.py": MOVED_TENSOR})
     result = torchperf_lint("--statistics", ".", cwd=tmp_path)

@@ -158,6 +158,23 @@ def test_a_parameter_annotated_as_an_optimizer_steps() -> None:
     assert [loop.is_training for loop in facts.loops.all] == [True, False]
 
 
+def test_a_loop_name_in_its_own_iterable_is_answered_without_endless_recursion() -> None:
+    # `for m in [m, d]:` asks whether `m` is a tensor through the items of the list, one of
+    # which is `m` again, at the same depth (pyro's tests once ended in a RecursionError).
+    facts = facts_of(
+        """
+        import torch
+
+        def bounded(d):
+            m = torch.ones(3).sum().item()
+            for m in [m, d]:
+                assert (m <= 1).all()
+        """
+    )
+    loop = facts.loops.all[0]
+    assert facts.tensors.is_tensor(loop.node.target) is False
+
+
 def test_a_for_loops_iterable_runs_once_and_a_while_test_every_iteration() -> None:
     facts = facts_of(
         """

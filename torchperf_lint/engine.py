@@ -138,14 +138,17 @@ _RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 12_000
 
 
 @contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Room for the recursion of LibCST on the deepest code Python accepts; deeper code ends in
-    a `SourceError`, never in an internal error."""
+def deep_recursion(text: str) -> Iterator[None]:
+    """Room for the recursion of LibCST on the deepest code Python accepts, in `text`; deeper
+    code ends in a `SourceError`. A recursion that runs out on code that does not nest deeply
+    is the linter's own fault, and stays the internal error it is."""
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
     try:
         yield
     except RecursionError:
+        if not may_nest_deeply(text):
+            raise
         raise SourceError("too deeply nested to lint (recursion limit)") from None
     finally:
         sys.setrecursionlimit(previous)
@@ -154,7 +157,7 @@ def deep_recursion() -> Iterator[None]:
 def parse(text: str) -> cst.Module:
     check_nesting(text)
     try:
-        with deep_recursion():
+        with deep_recursion(text):
             return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         raise _syntax_error(text, error) from None
@@ -216,7 +219,7 @@ def analyse_text(
     # line directives are read only for files that have findings.
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None
     check_size(text, settings.limits)
-    with deep_recursion():
+    with deep_recursion(text):
         if edited is None:
             module = parse(text)
             local = FileFacts(module, PurePath(filename))

@@ -169,9 +169,12 @@ class TensorExpressions:
         if depth > _MAX_DEPTH:
             return False
         # A name bound many times is looked up through each of its values, which may name it
-        # again (`x = x + 1`): each (node, depth) is answered once.
+        # again (`x = x + 1`): each (node, depth) is answered once. A question met again while
+        # it is being answered (`for m in [m, d]:`, where an item of the list is the loop's
+        # own name, at the same depth) is answered no.
         key = (expression, depth)
         if key not in self._tensor_answers:
+            self._tensor_answers[key] = False
             self._tensor_answers[key] = self._is_tensor(expression, depth)
         return self._tensor_answers[key]
 
