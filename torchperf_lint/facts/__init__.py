@@ -201,6 +201,22 @@ class FileFacts:
             return LoaderDescription(returned.pins_memory, returned.has_custom_collate, True)
         return returned
 
+    def samples_elsewhere(self, source: cst.BaseExpression) -> str | None:
+        """What the program says the dataset `source` holds (see `ProgramAnswers`): one that
+        a class or function of another module builds (`dataset_samples`), or a parameter
+        the function never rebinds, by what every caller passes (`dataset_argument`)."""
+        if isinstance(source, cst.Call):
+            return self.program.dataset_samples(source)
+        function = self.scopes.enclosing_function(source)
+        if (
+            isinstance(source, cst.Name)
+            and function is not None
+            and self.scopes.is_parameter(source.value, function)
+            and not self.scopes.bound_values(source)
+        ):
+            return self.program.dataset_argument(function, source.value)
+        return None
+
     def _wrapped_by_name(self, iterated: cst.BaseExpression) -> cst.BaseExpression:
         """What a name bound to a wrapper of an iterable wraps: `loader` for `pbar` after
         `pbar = enumerate(loader)`, also when a later binding wraps the name itself again

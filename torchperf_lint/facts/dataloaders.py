@@ -141,9 +141,10 @@ class DataLoaderConstruction:
         return collate is not MISSING and collate is not None
 
 
-# What the program says a dataset built or returned by a call of another module holds
-# (`ProgramAnswers.dataset_samples`): "made_up", "in_memory", "rows", or None.
-SamplesElsewhere = Callable[[cst.Call], "str | None"]
+# What the program says a dataset holds (`FileFacts.samples_elsewhere`): one built or returned
+# by a call of another module, or a parameter by what its callers pass: "made_up",
+# "in_memory", "rows", or None.
+SamplesElsewhere = Callable[[cst.BaseExpression], "str | None"]
 
 
 def _names_live_state(expression: cst.BaseExpression) -> bool:
@@ -160,16 +161,16 @@ def _is_iter_call(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and dotted_name(value.func) == "iter" and bool(value.args)
 
 
-def _unknown_elsewhere(call: cst.Call) -> str | None:
+def _unknown_elsewhere(source: cst.BaseExpression) -> str | None:
     return None
 
 
 def _said_elsewhere(
     source: cst.BaseExpression, elsewhere: SamplesElsewhere, kinds: tuple[str, ...]
 ) -> bool:
-    """The program says the dataset `source` builds (a class or function of another module)
-    holds samples of one of `kinds`."""
-    return isinstance(source, cst.Call) and elsewhere(source) in kinds
+    """The program says the dataset `source` is (one a class or function of another module
+    builds, or a parameter by what its callers pass) holds samples of one of `kinds`."""
+    return isinstance(source, (cst.Call, cst.Name)) and elsewhere(source) in kinds
 
 
 class DataLoaders:

@@ -105,6 +105,12 @@ class ProgramAnswers:
         (`return loader, dataset`)."""
         return None
 
+    def dataset_argument(self, function: cst.FunctionDef, parameter: str) -> str | None:
+        """What the datasets that every caller of `function` outside tests passes as
+        `parameter` hold (as `dataset_samples` says), or None when they do not all say the
+        same."""
+        return None
+
     def dataset_samples(self, call: cst.Call) -> str | None:
         """What the dataset that `call` builds (a project class) or returns (a project
         function) holds, when no file is read for a sample: "made_up" (random stand-ins),

@@ -332,6 +332,28 @@ class ProgramFacts:
                 kinds.add("rows" if value[0] == "rows" else None)
         return kinds.pop() if len(kinds) == 1 else None
 
+    def dataset_argument(self, target: Target, parameter: str) -> str | None:
+        """What the datasets that every caller outside tests passes as `parameter` of
+        `target` hold (`dataset_samples`), when each caller's argument is known and they all
+        agree: a library's `fit(dataset)` that its examples call with in-memory datasets."""
+        callers = self._callers.get(target, [])
+        kinds = [
+            self._samples_of(file, argument)
+            for file, _, argument in self._arguments_for(target, parameter)
+        ]
+        if not callers or len(kinds) != len(callers) or len(set(kinds)) != 1:
+            return None
+        return kinds[0]
+
+    def _samples_of(self, file: str, value: list) -> str | None:
+        """`dataset_samples` of the dataset a summarized value, written in `file`, builds."""
+        if value[0] == "rows":
+            return "rows"
+        if value[0] not in ("call", "calls"):
+            return None
+        kinds = {self.dataset_samples(self.resolve(file, ref)) for ref in _called(value)}
+        return kinds.pop() if len(kinds) == 1 else None
+
     def function(self, target: Target) -> FunctionSummary | None:
         summary = self.summaries.get(target.file)
         return summary.functions.get(target.qualname) if summary else None
@@ -1116,6 +1138,9 @@ class ProgramFacts:
 
     def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
         return self.loader_argument(Target(file, qualname, "function"), parameter)
+
+    def _answer_dataset_argument(self, file: str, qualname: str, parameter: str) -> Answer:
+        return self.dataset_argument(Target(file, qualname, "function"), parameter)
 
     def _answer_returned_loader(self, file: str, ref: Ref, index: int | None = None) -> Answer:
         return self.returned_loader(self.resolve(file, ref), index)

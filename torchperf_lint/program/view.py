@@ -89,6 +89,10 @@ class LinkedAnswers(ProgramAnswers):
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         return _loader(self._ask("loader_argument", self.refs.qualname(function), parameter))
 
+    def dataset_argument(self, function: cst.FunctionDef, parameter: str) -> str | None:
+        answer = self._ask("dataset_argument", self.refs.qualname(function), parameter)
+        return answer if isinstance(answer, str) else None
+
     def returned_loader(self, call: cst.Call, index: int | None = None) -> LoaderDescription | None:
         ref = self._project_ref(call)
         if ref is None:

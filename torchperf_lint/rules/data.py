@@ -74,9 +74,12 @@ class DataLoaderNoWorkers(Rule):
     dataset-returning function of another module of the project counts by what it does
     there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`, and
     a function of the module by what it returns (`DataLoader(_generate_dataset(n, d))`
-    returning a `TensorDataset`); a loader factory's parameter counts by what every caller in the module passes, also
-    through a function's tuple return: `dataset, model, optimizer = load_train_objs()` then
-    `prepare_dataloader(dataset, batch_size)`),
+    returning a `TensorDataset`); a loader factory's parameter counts by what every caller
+    in the module passes, also through a function's tuple return: `dataset, model,
+    optimizer = load_train_objs()` then `prepare_dataloader(dataset, batch_size)`), and a
+    parameter of a function or method of any module by what every caller outside tests
+    passes, when they agree (a library's `learner.fit(dataset)`, whose examples pass
+    in-memory datasets),
     loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
     `next(it)` outside loops), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
@@ -154,7 +157,7 @@ class DataLoaderNoWorkers(Rule):
         for loader in loaders.constructions:
             if loader.value("num_workers") is not MISSING:
                 continue  # `num_workers=0` written out is a decision, like any other value
-            if loaders.dataset_in_memory(loader, facts.program.dataset_samples):
+            if loaders.dataset_in_memory(loader, facts.samples_elsewhere):
                 continue
             dataset = loader.argument("dataset")
             if dataset is not None and facts.tensors.is_tensor(dataset.value):
@@ -293,7 +296,7 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # `DataLoader([])`: a stand-in that yields no batch
             if _never_read_per_step(facts, loader):
                 continue
-            elsewhere = facts.program.dataset_samples
+            elsewhere = facts.samples_elsewhere
             if facts.dataloaders.preprocessed_rows(loader, elsewhere):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
