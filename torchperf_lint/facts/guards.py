@@ -45,10 +45,10 @@ def is_modulo_test(test: cst.BaseExpression) -> bool:
     return False
 
 
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a chain of `and`s (`a and b and c`), or the test itself."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+        return [*conjuncts(test.left), *conjuncts(test.right)]
     return [test]
 
 
@@ -356,7 +356,7 @@ class Guards:
             if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body and any(
-                _turns_on_debugging(operand) for operand in _conjuncts(parent.test)
+                _turns_on_debugging(operand) for operand in conjuncts(parent.test)
             ):
                 return True
         return False
@@ -395,7 +395,7 @@ class Guards:
             if type(parent) is not cst.If:
                 continue
             if child is parent.body and any(
-                self._device_tested(operand) == "cpu" for operand in _conjuncts(parent.test)
+                self._device_tested(operand) == "cpu" for operand in conjuncts(parent.test)
             ):
                 return True
             if child is parent.orelse and self._device_tested(parent.test) == "cuda":
@@ -497,7 +497,7 @@ class Guards:
             if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body and any(
-                self._off_switch(operand) for operand in _conjuncts(parent.test)
+                self._off_switch(operand) for operand in conjuncts(parent.test)
             ):
                 return True
         return False
@@ -535,7 +535,7 @@ class Guards:
             if type(parent) in SCOPE_TYPES:
                 break
             if type(parent) is cst.If and child is parent.body:
-                for operand in _conjuncts(parent.test):
+                for operand in conjuncts(parent.test):
                     names.extend(self._called_names(operand))
             statements = statements_of(parent)
             if child in statements:
@@ -590,7 +590,7 @@ class Guards:
             if type(parent) is not cst.If and type(parent) is not cst.IfExp:
                 continue
             if child is parent.body:
-                operands = _conjuncts(parent.test)
+                operands = conjuncts(parent.test)
                 found = [(_presence_tested(test), True) for test in operands]
                 found += [(_absence_tested(test), False) for test in operands]
             elif child is parent.orelse:

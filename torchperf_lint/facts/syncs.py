@@ -18,6 +18,7 @@ import libcst as cst
 
 from torchperf_lint.facts.arguments import argument_value
 from torchperf_lint.facts.devices import is_cpu_device, is_dtype
+from torchperf_lint.facts.guards import conjuncts
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
     ScopeNode,
@@ -26,7 +27,7 @@ from torchperf_lint.facts.index import (
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops
-from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
@@ -134,6 +135,16 @@ def _is_format_string(expression: cst.BaseExpression) -> bool:
         expression.operator, (cst.Add, cst.Multiply)
     ):
         return _is_format_string(expression.left) or _is_format_string(expression.right)
+    return False
+
+
+def _switches_a_module(value: cst.BaseExpression) -> bool:
+    """`copy.deepcopy(model).eval().requires_grad_(False)`: a chain through `.eval()`, which
+    only modules have."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        if value.func.attr.value == "eval" and not value.args:
+            return True
+        value = value.func.value
     return False
 
 
@@ -765,12 +776,36 @@ class HostSyncs:
         )
 
     def _moves_a_module(self, call: cst.Call) -> bool:
-        """`model.cpu()`, `m.cpu().parameters()`: moving a module's weights, not reading values."""
+        """`model.cpu()`, `m.cpu().parameters()`: moving a module's weights, not reading values.
+        Also a name bound to a module's copy switched to a mode (`value =
+        copy.deepcopy(value).eval()`), or tested to be a module around the call (`if
+        isinstance(value, torch.nn.Module): data[key] = value.cpu()`)."""
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
         if self.tensors.is_module_reference(receiver):
             return True
         parent = self.index.parents.get(call)
-        return isinstance(parent, cst.Attribute) and parent.attr.value in _MODULE_METHODS
+        if isinstance(parent, cst.Attribute) and parent.attr.value in _MODULE_METHODS:
+            return True
+        return isinstance(receiver, cst.Name) and (
+            any(_switches_a_module(value) for value in self.scopes.bound_values(receiver))
+            or self._tested_to_be_a_module(call, receiver.value)
+        )
+
+    def _tested_to_be_a_module(self, node: cst.CSTNode, name: str) -> bool:
+        """`node` is in the body of `if isinstance(name, torch.nn.Module):` in its function."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.If and child is parent.body and any(
+                isinstance(test, cst.Call)
+                and self.names.call_name(test) == "builtins.isinstance"
+                and len(test.args) == 2
+                and dotted_name(test.args[0].value) == name
+                and self.names.qualified_name(test.args[1].value) == "torch.nn.Module"
+                for test in conjuncts(parent.test)
+            ):
+                return True
+        return False
 
     def _copies_weights(self, receiver: cst.BaseExpression, depth: int = 0) -> bool:
         """A model's weights copied to host memory to be sent elsewhere (another process, an

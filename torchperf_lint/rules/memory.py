@@ -248,7 +248,9 @@ class LossGraphRetained(Rule):
     stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad` or by a model frozen with `requires_grad_(False)` (its parameters record no
-    graph), accumulation that is itself backpropagated (`loss = loss + l` then
+    graph), containers the function later reads with `.numpy()` and no `.detach()`
+    (`mu.cpu().numpy()`, which raises on a tensor that requires grad: the code runs only
+    without a graph), accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
     the iteration (`loss = a` then `loss = loss + b`), a loss that the iteration itself
     backpropagates into a container the loop resets, if only on some iterations
@@ -326,6 +328,8 @@ class LossGraphRetained(Rule):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
                 continue
+            if _converted_to_numpy(facts, store, loop):
+                continue  # `.numpy()` raises on a tensor that requires grad: there is no graph
             if facts.guards.grad_disabled(store.statement):
                 continue  # `with torch.no_grad(): total += loss`: the sum records no graph
             if not facts.tensors.is_tensor(store.value) or not graphs.carries_graph(store.value, loop):
@@ -384,6 +388,27 @@ class _GradOff:
             and call.args and literal_value(call.args[0].value) is False
             for call in facts.index.calls
         )
+
+
+def _converted_to_numpy(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
+    """The container is read in the loop's function by `.numpy()` without a `.detach()` on
+    the way (`mu.cpu().numpy()`): that raises on a tensor that requires grad, so the stored
+    values carry no graph (the model's parameters are frozen where the program runs)."""
+    for call in facts.index.calls:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "numpy"):
+            continue
+        if facts.scopes.enclosing_function(call) is not loop.function:
+            continue
+        receiver = func.value
+        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+            if receiver.func.attr.value in ("detach", "detach_"):
+                break
+            receiver = receiver.func.value
+        else:
+            if dotted_name(receiver) == store.container:
+                return True
+    return False
 
 
 def _rebinding_assignments(facts: FileFacts) -> dict[str, list[cst.Assign]]:
