@@ -484,13 +484,8 @@ class DataLoaders:
 
     def _tests_for_a_loader(self, test: cst.BaseExpression, name: str) -> bool:
         """`isinstance(name, DataLoader)`."""
-        return (
-            isinstance(test, cst.Call)
-            and self.names.call_name(test) == "builtins.isinstance"
-            and len(test.args) == 2
-            and dotted_name(test.args[0].value) == name
-            and self._builds_a_loader(test.args[1].value)
-        )
+        tested = self.names.isinstance_test(test)
+        return tested is not None and tested[0] == name and self._builds_a_loader(tested[1])
 
     def collates_token_ids(self, loader: DataLoaderConstruction) -> bool:
         """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of

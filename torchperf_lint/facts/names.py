@@ -244,3 +244,14 @@ class NameResolver:
     def call_name(self, call: cst.Call) -> str | None:
         """The qualified name of the callee of `call`."""
         return self.qualified_name(call.func)
+
+    def isinstance_test(self, test: cst.BaseExpression) -> tuple[str, cst.BaseExpression] | None:
+        """The dotted name `isinstance(name, cls)` tests, and `cls`; None for another test."""
+        if not (
+            isinstance(test, cst.Call)
+            and self.call_name(test) == "builtins.isinstance"
+            and len(test.args) == 2
+        ):
+            return None
+        name = dotted_name(test.args[0].value)
+        return None if name is None else (name, test.args[1].value)

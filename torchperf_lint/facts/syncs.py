@@ -27,7 +27,7 @@ from torchperf_lint.facts.index import (
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
+from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
@@ -437,13 +437,15 @@ class HostSyncs:
         return None
 
     def _tests_is_tensor(self, test: cst.BaseExpression, name: str) -> bool:
+        return self._tests_type(test, name, "torch.Tensor")
+
+    def _tests_type(self, test: cst.BaseExpression, name: str, qualified: str) -> bool:
+        """`isinstance(name, cls)` with `cls` the class `qualified` names."""
+        tested = self.names.isinstance_test(test)
         return (
-            isinstance(test, cst.Call)
-            and self.names.call_name(test) == "builtins.isinstance"
-            and len(test.args) == 2
-            and isinstance(test.args[0].value, cst.Name)
-            and test.args[0].value.value == name
-            and self.names.qualified_name(test.args[1].value) == "torch.Tensor"
+            tested is not None
+            and tested[0] == name
+            and self.names.qualified_name(tested[1]) == qualified
         )
 
     def is_host_value(
@@ -797,12 +799,7 @@ class HostSyncs:
             if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body and any(
-                isinstance(test, cst.Call)
-                and self.names.call_name(test) == "builtins.isinstance"
-                and len(test.args) == 2
-                and dotted_name(test.args[0].value) == name
-                and self.names.qualified_name(test.args[1].value) == "torch.nn.Module"
-                for test in conjuncts(parent.test)
+                self._tests_type(test, name, "torch.nn.Module") for test in conjuncts(parent.test)
             ):
                 return True
         return False
