@@ -162,8 +162,8 @@ class DeprecatedCudaAmp(Rule):
     `torch.cpu.amp.autocast(...)`, `torch.cpu.amp.GradScaler(...)` and
     `torch.cuda.amp.custom_fwd`/`custom_bwd`, however they are imported: each deprecated name
     in a `from torch.cuda.amp import ...` statement is reported (when the module uses it
-    somewhere that warns: an import only annotations and type checks read is not), and so
-    is each use.
+    somewhere that warns: an import nothing reads, or only annotations and type checks
+    read, is not), and so is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
     (`amp.autocast()`) are, except in annotations and type checks (`isinstance`,
     `assertIsInstance`), which call nothing. An import inside a function binds only there:
@@ -308,8 +308,8 @@ class DeprecatedCudaAmp(Rule):
         needs = max(DEPRECATED[old].since for _, old in deprecated)
         for alias, old in deprecated:
             read = type_references[_bound_name(alias)]
-            if read and all(read):
-                continue  # only annotations and type checks read it: nothing warns.
+            if all(read):
+                continue  # unused, or read by annotations and type checks only: nothing warns.
             yield self._finding(alias.name, old, fix_edits, needs)
         for use, old in reported:
             yield self._finding(use, old, fix_edits, needs)
