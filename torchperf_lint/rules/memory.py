@@ -172,6 +172,28 @@ class GraphTracker:
                         changed = True
         return feeding
 
+    @cached_property
+    def read_as_numpy(self) -> set[tuple[cst.FunctionDef | None, str]]:
+        """(function, name) pairs the function reads with `.numpy()` and no `.detach()` on
+        the way (`mu.cpu().numpy()`): that raises on a tensor that requires grad, so what the
+        name holds carries no graph (the model's parameters are frozen where the program
+        runs)."""
+        facts = self.facts
+        read: set[tuple[cst.FunctionDef | None, str]] = set()
+        for call in facts.index.calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "numpy"):
+                continue
+            receiver = func.value
+            while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+                if receiver.func.attr.value in ("detach", "detach_"):
+                    break
+                receiver = receiver.func.value
+            name = dotted_name(receiver)
+            if name is not None:
+                read.add((facts.scopes.enclosing_function(call), name))
+        return read
+
     def carries_graph(self, value: cst.BaseExpression, loop: LoopFacts, depth: int = 0) -> bool:
         """Whether `value` is a tensor that still holds the graph that computed it."""
         facts = self.facts
@@ -328,7 +350,7 @@ class LossGraphRetained(Rule):
                 continue
             if (loop.function, store.container) in graphs.feeding_backward:
                 continue
-            if _converted_to_numpy(facts, store, loop):
+            if (loop.function, store.container) in graphs.read_as_numpy:
                 continue  # `.numpy()` raises on a tensor that requires grad: there is no graph
             if facts.guards.grad_disabled(store.statement):
                 continue  # `with torch.no_grad(): total += loss`: the sum records no graph
@@ -388,27 +410,6 @@ class _GradOff:
             and call.args and literal_value(call.args[0].value) is False
             for call in facts.index.calls
         )
-
-
-def _converted_to_numpy(facts: FileFacts, store: Store, loop: LoopFacts) -> bool:
-    """The container is read in the loop's function by `.numpy()` without a `.detach()` on
-    the way (`mu.cpu().numpy()`): that raises on a tensor that requires grad, so the stored
-    values carry no graph (the model's parameters are frozen where the program runs)."""
-    for call in facts.index.calls:
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "numpy"):
-            continue
-        if facts.scopes.enclosing_function(call) is not loop.function:
-            continue
-        receiver = func.value
-        while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
-            if receiver.func.attr.value in ("detach", "detach_"):
-                break
-            receiver = receiver.func.value
-        else:
-            if dotted_name(receiver) == store.container:
-                return True
-    return False
 
 
 def _rebinding_assignments(facts: FileFacts) -> dict[str, list[cst.Assign]]:
