@@ -256,7 +256,7 @@ def _inside_a_statement(python: str) -> bool:
             position = len(python) if newline < 0 else newline - 1
         elif character in "\"'":
             quote = python[position : position + 3]
-            if quote not in ('"""', "\'\'\'"):
+            if quote not in ('"""', "'''"):
                 quote = character
             position += len(quote) - 1
         elif character in "([{":

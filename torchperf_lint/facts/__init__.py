@@ -106,9 +106,9 @@ class FileFacts:
             self.index,
             self.scopes,
             self.names,
+            self.counters,
             self.program.disables_grad,
             self.program.switched_on,
-            self.counters,
         )
 
     @cached_property

@@ -269,8 +269,8 @@ class DataLoaders:
         `list`/`tuple`/`sorted` or by `+` of such lists, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
         `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories, builtins and
-        tensor methods that read only their tensor (`_samples_in_memory`), a Hugging Face dataset preprocessed with `.map` and not
-        transformed on access, a class or function of another module that the program says
+        tensor methods that read only their tensor (`_samples_in_memory`), a Hugging Face
+        dataset preprocessed with `.map` and not transformed on access, a class or function of another module that the program says
         builds one of those, or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self.every_source(
@@ -473,12 +473,14 @@ class DataLoaders:
         for parent, child in self.scopes.ancestors_with_child(loader.call):
             if parent is function:
                 return False
-            if type(parent) is not cst.If:
+            if type(parent) is not cst.If or child is parent.test:
                 continue
+            # The branch that runs when `name` is not a loader: the `else` of the test, or
+            # the body of its negation.
             test, wanted = parent.test, child is parent.orelse
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
                 test, wanted = test.expression, not wanted
-            if wanted and child in (parent.body, parent.orelse) and self._tests_for_a_loader(test, name):
+            if wanted and self._tests_for_a_loader(test, name):
                 return True
         return False
 

@@ -166,15 +166,15 @@ class Guards:
         index: SyntaxIndex,
         scopes: Scopes,
         names: NameResolver,
+        counters: Counters,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
         project_switches_on: Callable[[str], bool] = lambda attribute: True,
-        counters: Counters | None = None,
     ) -> None:
-        """`counters`, when given, are the module's (they do not depend on the program)."""
+        """`counters` are the module's: they do not depend on the program."""
         self.index = index
         self.scopes = scopes
         self.names = names
-        self.counters = counters or Counters(scopes)
+        self.counters = counters
         # The project's own no-grad wrappers (`@smart_inference_mode()`), known to the program.
         self.project_disables_grad = project_disables_grad
         # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).

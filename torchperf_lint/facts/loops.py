@@ -32,6 +32,12 @@ _OPT = re.compile(r"(^|_)opt($|_)")
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "islice", "track"})
 # The most passes a loop makes over the same inputs to warm up or profile a step.
 _FEW_PASSES = 10
+# The nodes whose statements `_next_reads` looks into: blocks, compound statements and their
+# clauses, statement lines.
+_BLOCKS = (
+    cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler,
+    cst.Else, cst.Finally,
+)
 
 
 @dataclass
@@ -295,7 +301,7 @@ def _next_reads(loop: cst.While) -> list[cst.Assign]:
                 and child.value.args
             ):
                 found.append(child)
-            elif isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler, cst.Else, cst.Finally)):
+            elif isinstance(child, _BLOCKS):
                 blocks.append(child)
     return found
 
@@ -337,10 +343,8 @@ def _is_small_range(expression: cst.BaseExpression, scopes: Scopes) -> bool:
         return False
     bound = expression.args[0].value
     values = scopes.bound_values(bound) if isinstance(bound, cst.Name) else [bound]
-    return bool(values) and all(
-        type(literal_value(value)) is int and literal_value(value) <= _FEW_PASSES
-        for value in values
-    )
+    counts = [literal_value(value) for value in values]
+    return bool(counts) and all(type(count) is int and count <= _FEW_PASSES for count in counts)
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

@@ -555,16 +555,16 @@ class BlockingHostToDeviceCopy(Rule):
     def _copies_a_batch(facts: FileFacts, call: cst.Call, loop: LoopFacts) -> bool:
         """`x.to(device)` of a name the loop binds to its batch (`for x, y in loader`,
         `batch = next(data_iter)`), or of an item of it (`[t.to(device) for t in batch]`)."""
-        copied = root_name(call.func.value)
-        if copied in loop.target_names:
+        copied = call.func.value
+        while isinstance(copied, (cst.Attribute, cst.Subscript)):
+            copied = copied.value
+        if not isinstance(copied, cst.Name):
+            return False
+        if copied.value in loop.target_names:
             return True
-        for parent in facts.scopes.ancestors(call):
-            if parent is loop.node:
-                return False
-            if isinstance(parent, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-                comprehension = parent.for_in
-                if copied in target_names(comprehension.target):
-                    return root_name(comprehension.iter) in loop.target_names
+        for target, iterated in facts.tensors.iterations_around(copied):
+            if copied.value in target_names(target):
+                return root_name(iterated) in loop.target_names
         return False
 
     @staticmethod
