@@ -26,12 +26,12 @@ def train(dataset, env, optimizer):
         loss.backward()
         optimizer.step()
         loss.item()
-        x.cpu().numpy()
-        float(loss)
         int(torch.randint(4, (1,)))
-        print(f"{loss:.3f}")
+        x.cpu().numpy()
         print("step")
+        float(loss)
         model.cpu()
+        print(f"{loss:.3f}")
         order.tolist()
         np.zeros(3).tolist()
         env.step(loss.argmax().item())
@@ -59,6 +59,31 @@ def test_device_reads_are_the_values_the_host_waits_for() -> None:
         ('print(f"{loss:.3f}")', "`print` of a tensor"),
         ("torch.isnan(loss).any()", "A tensor used as a condition"),
         ("loss > 1", "A tensor used as a condition"),
+    ]
+
+
+def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def step(out):\n"
+        "    out = torch.zeros(3, device='cuda') + out\n"
+        "    a = out[0].item(); b = out[1].item()\n"
+        "    c = float(out[2])\n"
+        "    out = out * 2\n"
+        "    d = out.sum().item()\n"
+        "    if out.max() > 1:\n"
+        "        pass\n"
+        "    e = out.min().item()\n"
+    )
+    found = [(facts.code(site.node), site.description) for site in facts.host_syncs.device_reads]
+    assert found == [
+        (
+            "out[0].item()",
+            "A run of 3 statements with 3 host syncs (2 × `.item()`, `float()` of a tensor)",
+        ),
+        ("out.sum().item()", "`.item()`"),  # other work ends the run before it
+        ("out.min().item()", "`.item()`"),  # and so does a compound statement
+        ("out.max() > 1", "A tensor used as a condition"),
     ]
 
 

@@ -11,7 +11,7 @@ import pytest
 from cli_helpers import torchperf_lint
 
 from torchperf_lint.config import resolve_selection
-from torchperf_lint.diagnostics import Location
+from torchperf_lint.diagnostics import Location, Related
 from torchperf_lint.engine import LintSettings
 from torchperf_lint.notebooks import lint_notebook, lintable, notebook_lines, read_notebook
 
@@ -70,6 +70,26 @@ def test_training_loop_split_across_cells_is_linted_as_one_module():
         ("markdown", "# Training"), IMPORTS, ["loader = DataLoader(ds, num_workers=2)"], LOOP
     )
     assert found(data) == [("TPL102", 3, 1, 10), ("TPL501", 4, 6, 5)]
+
+
+def test_the_other_reads_of_a_run_are_located_in_their_cell():
+    data = notebook(
+        IMPORTS,
+        ["model = torch.nn.Linear(2, 2).to(device)\n"],
+        [
+            "for x in loader:\n",
+            "    loss = model(x.to(device)).sum()\n",
+            "    loss.backward()\n",
+            "    optimizer.step()\n",
+            "    a = loss.item()\n",
+            "    b = loss.mean().item()\n",
+        ],
+    )
+    [merged] = lint_notebook(data, "nb.ipynb", DEFAULTS).diagnostics
+    assert (merged.code, merged.cell, merged.location.row) == ("TPL201", 3, 5)
+    assert merged.related == (
+        Related("nb.ipynb", Location(6, 9), "cell 3: also waits here: `.item()`"),
+    )
 
 
 # The fixture's findings of these two rules; other rules' judgement is not this file's subject.

@@ -106,6 +106,20 @@ def test_a_call_under_a_test_of_an_optional_parameter_runs_only_for_callers_that
     )
 
 
+def test_reads_in_a_row_are_one_finding_that_points_at_each_read_after_its_call_path() -> None:
+    run = lint_project(PROJECTS / "narrowed_instance")
+    merged = diagnostic(run, "resample.py", "TPL201", 12)
+    assert merged.message.startswith(
+        "A run of 2 statements with 2 host syncs (`.item()`, `.tolist()`) on every training step"
+    )
+    assert merged.related == (
+        Related(
+            "train.py", Location(18, 17), "calls `update_with_local_losses` on every training step"
+        ),
+        Related("resample.py", Location(13, 33), "also waits here: `.tolist()`"),
+    )
+
+
 def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
     run = lint_project(PROJECTS / "step_helper")
     in_helper = diagnostic(run, "steps.py", "TPL201", 9)

@@ -21,6 +21,7 @@ from torchperf_lint.diagnostics import (
     FileResult,
     Fix,
     Location,
+    Related,
 )
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
@@ -267,6 +268,7 @@ def _lint_facts(
     wanted.update(
         (edit.node, None) for _, finding in found if finding.fix for edit in finding.fix.edits
     )
+    wanted.update((node, None) for _, finding in found for node, _ in finding.also_at)
     if edited is None:
         positions = node_positions(facts.module, wanted)
     else:
@@ -337,7 +339,10 @@ def _diagnostic(
         fix=fix,
         noqa_row=start.row,
         url=rule.url(),
-        related=finding.related,
+        related=finding.related + tuple(
+            Related(filename, _location(positions[node].start), note)
+            for node, note in finding.also_at
+        ),
     )
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchperf_lint.analysis import Analysis
-from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
+from torchperf_lint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location, Related
 from torchperf_lint.engine import Linker, analyse_text, parse
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
@@ -388,6 +388,9 @@ def to_cells(
                 end_location=_shift(diagnostic.end_location, offset),
                 noqa_row=None if diagnostic.noqa_row is None else diagnostic.noqa_row - offset,
                 fix=fix,
+                related=tuple(
+                    _in_cell(item, notebook, first_rows) for item in diagnostic.related
+                ),
             )
         )
     return sorted(mapped, key=lambda d: d.sort_key)
@@ -398,6 +401,17 @@ def cell_of_row(notebook: Notebook, joined: str, row: int) -> tuple[int, int]:
     first_rows = notebook.first_rows(joined)
     position = max(0, bisect_right(first_rows, row) - 1)
     return notebook.cells[position].number, row - first_rows[position] + 1
+
+
+def _in_cell(item: Related, notebook: Notebook, first_rows: list[int]) -> Related:
+    """A related place located in the joined module (another read of the same run) in its
+    cell; places in other files, and calls still to be located, are left as they are."""
+    if item.location is None or item.call is not None:
+        return item
+    position = bisect_right(first_rows, item.location.row) - 1
+    cell = notebook.cells[position].number
+    location = _shift(item.location, first_rows[position] - 1)
+    return Related(item.filename, location, f"cell {cell}: {item.message}")
 
 
 def _shift(location: Location, rows: int) -> Location:

@@ -110,6 +110,16 @@ class HostSync:
 
     node: cst.CSTNode
     description: str
+    # The other reads a site of several stands for (the rest of its statement, or of a run of
+    # statements in a row), in source order.
+    others: tuple[HostSync, ...] = ()
+
+    @property
+    def part(self) -> str:
+        """The description as an item of a list: `a tensor used as a condition`, `` `.item()` ``."""
+        part = self.description.removesuffix(", an explicit wait,")
+        part = part.removesuffix(", which formats it,")
+        return part[:1].lower() + part[1:]
 
 
 def _picks_an_action(function_name: str) -> bool:
@@ -347,22 +357,52 @@ class HostSyncs:
         return None
 
     def _per_statement(self, sites: list[HostSync]) -> list[HostSync]:
-        """One site per statement, at its first read, naming every read in it."""
+        """One site per statement, at its first read, naming every read in it; and one per run
+        of statement lines in a row that each read (`d = out["d"].mean().item()`, then the
+        same for `g`, `r1`, ...): one fix, stacking the values and reading them once, at the
+        run's first read."""
         grouped: dict[cst.CSTNode | None, list[HostSync]] = {}
         for site in sites:
             grouped.setdefault(self._statement_of(site.node), []).append(site)
+        lines_of = {id(group): self._line_of(group[0].node) for group in grouped.values()}
+        by_line: dict[cst.CSTNode, list[list[HostSync]]] = {}
+        for group in grouped.values():
+            line = lines_of[id(group)]
+            if type(line) is cst.SimpleStatementLine:
+                by_line.setdefault(line, []).append(group)
         merged = []
         for group in grouped.values():
-            if len(group) == 1:
-                merged.append(group[0])
+            line = lines_of[id(group)]
+            if line not in by_line:
+                merged.append(self._merged([group]))
                 continue
-            counts = Counter(_as_part(site.description) for site in group)
-            kinds = ", ".join(
-                f"{count} × {description}" if count > 1 else description
-                for description, count in counts.items()
-            )
-            merged.append(HostSync(group[0].node, f"One statement with {len(group)} host syncs ({kinds})"))
+            lines = statements_of(self.index.parents.get(line))
+            position = next(i for i, statement in enumerate(lines) if statement is line)
+            if group is not by_line[line][0] or position and lines[position - 1] in by_line:
+                continue  # not the first read of a run: the run's first read gathers it
+            run: list[list[HostSync]] = []
+            while position < len(lines) and lines[position] in by_line:
+                run.extend(by_line[lines[position]])
+                position += 1
+            merged.append(self._merged(run))
         return merged
+
+    @staticmethod
+    def _merged(run: list[list[HostSync]]) -> HostSync:
+        """The site of the statements of `run` (in source order within each statement's
+        group), at the first read of the first."""
+        if len(run) == 1 and len(run[0]) == 1:
+            return run[0][0]
+        sites = [site for group in run for site in group]
+        counts = Counter(site.part for site in sites)
+        kinds = ", ".join(
+            f"{count} × {description}" if count > 1 else description
+            for description, count in counts.items()
+        )
+        what = "One statement" if len(run) == 1 else f"A run of {len(run)} statements"
+        return HostSync(
+            sites[0].node, f"{what} with {len(sites)} host syncs ({kinds})", tuple(sites[1:])
+        )
 
     def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost statement holding `node` (for a compound statement, only its header:
@@ -956,12 +996,6 @@ def _is_string(expression: cst.BaseExpression) -> bool:
     if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Modulo):
         return isinstance(expression.left, cst.BaseString)
     return isinstance(expression, cst.BaseString)
-
-
-def _as_part(description: str) -> str:
-    """A description as an item of a list: `a tensor used as a condition`, `` `.item()` ``."""
-    part = description.removesuffix(", an explicit wait,").removesuffix(", which formats it,")
-    return part[:1].lower() + part[1:]
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -50,6 +50,9 @@ class Finding:
     fix: ProposedFix | None = None
     # Other places that explain it: the per-step call path of a helper.
     related: tuple[Related, ...] = ()
+    # Other nodes of this file the finding stands for, each with its note (the other reads of
+    # a run of syncs): reported as related locations after `related`.
+    also_at: tuple[tuple[cst.CSTNode, str], ...] = ()
 
 
 class Rule:
@@ -97,10 +100,11 @@ class Rule:
         node: cst.CSTNode,
         fix: ProposedFix | None = None,
         related: tuple[Related, ...] = (),
+        also_at: tuple[tuple[cst.CSTNode, str], ...] = (),
         **details: object,
     ) -> Finding:
         message = self.message.format(**details) if details else None
-        return Finding(node=node, message=message, fix=fix, related=related)
+        return Finding(node=node, message=message, fix=fix, related=related, also_at=also_at)
 
     @staticmethod
     def code_of(facts: FileFacts, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:

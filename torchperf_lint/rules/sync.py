@@ -40,7 +40,10 @@ class _PerIterationRule(Rule):
                 on_cuda = self.runs_on_cuda(facts)
             if not on_cuda:
                 return
-            yield self.finding(site.node, related=step.path, what=site.description)
+            also_at = tuple((other.node, f"also waits here: {other.part}") for other in site.others)
+            yield self.finding(
+                site.node, related=step.path, also_at=also_at, what=site.description
+            )
 
 
 class SyncInTrainingLoop(_PerIterationRule):
@@ -67,8 +70,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
-    first). A read right after an explicit synchronize waits for nothing more: only the
-    synchronize is reported.
+    first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
+    then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
+    other work between them, or a compound statement, ends the run). A read right after an
+    explicit synchronize waits for nothing more: only the synchronize is reported.
 
     The sync may be in another function, in any module of the program, that runs on every
     training step: one the training loop calls, directly or through other functions (a
@@ -152,7 +157,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     the next step. One sync per step removes the overlap between host and device for the whole
     run; with small models or fast GPUs that is a large share of the step time.
 
-    Every sync in the step has to go for the overlap to return, so each one is reported. That
+    Every sync in the step has to go for the overlap to return, so each one is reported
+    (reads in a row, which one change removes, in one finding). That
     includes a `loss.item()` after `scaler.step(optimizer)`: `GradScaler` reads its inf check
     on the host with most optimizers, but the `.item()` still waits for the optimizer's
     kernels, and it is the only sync left with a fused optimizer (`fused=True`), which takes
@@ -230,10 +236,11 @@ class SyncInEvalLoop(_PerIterationRule):
 
     ## What it does
     Checks for the same host syncs as TPL201 (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)`/`int(t)`/`bool(t)`, `print` of a tensor, a tensor used as a condition) on
-    every iteration of an evaluation loop: a loop over a `DataLoader` that calls a model and
-    has no backward or optimizer step. Periodic guards, calls after the loop and CPU-only
-    modules are silent, as for TPL201.
+    `float(t)`/`int(t)`/`bool(t)`, `print` of a tensor, a tensor used as a condition),
+    counted as TPL201 counts them (a statement, or statements in a row, with several reads
+    is one finding), on every iteration of an evaluation loop: a loop over a `DataLoader`
+    that calls a model and has no backward or optimizer step. Periodic guards, calls after
+    the loop and CPU-only modules are silent, as for TPL201.
 
     Test files are not checked.
 
