@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.arguments import argument_value
+from torchperf_lint.facts.arguments import argument_value, literal_value
 from torchperf_lint.facts.devices import is_cpu_device, is_dtype
 from torchperf_lint.facts.guards import conjuncts
 from torchperf_lint.facts.index import (
@@ -27,7 +27,7 @@ from torchperf_lint.facts.index import (
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops
-from torchperf_lint.facts.names import NameResolver, last_identifier, target_names
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
@@ -923,7 +923,8 @@ class HostSyncs:
         """The tests of every `if`, `elif`, `while`, conditional expression and `assert`, each
         with whether it is an `assert`'s."""
         for node in self.index.conditions:
-            yield node.test, isinstance(node, cst.Assert)
+            test = _unlatched_test(node) if type(node) is cst.If else node.test
+            yield test, isinstance(node, cst.Assert)
 
     def _reads_tensor_truth(self, operand: cst.BaseExpression, asserted: bool = False) -> bool:
         """`torch.isnan(loss).any()`, `loss > best`, `found_inf`: the `if` must read the value
@@ -996,6 +997,25 @@ def _is_string(expression: cst.BaseExpression) -> bool:
     if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Modulo):
         return isinstance(expression.left, cst.BaseString)
     return isinstance(expression, cst.BaseString)
+
+
+def _unlatched_test(branch: cst.If) -> cst.BaseExpression:
+    """The test of `branch`, less what a latch cuts short: in `if use_queue or not
+    torch.all(queue[-1] == 0):` whose body sets `use_queue = True`, the right operand runs
+    only until the flag is set, on the first steps."""
+    test = branch.test
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        flag = dotted_name(test.left)
+        if flag is not None and any(
+            type(small) is cst.Assign
+            and literal_value(small.value) is True
+            and any(dotted_name(target.target) == flag for target in small.targets)
+            for line in statements_of(branch.body)
+            if type(line) is cst.SimpleStatementLine
+            for small in line.body
+        ):
+            return test.left
+    return test
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

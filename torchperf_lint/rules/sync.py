@@ -107,8 +107,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
     users turn on to trade speed for checks), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
-    `if skip_batch and skip_time: return` with `skip_batch` such a test), or a
-    lazy initialisation (`if buffer is None: buffer = ...`); in a branch of a step function
+    `if skip_batch and skip_time: return` with `skip_batch` such a test), a
+    lazy initialisation (`if buffer is None: buffer = ...`), or behind a latch (`if
+    use_queue or not torch.all(queue[-1] == 0): use_queue = True`: the tensor test runs
+    only until the flag is set); in a branch of a step function
     that training and evaluation share which runs only when not training
     (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`), and in
     what that branch calls; in an evaluation the training loop runs (a function that calls
