@@ -376,7 +376,7 @@ def to_cells(
     first_rows = notebook.first_rows(joined)
     mapped = []
     for diagnostic in diagnostics:
-        position = bisect_right(first_rows, diagnostic.location.row) - 1
+        position = _cell_position(first_rows, diagnostic.location.row)
         offset = first_rows[position] - 1
         fix = diagnostic.fix
         if fix is not None:
@@ -399,8 +399,14 @@ def to_cells(
 def cell_of_row(notebook: Notebook, joined: str, row: int) -> tuple[int, int]:
     """The cell number and the cell-relative row of row `row` of the joined module."""
     first_rows = notebook.first_rows(joined)
-    position = max(0, bisect_right(first_rows, row) - 1)
+    position = _cell_position(first_rows, row)
     return notebook.cells[position].number, row - first_rows[position] + 1
+
+
+def _cell_position(first_rows: list[int], row: int) -> int:
+    """The position, among the notebook's code cells, of the cell holding row `row` of the
+    joined module (`first_rows`: the row where each cell starts)."""
+    return max(0, bisect_right(first_rows, row) - 1)
 
 
 def _in_cell(item: Related, notebook: Notebook, first_rows: list[int]) -> Related:
@@ -408,7 +414,7 @@ def _in_cell(item: Related, notebook: Notebook, first_rows: list[int]) -> Relate
     cell; places in other files, and calls still to be located, are left as they are."""
     if item.location is None or item.call is not None:
         return item
-    position = bisect_right(first_rows, item.location.row) - 1
+    position = _cell_position(first_rows, item.location.row)
     cell = notebook.cells[position].number
     location = _shift(item.location, first_rows[position] - 1)
     return Related(item.filename, location, f"cell {cell}: {item.message}")

@@ -364,15 +364,13 @@ class HostSyncs:
         grouped: dict[cst.CSTNode | None, list[HostSync]] = {}
         for site in sites:
             grouped.setdefault(self._statement_of(site.node), []).append(site)
-        lines_of = {id(group): self._line_of(group[0].node) for group in grouped.values()}
+        placed = [(self._line_of(group[0].node), group) for group in grouped.values()]
         by_line: dict[cst.CSTNode, list[list[HostSync]]] = {}
-        for group in grouped.values():
-            line = lines_of[id(group)]
+        for line, group in placed:
             if type(line) is cst.SimpleStatementLine:
                 by_line.setdefault(line, []).append(group)
         merged = []
-        for group in grouped.values():
-            line = lines_of[id(group)]
+        for line, group in placed:
             if line not in by_line:
                 merged.append(self._merged([group]))
                 continue
