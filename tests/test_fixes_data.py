@@ -119,4 +119,5 @@ def test_added_keywords_leave_comments_on_their_lines(before: str, after: str) -
     header = "from torch.utils.data import DataLoader\n\n\ndef build(dataset):\n"
     indented = "".join("    " + line for line in dedent(before).splitlines(keepends=True))
     expected = "".join("    " + line for line in dedent(after).splitlines(keepends=True))
-    assert fixed("TPL101", header + indented) == header + expected
+    trailer = "    return loader\n"
+    assert fixed("TPL101", header + indented + trailer) == header + expected + trailer

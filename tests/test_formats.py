@@ -56,7 +56,8 @@ NOTEBOOK = {
             "source": [
                 "import torch\n",
                 "from torch.utils.data import DataLoader\n",
-                "loader = DataLoader(images)",
+                "loader = DataLoader(images)\n",
+                "batches = list(loader)",
             ],
         },
     ],

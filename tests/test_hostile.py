@@ -266,7 +266,8 @@ def test_file_names_that_are_not_utf8_give_valid_utf8_output(tmp_path):
 def test_fixing_a_crlf_notebook_keeps_crlf(tmp_path):
     notebook = {
         "cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
-                   "execution_count": None, "source": LOADER.splitlines(keepends=True)}],
+                   "execution_count": None,
+                   "source": (LOADER + "batches = list(loader)\n").splitlines(keepends=True)}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
     }
     text = json.dumps(notebook, indent=1).replace("\n", "\r\n") + "\r\n"

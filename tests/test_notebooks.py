@@ -92,6 +92,18 @@ def test_the_other_reads_of_a_run_are_located_in_their_cell():
     )
 
 
+def test_a_loader_that_no_cell_reads_loads_nothing():
+    data = notebook(
+        IMPORTS,
+        [
+            "train_loader = DataLoader(ds, batch_size=8)\n",
+            "test_loader = DataLoader(ds, batch_size=8)",
+        ],
+        ["for x in train_loader:\n", "    x.to(device)"],
+    )
+    assert [finding for finding in found(data) if finding[0] == "TPL101"] == [("TPL101", 2, 1, 16)]
+
+
 # The fixture's findings of these two rules; other rules' judgement is not this file's subject.
 SELECT = ("--no-cache", "--select", "TPL102,TPL501")
 
@@ -446,7 +458,7 @@ def test_diff_of_a_notebook_writes_nothing(tmp_path):
 
 
 def test_cell_relative_locations_of_a_multi_line_finding():
-    data = notebook(IMPORTS, ["loader = DataLoader(\n", "    ds,\n", ")"])
+    data = notebook(IMPORTS, ["loader = DataLoader(\n", "    ds,\n", ")"], ["for x in loader: pass"])
     result = lint_notebook(data, "nb.ipynb", DEFAULTS)
     first = result.diagnostics[0]
     assert (first.cell, first.location, first.end_location) == (2, Location(1, 10), Location(3, 2))

@@ -37,7 +37,8 @@ NOTEBOOK = """{
  "cells": [
   {"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [],
    "source": ["%%time\\n", "import torch\\n", "model = torch.nn.Linear(2, 2).cuda()\\n",
-              "torch.save(model, 'm.pt')\\n", "loader = torch.utils.data.DataLoader(ds)"]}
+              "torch.save(model, 'm.pt')\\n", "loader = torch.utils.data.DataLoader(ds)\\n",
+              "batches = list(loader)"]}
  ],
  "metadata": {},
  "nbformat": 4,

@@ -779,6 +779,24 @@ class DataLoaders:
             for read in reads
         )
 
+    def never_read(self, loader: DataLoaderConstruction, in_notebook: bool) -> bool:
+        """The loader is bound to a name that nothing reads: in its function (nested
+        functions included) or, at the top of a notebook, which no module imports, in any
+        cell. A loader built and left unused loads nothing."""
+        bound = self._bound_name(loader)
+        if bound is None:
+            return False
+        function = self.scopes.enclosing_function(bound)
+        if function is None and not in_notebook:
+            return False  # another module may import it
+        names = self._names_by_identifier.get(bound.value, ())
+        if function is not None:
+            inside = set(map(id, self.index.inside(self.index.names, function)))
+            names = [name for name in names if id(name) in inside]
+        return not any(
+            name is not bound and _is_read(self.index.parents, name) for name in names
+        )
+
     def _other_reads(self, bound: cst.Name) -> list[cst.Name]:
         """The uses of the name `bound` binds, in its function, but `bound` itself."""
         function = self.scopes.enclosing_function(bound)

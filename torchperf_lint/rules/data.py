@@ -85,8 +85,10 @@ class DataLoaderNoWorkers(Rule):
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
     a library's convenience loader for callers that pass a dataset instead of their own
     loader (in the `else` of `if isinstance(train_dataset, DataLoader):`, or under `if not
-    isinstance(...)`), and test files. It is silent too for loaders that nothing reads once per step: a loader
-    handed to sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
+    isinstance(...)`), and test files. It is silent too for loaders that nothing reads once
+    per step: a loader bound to a name that nothing reads (in its function, or in any cell of
+    a notebook: a test loader built and never used); a loader handed to
+    sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
     `CrossEncoder.fit(loader)`), which reads it once to build a dataset and trains from its
     own Trainer's loader; a loader whose only reads are one pass after the training of its
     function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
@@ -210,10 +212,10 @@ class DataLoaderNoPinMemory(Rule):
     once before its function's training loop (caching latents or embeddings), or a dataset
     class builds it in its own methods (PyG's `process()`, once over the raw data), or it is
     a library's convenience for callers that pass a dataset instead of a loader, as for
-    TPL101; when
-    nothing reads it once per step, as for TPL101 (sentence-transformers' `fit` converts it
-    into a dataset; its only reads are one pass after training, an embedding pass or a final
-    test; its sampler draws a handful of samples); for `DataLoader([])`, a stand-in that
+    TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
+    sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
+    after training, an embedding pass or a final test; its sampler draws a handful of
+    samples); for `DataLoader([])`, a stand-in that
     yields no batch; when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
@@ -321,12 +323,14 @@ class DataLoaderNoPinMemory(Rule):
 
 
 def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
-    """Nothing reads the loader once per step: sentence-transformers' `fit` converts it
-    into a dataset and trains from its own loader, it is only read in one pass after
-    training (an embedding pass, a final test), or its sampler draws a handful of samples."""
+    """Nothing reads the loader once per step: nothing reads it at all, sentence-transformers'
+    `fit` converts it into a dataset and trains from its own loader, it is only read in one
+    pass after training (an embedding pass, a final test), or its sampler draws a handful of
+    samples."""
     loaders = facts.dataloaders
     return (
-        loaders.converted_by_sentence_transformers(loader)
+        loaders.never_read(loader, in_notebook=facts.path.suffix == ".ipynb")
+        or loaders.converted_by_sentence_transformers(loader)
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
         or loaders.draws_a_handful(loader)
     )
