@@ -104,6 +104,18 @@ def test_a_loader_that_no_cell_reads_loads_nothing():
     assert [finding for finding in found(data) if finding[0] == "TPL101"] == [("TPL101", 2, 1, 16)]
 
 
+def test_a_loader_that_only_an_ipython_line_reads_is_still_read():
+    data = notebook(
+        IMPORTS,
+        ["train_loader = DataLoader(ds, batch_size=8)\n", "valid_loader = DataLoader(ds)"],
+        ["def train(loader):\n", "    for x in loader:\n", "        x.to(device)"],
+        ["%time train(train_loader)\n", "!echo valid_loader"],
+    )
+    assert [finding for finding in found(data) if finding[0] == "TPL101"] == [
+        ("TPL101", 2, 1, 16), ("TPL101", 2, 2, 16)
+    ]
+
+
 # The fixture's findings of these two rules; other rules' judgement is not this file's subject.
 SELECT = ("--no-cache", "--select", "TPL102,TPL501")
 

@@ -8,7 +8,8 @@ cells included, which is the number Jupyter and VS Code show. Rows are relative 
 
 IPython syntax is not Python: line magics (`%timeit f()`), shell escapes (`!pip install`,
 `files = !ls`), help (`?obj`, `obj?`) become a `pass` placeholder on the same row, so rows
-stay right, and they are never rewritten (one that starts a cell indented, ` !tts ...`, at
+stay right, with the line in its comment (what `%time train(loader)` names is still named
+there: `FileFacts.ipython_names`), and they are never rewritten (one that starts a cell indented, ` !tts ...`, at
 column 0: IPython removes a cell's leading indentation). A cell magic whose body is Python (`%%time`,
 `%%timeit`, `%%capture`, `%%prun`) keeps its body linted; any other cell magic (`%%bash`,
 `%%writefile`) takes the whole cell out.
@@ -42,7 +43,13 @@ from torchperf_lint.engine import Linker, analyse_text, parse
 from torchperf_lint.program.link import Answer, ProgramFacts
 from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.settings import LintSettings
-from torchperf_lint.source import SourceError, SourceLimits, check_size, worth_parsing
+from torchperf_lint.source import (
+    IPYTHON_LINE_MARKER,
+    SourceError,
+    SourceLimits,
+    check_size,
+    worth_parsing,
+)
 
 # Cell magics whose body is ordinary Python: the body is linted, the magic line is not.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -160,7 +167,7 @@ def read_notebook(data: bytes) -> Notebook:
         text=text,
         cells=[],
         separator=f"# torchperf-lint cell boundary {nonce}",
-        placeholder=f"pass  # torchperf-lint ipython line {nonce}",
+        placeholder=f"pass  # {IPYTHON_LINE_MARKER} {nonce}",
     )
     if not _is_python(document):
         return notebook
@@ -224,7 +231,7 @@ def _code_cell(
             # any Python line of the cell starts at column 0: IPython removes a cell's leading
             # indentation (` !tts --text ...`).
             indent = body[: len(body) - len(body.lstrip())] if python_seen else ""
-        python_lines.append(indent + placeholder + line[len(body):])
+        python_lines.append(f"{indent}{placeholder} {body.strip()}{line[len(body):]}")
         # A magic continued with a backslash goes on over the next line.
         continued = body.endswith("\\")
     python = "".join(python_lines)
@@ -599,7 +606,7 @@ def restore_ipython(cell: CodeCell, python: str, placeholder: str) -> str:
     originals = iter(cell.ipython_lines)
     restored = []
     for line in lines:
-        if line.strip() == placeholder:
+        if line.lstrip().startswith(placeholder):
             original = next(originals, None)
             if original is None:
                 raise NotebookError("a fix would change an IPython line; not fixed")

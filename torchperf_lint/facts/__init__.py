@@ -7,6 +7,7 @@ the first time a rule asks for it.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from pathlib import PurePath
 
@@ -27,11 +28,13 @@ from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
+from torchperf_lint.source import IPYTHON_LINE_MARKER
 
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (
     "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "counters",
-    "models",
+    "models", "ipython_names",
 )
 
 
@@ -150,6 +153,21 @@ class FileFacts:
     def autocast(self) -> AutocastFacts:
         """Autocast calls (device, dtype, the code they cover) and GradScaler constructions."""
         return AutocastFacts(self.index, self.scopes, self.names)
+
+    @cached_property
+    def ipython_names(self) -> frozenset[str] | None:
+        """For a notebook, the names its IPython lines mention (`%time train(model, loader)`,
+        kept in the comment of the `pass` each becomes); None for a module."""
+        if self.path.suffix != ".ipynb":
+            return None
+        marker = f"# {IPYTHON_LINE_MARKER} "
+        return frozenset(
+            name
+            for line in self.module.code.splitlines()
+            if marker in line
+            # After the marker: the nonce, then the line as IPython reads it.
+            for name in _IDENTIFIER.findall(line.split(marker, 1)[1].partition(" ")[2])
+        )
 
     @cached_property
     def is_test_file(self) -> bool:

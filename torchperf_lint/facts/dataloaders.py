@@ -779,16 +779,20 @@ class DataLoaders:
             for read in reads
         )
 
-    def never_read(self, loader: DataLoaderConstruction, in_notebook: bool) -> bool:
+    def never_read(
+        self, loader: DataLoaderConstruction, notebook_names: frozenset[str] | None
+    ) -> bool:
         """The loader is bound to a name that nothing reads: in its function (nested
         functions included) or, at the top of a notebook, which no module imports, in any
-        cell. A loader built and left unused loads nothing."""
+        cell, IPython lines included (`notebook_names`, the names they mention, such as
+        `%time train(model, loader)`; None for a module). A loader built and left unused
+        loads nothing."""
         bound = self._bound_name(loader)
         if bound is None:
             return False
         function = self.scopes.enclosing_function(bound)
-        if function is None and not in_notebook:
-            return False  # another module may import it
+        if function is None and (notebook_names is None or bound.value in notebook_names):
+            return False  # another module may import it, or an IPython line reads it
         names = self._names_by_identifier.get(bound.value, ())
         if function is not None:
             inside = set(map(id, self.index.inside(self.index.names, function)))

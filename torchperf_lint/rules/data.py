@@ -87,7 +87,8 @@ class DataLoaderNoWorkers(Rule):
     loader (in the `else` of `if isinstance(train_dataset, DataLoader):`, or under `if not
     isinstance(...)`), and test files. It is silent too for loaders that nothing reads once
     per step: a loader bound to a name that nothing reads (in its function, or in any cell of
-    a notebook: a test loader built and never used); a loader handed to
+    a notebook, IPython lines included: `%time train(model, loader)` reads it; a test loader
+    built and never used); a loader handed to
     sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,
     `CrossEncoder.fit(loader)`), which reads it once to build a dataset and trains from its
     own Trainer's loader; a loader whose only reads are one pass after the training of its
@@ -329,7 +330,7 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     samples."""
     loaders = facts.dataloaders
     return (
-        loaders.never_read(loader, in_notebook=facts.path.suffix == ".ipynb")
+        loaders.never_read(loader, facts.ipython_names)
         or loaders.converted_by_sentence_transformers(loader)
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
         or loaders.draws_a_handful(loader)
