@@ -87,6 +87,42 @@ def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
     ]
 
 
+def test_reads_in_a_branch_whose_test_reads_are_part_of_the_tests_site() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def step(y):\n"
+        "    y = torch.zeros(3, device='cuda') + y\n"
+        "    if torch.min(y) < -1:\n"
+        "        print(torch.min(y))\n"
+        "        if y.any():\n"
+        "            log(y.sum().item())\n"
+        "    else:\n"
+        "        log(y.max().item())\n"
+        "    if y.sum() > 0 and y.mean() > 0:\n"
+        "        pass\n"
+    )
+    sites = facts.host_syncs.device_reads
+    found = [
+        (facts.code(site.node), site.description, [facts.code(other.node) for other in site.others])
+        for site in sites
+    ]
+    assert found == [
+        (
+            "torch.min(y) < -1",
+            "A test and the branch it guards with 4 host syncs (2 × a tensor used as a "
+            "condition, `print` of a tensor, `.item()`)",
+            ["print(torch.min(y))", "y.any()", "y.sum().item()"],
+        ),
+        # the `else` runs when the test fails: a site of its own
+        ("y.max().item()", "`.item()`", []),
+        (
+            "y.sum() > 0",
+            "One statement with 2 host syncs (2 × a tensor used as a condition)",
+            ["y.mean() > 0"],
+        ),
+    ]
+
+
 def test_the_fact_is_computed_once_per_file() -> None:
     facts = facts_of(TRAINING)
     assert facts.host_syncs is facts.host_syncs

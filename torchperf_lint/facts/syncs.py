@@ -361,9 +361,17 @@ class HostSyncs:
         of statement lines in a row that each read (`d = out["d"].mean().item()`, then the
         same for `g`, `r1`, ...): one fix, stacking the values and reading them once, at the
         run's first read."""
+        branches = self._branches_tested_by_a_read(sites)
         grouped: dict[cst.CSTNode | None, list[HostSync]] = {}
         for site in sites:
-            grouped.setdefault(self._statement_of(site.node), []).append(site)
+            branch = self._branch_holding(site.node, branches)
+            grouped.setdefault(branch or self._statement_of(site.node), []).append(site)
+        order = self.index.preorder
+        for branch in branches:
+            if branch in grouped:  # the test's reads first: the site is the test
+                grouped[branch].sort(
+                    key=lambda site: (not self._in_test_of(site.node, branch), order[site.node])
+                )
         placed = [(self._line_of(group[0].node), group) for group in grouped.values()]
         by_line: dict[cst.CSTNode, list[list[HostSync]]] = {}
         for line, group in placed:
@@ -371,6 +379,9 @@ class HostSyncs:
                 by_line.setdefault(line, []).append(group)
         merged = []
         for line, group in placed:
+            if line in branches and not all(self._in_test_of(site.node, line) for site in group):
+                merged.append(self._merged([group], "A test and the branch it guards"))
+                continue
             if line not in by_line:
                 merged.append(self._merged([group]))
                 continue
@@ -385,10 +396,36 @@ class HostSyncs:
             merged.append(self._merged(run))
         return merged
 
+    def _branches_tested_by_a_read(self, sites: list[HostSync]) -> set[cst.If]:
+        """The `if` statements whose test is itself a read (`if torch.min(y) < -1:`)."""
+        return {
+            parent
+            for site in sites
+            for parent in self.scopes.ancestors(site.node)
+            if type(parent) is cst.If and self._in_test_of(site.node, parent)
+        }
+
+    def _in_test_of(self, node: cst.CSTNode, branch: cst.If) -> bool:
+        start = self.index.preorder[branch.test]
+        return start <= self.index.preorder[node] <= self.index.subtree_end[branch.test]
+
+    def _branch_holding(self, node: cst.CSTNode, branches: set[cst.If]) -> cst.If | None:
+        """The outermost of `branches` whose body holds `node`: a read there runs only when
+        the test's read holds (`print(torch.min(y))` under `if torch.min(y) < -1:`), and is
+        part of the test's site."""
+        outermost = None
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                break
+            if type(parent) is cst.If and child is parent.body and parent in branches:
+                outermost = parent
+        return outermost
+
     @staticmethod
-    def _merged(run: list[list[HostSync]]) -> HostSync:
+    def _merged(run: list[list[HostSync]], what: str = "") -> HostSync:
         """The site of the statements of `run` (in source order within each statement's
-        group), at the first read of the first."""
+        group), at the first read of the first; `what` names them, if not one statement or a
+        run of them."""
         if len(run) == 1 and len(run[0]) == 1:
             return run[0][0]
         sites = [site for group in run for site in group]
@@ -397,7 +434,7 @@ class HostSyncs:
             f"{count} × {description}" if count > 1 else description
             for description, count in counts.items()
         )
-        what = "One statement" if len(run) == 1 else f"A run of {len(run)} statements"
+        what = what or ("One statement" if len(run) == 1 else f"A run of {len(run)} statements")
         return HostSync(
             sites[0].node, f"{what} with {len(sites)} host syncs ({kinds})", tuple(sites[1:])
         )
@@ -708,6 +745,8 @@ class HostSyncs:
     def _call_sync(self, call: cst.Call) -> HostSync | None:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in READING_METHODS:
+            if func.attr.value == "numpy" and not _forces_a_copy(call):
+                return None  # a bare `.numpy()` raises on a device tensor: its tensor is on the host
             if self._moves_a_module(call) or not self.may_be_device_tensor(func.value):
                 return None
             if self._feeds_an_environment(call) or self._feeds_an_output(call):
@@ -988,6 +1027,15 @@ class HostSyncs:
             return False
         index = subscript.slice[0].slice.value
         return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
+
+
+def _forces_a_copy(call: cst.Call) -> bool:
+    """`t.numpy(force=True)`, which copies a device tensor to the host first."""
+    return any(
+        arg.keyword is not None and arg.keyword.value == "force"
+        and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+        for arg in call.args
+    )
 
 
 def _is_string(expression: cst.BaseExpression) -> bool:

@@ -51,8 +51,9 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     ## What it does
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
-    run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)` / `int(t)` / `bool(t)` of a tensor, `math.isnan(t)` (and `isinf`, `isfinite`,
+    run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`,
+    `.numpy(force=True)` (a bare `.numpy()` raises on a device tensor, so the tensor it reads
+    is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor, `math.isnan(t)` (and `isinf`, `isfinite`,
     which read the tensor as `float(t)` does), `range(t)` (which reads the bound as
     `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
     with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
@@ -73,7 +74,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
     then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
     other work between them, or a compound statement, ends the run). A read right after an
-    explicit synchronize waits for nothing more: only the synchronize is reported.
+    explicit synchronize waits for nothing more: only the synchronize is reported. A read in
+    the body of an `if` whose test is itself a read runs only when that test holds, and is
+    part of the test's finding, as a related location (`if torch.min(y) < -1:` then
+    `print(torch.min(y))`: one finding at the test; a read in the `else` is one of its own).
 
     The sync may be in another function, in any module of the program, that runs on every
     training step: one the training loop calls, directly or through other functions (a
@@ -237,10 +241,11 @@ class SyncInEvalLoop(_PerIterationRule):
     """The host waits for the GPU on every evaluation batch (`.item()`, `.cpu()`, ...).
 
     ## What it does
-    Checks for the same host syncs as TPL201 (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
-    `float(t)`/`int(t)`/`bool(t)`, `print` of a tensor, a tensor used as a condition),
-    counted as TPL201 counts them (a statement, or statements in a row, with several reads
-    is one finding), on every iteration of an evaluation loop: a loop over a `DataLoader`
+    Checks for the same host syncs as TPL201 (`.item()`, `.tolist()`, `.cpu()`,
+    `.numpy(force=True)`, `float(t)`/`int(t)`/`bool(t)`, `print` of a tensor, a tensor used
+    as a condition), counted as TPL201 counts them (a statement, or statements in a row, with
+    several reads is one finding, and so is an `if` whose test reads with the reads of its
+    body), on every iteration of an evaluation loop: a loop over a `DataLoader`
     that calls a model and has no backward or optimizer step. Periodic guards, calls after
     the loop and CPU-only modules are silent, as for TPL201.
 
