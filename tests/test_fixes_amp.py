@@ -74,6 +74,19 @@ def test_deprecated_amp_is_rewritten_safely(before: str, after: str) -> None:
     assert fixed("TPL301", before) == after
 
 
+def test_tests_of_a_project_that_supports_releases_without_the_replacement_are_not_reported() -> None:
+    before = "import torch\nscaler = torch.cuda.amp.GradScaler()\nfrom torch.cuda.amp import autocast\n"
+    source = before + "autocast()\n"
+
+    def found(filename: str, version: tuple[int, int]) -> list[tuple[str, int]]:
+        diagnostics = lint_text(source, filename, settings("TPL301", version))
+        return [(d.code, d.location.row) for d in diagnostics]
+
+    assert found("tests/test_amp.py", (2, 1)) == []
+    assert found("tests/test_amp.py", (2, 3)) == [("TPL301", 2), ("TPL301", 3), ("TPL301", 4)]
+    assert found("train.py", (2, 1)) == [("TPL301", 2), ("TPL301", 3), ("TPL301", 4)]
+
+
 def test_custom_fwd_needs_torch_2_4() -> None:
     before = (
         "import torch\n"

@@ -171,7 +171,10 @@ class DeprecatedCudaAmp(Rule):
     alone: code inside
     `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
     `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
-    deprecation warns there as well.
+    deprecation warns there as well; but not when the oldest PyTorch the project supports
+    (below) lacks the replacement (a project declaring `torch>=1.8`): its tests must also
+    run on the releases where the deprecated name is the only one, and the warning is only
+    test output. Outside tests such code is still reported, with a display-only fix.
 
     Nothing is reported in a project that installs only PyTorch releases older than 2.4,
     where these names are the current API and do not warn: one that pins (`torch==1.11.0`)
@@ -246,10 +249,19 @@ class DeprecatedCudaAmp(Rule):
             old = facts.names.qualified_name(attribute)
             if old not in DEPRECATED or not self._reportable(facts, attribute):
                 continue
+            if not self._replaceable_in(facts, DEPRECATED[old].since):
+                continue
             use = _use_of(facts, attribute)
             func = uses.new_callee(attribute, old)
             edit = None if func is None else uses.rewrite(use, func, old)
             yield self._finding(use, old, None if edit is None else (edit,), DEPRECATED[old].since)
+
+    def _replaceable_in(self, facts: FileFacts, needs: tuple[int, int]) -> bool:
+        """Outside tests, always (the library's users on newer releases see the warning);
+        in a test file, only when the oldest PyTorch the project supports has the
+        replacement: the tests must also run on the releases where the deprecated name is
+        the only one, and the warning is only test output."""
+        return not facts.is_test_file or needs <= self.options.torch_version
 
     def _check_import(
         self, facts: FileFacts, uses: _DeprecatedAmpUses, statement: cst.ImportFrom
@@ -306,6 +318,8 @@ class DeprecatedCudaAmp(Rule):
         fix_edits = None if edits is None else tuple(edits)
         # One fix rewrites every name the statement imports: it needs the newest of them.
         needs = max(DEPRECATED[old].since for _, old in deprecated)
+        if not self._replaceable_in(facts, needs):
+            return
         for alias, old in deprecated:
             read = type_references[_bound_name(alias)]
             if all(read):
