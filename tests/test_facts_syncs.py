@@ -87,7 +87,7 @@ def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
     ]
 
 
-def test_reads_in_a_branch_whose_test_reads_are_part_of_the_tests_site() -> None:
+def test_reads_in_the_branches_of_an_if_whose_test_reads_are_part_of_the_tests_site() -> None:
     facts = facts_of(
         "import torch\n"
         "def step(y):\n"
@@ -109,12 +109,12 @@ def test_reads_in_a_branch_whose_test_reads_are_part_of_the_tests_site() -> None
     assert found == [
         (
             "torch.min(y) < -1",
-            "A test and the branch it guards with 4 host syncs (2 × a tensor used as a "
-            "condition, `print` of a tensor, `.item()`)",
-            ["print(torch.min(y))", "y.any()", "y.sum().item()"],
+            (
+                "A test and the branches it guards with 5 host syncs (2 × a tensor used as a "
+                "condition, `print` of a tensor, 2 × `.item()`)"
+            ),
+            ["print(torch.min(y))", "y.any()", "y.sum().item()", "y.max().item()"],
         ),
-        # the `else` runs when the test fails: a site of its own
-        ("y.max().item()", "`.item()`", []),
         (
             "y.sum() > 0",
             "One statement with 2 host syncs (2 × a tensor used as a condition)",

@@ -380,7 +380,11 @@ class HostSyncs:
         merged = []
         for line, group in placed:
             if line in branches and not all(self._in_test_of(site.node, line) for site in group):
-                merged.append(self._merged([group], "A test and the branch it guards"))
+                in_else = line.orelse is not None and any(
+                    self._in_subtree(site.node, line.orelse) for site in group
+                )
+                guarded = "branches" if in_else else "branch"
+                merged.append(self._merged([group], f"A test and the {guarded} it guards"))
                 continue
             if line not in by_line:
                 merged.append(self._merged([group]))
@@ -406,18 +410,22 @@ class HostSyncs:
         }
 
     def _in_test_of(self, node: cst.CSTNode, branch: cst.If) -> bool:
-        start = self.index.preorder[branch.test]
-        return start <= self.index.preorder[node] <= self.index.subtree_end[branch.test]
+        return self._in_subtree(node, branch.test)
+
+    def _in_subtree(self, node: cst.CSTNode, root: cst.CSTNode) -> bool:
+        start = self.index.preorder[root]
+        return start <= self.index.preorder[node] <= self.index.subtree_end[root]
 
     def _branch_holding(self, node: cst.CSTNode, branches: set[cst.If]) -> cst.If | None:
-        """The outermost of `branches` whose body holds `node`: a read there runs only when
-        the test's read holds (`print(torch.min(y))` under `if torch.min(y) < -1:`), and is
-        part of the test's site."""
+        """The outermost of `branches` with `node` in one of its branches: a read there runs
+        only when the test's read holds (`print(torch.min(y))` under `if torch.min(y) < -1:`)
+        or right after it (`return stat.item()` in the `else` of `if stat.item() == -1:`),
+        and is part of the test's site."""
         outermost = None
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 break
-            if type(parent) is cst.If and child is parent.body and parent in branches:
+            if type(parent) is cst.If and child is not parent.test and parent in branches:
                 outermost = parent
         return outermost
 

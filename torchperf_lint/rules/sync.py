@@ -75,9 +75,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
     other work between them, or a compound statement, ends the run). A read right after an
     explicit synchronize waits for nothing more: only the synchronize is reported. A read in
-    the body of an `if` whose test is itself a read runs only when that test holds, and is
-    part of the test's finding, as a related location (`if torch.min(y) < -1:` then
-    `print(torch.min(y))`: one finding at the test; a read in the `else` is one of its own).
+    a branch of an `if` whose test is itself a read runs only when that test holds, or right
+    after it in the `else`, and is part of the test's finding, as a related location (`if
+    torch.min(y) < -1:` then `print(torch.min(y))`: one finding at the test).
 
     The sync may be in another function, in any module of the program, that runs on every
     training step: one the training loop calls, directly or through other functions (a
@@ -245,7 +245,7 @@ class SyncInEvalLoop(_PerIterationRule):
     `.numpy(force=True)`, `float(t)`/`int(t)`/`bool(t)`, `print` of a tensor, a tensor used
     as a condition), counted as TPL201 counts them (a statement, or statements in a row, with
     several reads is one finding, and so is an `if` whose test reads with the reads of its
-    body), on every iteration of an evaluation loop: a loop over a `DataLoader`
+    branches), on every iteration of an evaluation loop: a loop over a `DataLoader`
     that calls a model and has no backward or optimizer step. Periodic guards, calls after
     the loop and CPU-only modules are silent, as for TPL201.
 
