@@ -255,6 +255,8 @@ class Loops:
         if identifier is None:
             return False
         lowered = identifier.lower()
+        if "schedul" in lowered:
+            return False  # `opt_param_scheduler.step()` steps the learning rate
         if "optim" in lowered or "scaler" in lowered or _OPT.search(lowered):
             return True
         if isinstance(receiver, cst.Name) and self._annotated_as_stepper(receiver):
