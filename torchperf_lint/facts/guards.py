@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -17,7 +17,7 @@ from torchperf_lint.facts.index import (
     methods_of,
     statements_of,
 )
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
+from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
 _GRAD_DISABLING = frozenset({"torch.no_grad", "torch.inference_mode"})
@@ -309,6 +309,46 @@ class Guards:
             ):
                 return True
         return False
+
+    def counter_parameter_tests(self, node: cst.CSTNode) -> list[str]:
+        """The parameters of `node`'s function that an `if` around it tests as a counter: a
+        test true on few values (`_is_sparse_test`) of the parameter (`if iteration ==
+        last_collection + k:`), also in an `or` with first-time tests (`if rollouts is None
+        or iteration == ...:`, whose body assigns `rollouts`). When the program's callers
+        pass a loop counter as that parameter, `node` runs on few steps of their loop."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return []
+        parameters = [param.name.value for param in _parameters_of(function)]
+        found = []
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is function:
+                break
+            if type(parent) is not cst.If or child is not parent.body:
+                continue
+            found.extend(
+                name for name in parameters
+                if name not in found and self._tests_counter_once_in_a_while(parent, name)
+            )
+        return found
+
+    def _tests_counter_once_in_a_while(self, branch: cst.If, name: str) -> bool:
+        counters = frozenset({name})
+        test = branch.test
+        if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
+            return self._is_sparse_test(test, counters)
+        operands = list(_or_operands(test))
+        assigned = {
+            name
+            for node in descendants(branch.body)
+            if type(node) is cst.AssignTarget
+            for name in (dotted_name(node.target), *target_names(node.target))
+        }
+        first_time = [operand for operand in operands if _none_tested(operand) in assigned - {None}]
+        return len(first_time) < len(operands) and all(
+            operand in first_time or self._is_sparse_test(operand, counters)
+            for operand in operands
+        )
 
     def _is_sparse_test(
         self, test: cst.BaseExpression, counters: frozenset[str], depth: int = 0
@@ -945,6 +985,19 @@ def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> boo
     if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
         return _is_count(test.left) and is_counter(right)
     return False
+
+
+def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        yield from _or_operands(test.left)
+        yield from _or_operands(test.right)
+    else:
+        yield test
+
+
+def _parameters_of(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
 def _only_exits(body: cst.BaseSuite) -> bool:

@@ -72,6 +72,11 @@ class ProgramAnswers:
         `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
         return False
 
+    def receives_counter(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether every caller passes `function` a counter of a loop around the call as
+        `parameter` (`training_log(loss, iteration)` in `while iteration < n:`)."""
+        return False
+
     def is_test_support(self) -> bool:
         """Whether only tests (and other test support) import this file, though its path does
         not say it is a test (`demos/boring_classes.py`)."""

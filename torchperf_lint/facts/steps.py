@@ -248,6 +248,11 @@ class Steps:
             return None
         if self.guards.counter_guard(node):
             return None  # `if self.iteration_step == self.initial_iter_step:` in a step method
+        if any(
+            self.program.receives_counter(function, name)
+            for name in self.guards.counter_parameter_tests(node)
+        ):
+            return None  # `if iteration == last + k:`, where callers pass their loop counter
         if self.guards.initializes_once(node):
             return None  # `if self.cache is None: self.cache = ...` in a per-step function
         witness = self.witness(function)

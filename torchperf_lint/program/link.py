@@ -47,6 +47,8 @@ STEP_KINDS = ("train", "eval")
 _PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
 # Hugging Face's hook that switches `gradient_checkpointing` on a model's modules, and the
 # names that run it: the `transformers`/`diffusers` methods that call it, and the hook itself.
+# How many functions a loop counter is followed through as a parameter passed on.
+_MAX_PASS_THROUGH = 3
 _CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
 _CHECKPOINTING_ENABLERS = frozenset({
     "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
@@ -97,6 +99,7 @@ class ProgramFacts:
         self._cycle_start = 0
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
+        self._counter_parameters: dict[tuple[Target, str], bool] = {}
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -556,10 +559,16 @@ class ProgramFacts:
             name for summary in self.summaries.values() for name in summary.periodic_predicates
         )
 
-    def _sparse(self, site: CallSite) -> bool:
-        """Not on every iteration (`CallSite.sparse`), or guarded by a call of a periodic
-        predicate (`if step_check(step, n):`)."""
-        return site.sparse or any(name in self.periodic_predicates for name in site.predicates)
+    def _sparse(self, site: CallSite, caller: Target | None = None) -> bool:
+        """Not on every iteration (`CallSite.sparse`), guarded by a call of a periodic
+        predicate (`if step_check(step, n):`), or by a test of a parameter of `caller` that
+        its callers pass a loop counter (`if iteration == last + k:`)."""
+        return (
+            site.sparse
+            or any(name in self.periodic_predicates for name in site.predicates)
+            or caller is not None
+            and any(self.receives_counter(caller, name) for name in site.counter_guards)
+        )
 
     @cached_property
     def switched_on(self) -> frozenset[str]:
@@ -687,7 +696,7 @@ class ProgramFacts:
             while queue:
                 current = queue.popleft()
                 for site, target in self._edges.get((current.file, current.qualname), ()):
-                    if self._sparse(site) or target in paths:
+                    if self._sparse(site, current) or target in paths:
                         continue
                     route = paths[current]
                     if site.needs:  # `if normals is not None: gather(normals)`
@@ -1064,6 +1073,25 @@ class ProgramFacts:
                     return True
         return False
 
+    def receives_counter(self, target: Target, parameter: str, depth: int = 0) -> bool:
+        """Whether every caller outside tests (one at least) passes a counter of a loop
+        around the call as `parameter` of `target` (`training_log(loss, iteration)` in
+        `while iteration < n:`), also through a parameter of its own that receives one."""
+        key = (target, parameter)
+        if key not in self._counter_parameters:
+            self._counter_parameters[key] = False  # a cycle of pass-throughs counts nothing
+            arguments = list(self._arguments_for(target, parameter))
+            self._counter_parameters[key] = bool(arguments) and all(
+                argument[0] == "counter"
+                or argument[0] == "param"
+                and depth < _MAX_PASS_THROUGH
+                and self.receives_counter(
+                    Target(file, caller.qualname, "function"), argument[1], depth + 1
+                )
+                for file, caller, argument in arguments
+            )
+        return self._counter_parameters[key]
+
     def _arguments_for(
         self, target: Target, parameter: str, callers: dict | None = None
     ) -> Iterator[tuple[str, FunctionSummary, list]]:
@@ -1117,6 +1145,9 @@ class ProgramFacts:
 
     def _answer_receives_tensor(self, file: str, qualname: str, parameter: str) -> bool:
         return self.receives_tensor(Target(file, qualname, "function"), parameter)
+
+    def _answer_receives_counter(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.receives_counter(Target(file, qualname, "function"), parameter)
 
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths

@@ -519,15 +519,24 @@ class _Summarizer:
                 ],
                 needs=facts.guards.required_parameters(call),
                 predicates=[] if sparse else facts.guards.predicate_guards(call),
+                counter_guards=[] if sparse else facts.guards.counter_parameter_tests(call),
             )
         )
 
     def _arguments(self, call: cst.Call) -> dict[str, Value]:
         found = {}
+        counters = {
+            counter
+            for loop in self.facts.loops.enclosing_loops(call)
+            for counter in self.facts.counters.of_loop(loop.node)
+        }
         for position, arg in enumerate(call.args):
             if arg.star:
                 break
-            value = self._value(arg.value)
+            if counters and dotted_name(arg.value) in counters:
+                value: Value | None = ["counter"]  # `train_step(model, iteration)`
+            else:
+                value = self._value(arg.value)
             if value is not None:
                 key = arg.keyword.value if arg.keyword is not None else str(position)
                 found[key] = value

@@ -70,6 +70,9 @@ class LinkedAnswers(ProgramAnswers):
     def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
         return bool(self._ask("receives_tensor", self.refs.qualname(function), parameter))
 
+    def receives_counter(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("receives_counter", self.refs.qualname(function), parameter))
+
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))
 

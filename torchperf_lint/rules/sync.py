@@ -101,7 +101,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     before the read, with `def should_log(self, step): return step == 1 or step % self.freq
     == 0`) or a test of one of the loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
-    `batch_count = i + 1; if batch_count == num_batches:`), in a branch that only objects
+    `batch_count = i + 1; if batch_count == num_batches:`), also in a function the loop
+    calls with its counter (`collect(model, iteration, rollouts)` from `while iteration <
+    n: ... iteration += 1`, every caller passing one) and a test of that parameter (`if
+    iteration == state.last + k:`, also `if rollouts is None or iteration == ...:`, whose
+    body assigns `rollouts`: the first call, then every k steps), in a branch that only objects
     built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`), in a loop over a literal collection of constants (`for
