@@ -45,6 +45,7 @@ _ITERABLE_DATASETS = frozenset({
 _IN_MEMORY_DATASETS = frozenset({
     "torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset", "builtins.range",
 })
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 _DATASET_WRAPPERS = frozenset({
     "torch.utils.data.Subset", "torch.utils.data.ConcatDataset",
     "torch.utils.data.dataset.Subset", "torch.utils.data.dataset.ConcatDataset",
@@ -437,6 +438,26 @@ class DataLoaders:
             and self._calls_nothing_in(value, "__getitem__")
             and self._calls_nothing_in(value, "__init__")
             for value in values
+        )
+
+    def loads_indices(self, loader: DataLoaderConstruction) -> bool:
+        """The dataset is a range of indices (`torch.arange(n)`, `range(n)`, also in a
+        `TensorDataset(torch.arange(n))`, or a name bound to one): each batch is a few
+        integers, whatever the loop picks with them."""
+        dataset = loader.argument("dataset")
+        if dataset is None:
+            return False
+        values = self.scopes.bound_values(dataset.value) if isinstance(dataset.value, cst.Name) else []
+        return any(self._is_index_range(value) for value in (dataset.value, *values))
+
+    def _is_index_range(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.names.call_name(value)
+        if name in ("torch.arange", "builtins.range"):
+            return True
+        return name in _TENSOR_DATASETS and bool(value.args) and all(
+            not arg.star and self._is_index_range(arg.value) for arg in value.args
         )
 
     def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:

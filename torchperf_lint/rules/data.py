@@ -219,7 +219,9 @@ class DataLoaderNoPinMemory(Rule):
     samples); for `DataLoader([])`, a stand-in that
     yields no batch; when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
-    given, such as a prompt and an index: nothing to pin); when it is a Hugging Face dataset
+    given, such as a prompt and an index: nothing to pin); when it is a range of indices
+    (`torch.arange(n)`, `TensorDataset(torch.arange(len(bins)))`: a few integers per batch,
+    whatever the loop then picks with them); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
     transformed on access), whose batches of token ids are too small for pinning to matter;
     when the dataset is a class of the module that makes up its samples with PyTorch's random
@@ -304,6 +306,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
             if facts.dataloaders.holds_plain_values(loader):
                 continue  # prompts and indices: no tensor to pin
+            if facts.dataloaders.loads_indices(loader):
+                continue  # `TensorDataset(torch.arange(n))`: a few integers per batch
             if facts.dataloaders.collates_token_ids(loader):
                 continue  # padded token ids: kilobytes per batch
             if facts.dataloaders.built_by_a_dataset(loader):
