@@ -445,19 +445,19 @@ class DataLoaders:
         `TensorDataset(torch.arange(n))`, or a name bound to one): each batch is a few
         integers, whatever the loop picks with them."""
         dataset = loader.argument("dataset")
-        if dataset is None:
-            return False
-        values = self.scopes.bound_values(dataset.value) if isinstance(dataset.value, cst.Name) else []
-        return any(self._is_index_range(value) for value in (dataset.value, *values))
+        return dataset is not None and self._is_index_range(dataset.value)
 
-    def _is_index_range(self, value: cst.BaseExpression) -> bool:
+    def _is_index_range(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(value, cst.Name) and depth < _NAME_DEPTH:
+            values = self.scopes.bound_values(value)
+            return bool(values) and all(self._is_index_range(bound, depth + 1) for bound in values)
         if not isinstance(value, cst.Call):
             return False
         name = self.names.call_name(value)
         if name in ("torch.arange", "builtins.range"):
             return True
         return name in _TENSOR_DATASETS and bool(value.args) and all(
-            not arg.star and self._is_index_range(arg.value) for arg in value.args
+            not arg.star and self._is_index_range(arg.value, depth) for arg in value.args
         )
 
     def _calls_nothing_in(self, construction: cst.Call, method: str) -> bool:
