@@ -112,6 +112,39 @@ class Counters:
         self.index = index
         self.scopes = scopes
         self._counters: dict[cst.For | cst.While | cst.ClassDef, frozenset[str]] = {}
+        self._first_flags: dict[cst.For | cst.While, frozenset[str]] = {}
+
+    def first_flags(self, loop: cst.For | cst.While) -> frozenset[str]:
+        """The names true on the first iteration of `loop` only: bound to `True` before it
+        and to `False` in its body (`is_first_iteration = True`, then `is_first_iteration =
+        False` at the end of each step), and to nothing else in the function."""
+        if loop not in self._first_flags:
+            # Per name, how each assignment binds it: "set" (`True` outside the loop),
+            # "cleared" (`False` in its body), or "other".
+            kinds: dict[str, set[str]] = {}
+            function = self.scopes.enclosing_function(loop)
+            assigns = self.index.assigns
+            if function is not None:
+                assigns = self.index.inside(assigns, function)
+            for node in assigns:
+                if type(node) is not cst.Assign:
+                    continue
+                if self.scopes.enclosing_function(node) is not function:
+                    continue
+                value = node.value.value if type(node.value) is cst.Name else None
+                in_body = loop.body in self.scopes.ancestors(node)
+                kind = (
+                    "cleared" if in_body and value == "False"
+                    else "set" if not in_body and value == "True"
+                    else "other"
+                )
+                for target in node.targets:
+                    if type(target.target) is cst.Name:
+                        kinds.setdefault(target.target.value, set()).add(kind)
+            self._first_flags[loop] = frozenset(
+                name for name, found in kinds.items() if found == {"set", "cleared"}
+            )
+        return self._first_flags[loop]
 
     def of_class(self, cls: cst.ClassDef) -> frozenset[str]:
         """The attributes of `self` that the loops of `cls`'s methods count with: a `for`
@@ -273,6 +306,7 @@ class Guards:
         other steps before `node` (`if (i + 1) % accumulation != 0: continue`).
         """
         counters = self.counters.of_loop(loop)
+        flags = self.counters.first_flags(loop)
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is loop or type(parent) in SCOPE_TYPES:
                 return None
@@ -280,7 +314,7 @@ class Guards:
                 type(parent) is cst.If
                 and child is parent.body
                 and (
-                    self._is_sparse_test(parent.test, counters)
+                    self._is_sparse_test(parent.test, counters, flags=flags)
                     or self._initialized_once(parent) is not None
                 )
             ):
@@ -310,33 +344,39 @@ class Guards:
                 return True
         return False
 
-    def counter_parameter_tests(self, node: cst.CSTNode) -> list[str]:
-        """The parameters of `node`'s function that an `if` around it tests as a counter: a
-        test true on few values (`_is_sparse_test`) of the parameter (`if iteration ==
-        last_collection + k:`), also in an `or` with first-time tests (`if rollouts is None
-        or iteration == ...:`, whose body assigns `rollouts`). When the program's callers
-        pass a loop counter as that parameter, `node` runs on few steps of their loop."""
+    def counter_parameter_tests(self, node: cst.CSTNode) -> list[list[str]]:
+        """The parameters of `node`'s function that an `if` around it tests as a counter or
+        a first-iteration flag, each with what it must receive ("counter" or "first"): a test
+        true on few values (`_is_sparse_test`) of the parameter (`if iteration ==
+        last_collection + k:`), or the parameter itself in an `or` with a periodic test (`if
+        iteration % k == 0 or is_first_iteration:`), also in an `or` with first-time tests
+        (`if rollouts is None or iteration == ...:`, whose body assigns `rollouts`). When the
+        program's callers pass a loop counter (`Counters.of_loop`) or a first-iteration flag
+        (`Counters.first_flags`) as that parameter, `node` runs on few steps of their loop."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return []
         parameters = [param.name.value for param in _parameters_of(function)]
-        found = []
+        found: list[list[str]] = []
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
                 break
             if type(parent) is not cst.If or child is not parent.body:
                 continue
-            found.extend(
-                name for name in parameters
-                if name not in found and self._tests_counter_once_in_a_while(parent, name)
-            )
+            for name in parameters:
+                one = frozenset({name})
+                if self._tests_counter_once_in_a_while(parent, one, frozenset()):
+                    found.append([name, "counter"])
+                elif self._tests_counter_once_in_a_while(parent, frozenset(), one):
+                    found.append([name, "first"])
         return found
 
-    def _tests_counter_once_in_a_while(self, branch: cst.If, name: str) -> bool:
-        counters = frozenset({name})
+    def _tests_counter_once_in_a_while(
+        self, branch: cst.If, counters: frozenset[str], flags: frozenset[str]
+    ) -> bool:
         test = branch.test
         if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
-            return self._is_sparse_test(test, counters)
+            return self._is_sparse_test(test, counters, flags=flags)
         operands = list(_or_operands(test))
         assigned = {
             name
@@ -346,22 +386,33 @@ class Guards:
         }
         first_time = [operand for operand in operands if _none_tested(operand) in assigned - {None}]
         return len(first_time) < len(operands) and all(
-            operand in first_time or self._is_sparse_test(operand, counters)
+            operand in first_time or self._is_sparse_test(operand, counters, flags=flags)
             for operand in operands
         )
 
     def _is_sparse_test(
-        self, test: cst.BaseExpression, counters: frozenset[str], depth: int = 0
+        self,
+        test: cst.BaseExpression,
+        counters: frozenset[str],
+        depth: int = 0,
+        flags: frozenset[str] = frozenset(),
     ) -> bool:
+        """True on few iterations: a modulo test, a test of few values of one of `counters`,
+        one of `flags` (true on the first iteration only), or a name bound to one of those;
+        an `and` with one such operand, an `or` of them only."""
         if is_modulo_test(test):
             return True
         if isinstance(test, cst.BooleanOperation):
-            left = self._is_sparse_test(test.left, counters, depth)
-            right = self._is_sparse_test(test.right, counters, depth)
+            left = self._is_sparse_test(test.left, counters, depth, flags)
+            right = self._is_sparse_test(test.right, counters, depth, flags)
             return left or right if isinstance(test.operator, cst.And) else left and right
+        if isinstance(test, cst.Name) and test.value in flags:
+            return True
         if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
             return self._bound_only_to(
-                test, lambda value, deeper: self._is_sparse_test(value, counters, deeper), depth
+                test,
+                lambda value, deeper: self._is_sparse_test(value, counters, deeper, flags),
+                depth,
             )
         return bool(counters) and _tests_few_counts(test, counters)
 

@@ -72,9 +72,10 @@ class ProgramAnswers:
         `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
         return False
 
-    def receives_counter(self, function: cst.FunctionDef, parameter: str) -> bool:
-        """Whether every caller passes `function` a counter of a loop around the call as
-        `parameter` (`training_log(loss, iteration)` in `while iteration < n:`)."""
+    def receives_counter(self, function: cst.FunctionDef, parameter: str, kind: str) -> bool:
+        """Whether every caller passes `function`, as `parameter`, a counter of a loop around
+        the call (`kind` "counter": `training_log(loss, iteration)` in `while iteration <
+        n:`) or a flag true on its first iteration only ("first")."""
         return False
 
     def is_test_support(self) -> bool:

@@ -249,8 +249,8 @@ class Steps:
         if self.guards.counter_guard(node):
             return None  # `if self.iteration_step == self.initial_iter_step:` in a step method
         if any(
-            self.program.receives_counter(function, name)
-            for name in self.guards.counter_parameter_tests(node)
+            self.program.receives_counter(function, name, kind)
+            for name, kind in self.guards.counter_parameter_tests(node)
         ):
             return None  # `if iteration == last + k:`, where callers pass their loop counter
         if self.guards.initializes_once(node):

@@ -99,7 +99,7 @@ class ProgramFacts:
         self._cycle_start = 0
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
-        self._counter_parameters: dict[tuple[Target, str], bool] = {}
+        self._counter_parameters: dict[tuple[Target, str, str], bool] = {}
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -567,7 +567,7 @@ class ProgramFacts:
             site.sparse
             or any(name in self.periodic_predicates for name in site.predicates)
             or caller is not None
-            and any(self.receives_counter(caller, name) for name in site.counter_guards)
+            and any(self.receives_counter(caller, name, kind) for name, kind in site.counter_guards)
         )
 
     @cached_property
@@ -1073,20 +1073,22 @@ class ProgramFacts:
                     return True
         return False
 
-    def receives_counter(self, target: Target, parameter: str, depth: int = 0) -> bool:
-        """Whether every caller outside tests (one at least) passes a counter of a loop
-        around the call as `parameter` of `target` (`training_log(loss, iteration)` in
-        `while iteration < n:`), also through a parameter of its own that receives one."""
-        key = (target, parameter)
+    def receives_counter(self, target: Target, parameter: str, kind: str, depth: int = 0) -> bool:
+        """Whether every caller outside tests (one at least) passes, as `parameter` of
+        `target`, a counter of a loop around the call (`kind` "counter":
+        `training_log(loss, iteration)` in `while iteration < n:`) or a flag true on its
+        first iteration only ("first": `is_first_iteration`), also through a parameter of
+        its own that receives one."""
+        key = (target, parameter, kind)
         if key not in self._counter_parameters:
             self._counter_parameters[key] = False  # a cycle of pass-throughs counts nothing
             arguments = list(self._arguments_for(target, parameter))
             self._counter_parameters[key] = bool(arguments) and all(
-                argument[0] == "counter"
+                argument[0] == kind
                 or argument[0] == "param"
                 and depth < _MAX_PASS_THROUGH
                 and self.receives_counter(
-                    Target(file, caller.qualname, "function"), argument[1], depth + 1
+                    Target(file, caller.qualname, "function"), argument[1], kind, depth + 1
                 )
                 for file, caller, argument in arguments
             )
@@ -1146,8 +1148,8 @@ class ProgramFacts:
     def _answer_receives_tensor(self, file: str, qualname: str, parameter: str) -> bool:
         return self.receives_tensor(Target(file, qualname, "function"), parameter)
 
-    def _answer_receives_counter(self, file: str, qualname: str, parameter: str) -> bool:
-        return self.receives_counter(Target(file, qualname, "function"), parameter)
+    def _answer_receives_counter(self, file: str, qualname: str, parameter: str, kind: str) -> bool:
+        return self.receives_counter(Target(file, qualname, "function"), parameter, kind)
 
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths

@@ -525,16 +525,17 @@ class _Summarizer:
 
     def _arguments(self, call: cst.Call) -> dict[str, Value]:
         found = {}
-        counters = {
-            counter
-            for loop in self.facts.loops.enclosing_loops(call)
-            for counter in self.facts.counters.of_loop(loop.node)
-        }
+        loops = [loop.node for loop in self.facts.loops.enclosing_loops(call)]
+        counters = {name for loop in loops for name in self.facts.counters.of_loop(loop)}
+        flags = {name for loop in loops for name in self.facts.counters.first_flags(loop)}
         for position, arg in enumerate(call.args):
             if arg.star:
                 break
-            if counters and dotted_name(arg.value) in counters:
+            passed = dotted_name(arg.value)
+            if passed in counters:
                 value: Value | None = ["counter"]  # `train_step(model, iteration)`
+            elif passed in flags:
+                value = ["first"]  # `log(loss, is_first_iteration=is_first_iteration)`
             else:
                 value = self._value(arg.value)
             if value is not None:

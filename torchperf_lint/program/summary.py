@@ -35,9 +35,10 @@ Ref = str
 # (["call", ref]) or, for a name bound on different paths, of one of several
 # (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
 # live on the device (["tensor"]), a counter of a loop around the call (["counter"]:
-# `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`), a Hugging Face dataset preprocessed ahead of training
-# (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of values (["tuple", [value or
-# None, ...]]: `return loader, dataset`).
+# `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
+# first iteration only (["first"]: `Counters.first_flags`), a Hugging Face dataset
+# preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of
+# values (["tuple", [value or None, ...]]: `return loader, dataset`).
 Value = list
 
 
@@ -69,10 +70,10 @@ class CallSite:
     # The calls whose result decides whether it runs (`Guards.predicate_guards`): when one is
     # a project function returning a periodic test (`if step_check(step, n):`), it is sparse.
     predicates: list[str] = field(default_factory=list)
-    # Parameters of its own function that a guard of it tests as a counter (`if iteration ==
-    # last + k:`, `Guards.counter_parameter_tests`): when the callers pass a loop counter as
-    # one of them, it is sparse.
-    counter_guards: list[str] = field(default_factory=list)
+    # Parameters of its own function that a guard of it tests as a counter or first-iteration
+    # flag, with what they must receive (`[["iteration", "counter"]]` for `if iteration ==
+    # last + k:`, `Guards.counter_parameter_tests`): when the callers pass one, it is sparse.
+    counter_guards: list[list[str]] = field(default_factory=list)
 
 
 @dataclass

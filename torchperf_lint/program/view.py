@@ -70,8 +70,8 @@ class LinkedAnswers(ProgramAnswers):
     def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
         return bool(self._ask("receives_tensor", self.refs.qualname(function), parameter))
 
-    def receives_counter(self, function: cst.FunctionDef, parameter: str) -> bool:
-        return bool(self._ask("receives_counter", self.refs.qualname(function), parameter))
+    def receives_counter(self, function: cst.FunctionDef, parameter: str, kind: str) -> bool:
+        return bool(self._ask("receives_counter", self.refs.qualname(function), parameter, kind))
 
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))

@@ -105,7 +105,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     calls with its counter (`collect(model, iteration, rollouts)` from `while iteration <
     n: ... iteration += 1`, every caller passing one) and a test of that parameter (`if
     iteration == state.last + k:`, also `if rollouts is None or iteration == ...:`, whose
-    body assigns `rollouts`: the first call, then every k steps), in a branch that only objects
+    body assigns `rollouts`: the first call, then every k steps), under a first-iteration
+    flag (`first = True` before the loop, `first = False` in it, `if first:`; also passed to
+    a helper that tests `if step % k == 0 or is_first_iteration:`), in a branch that only objects
     built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`), in a loop over a literal collection of constants (`for
