@@ -66,6 +66,8 @@ _DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
 _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
 })
+# The hooks whose loaders a Trainer reads in one pass, after or apart from training.
+_ONE_PASS_LOADER_HOOKS = frozenset({"test_dataloader", "predict_dataloader"})
 
 # What a dataset's `__getitem__` may call and still only index or make up its samples.
 _FACTORIES = frozenset({
@@ -1180,6 +1182,16 @@ class DataLoaders:
                 if name is not None:
                     found.setdefault(name, []).append(node)
         return found
+
+    def built_for_a_final_pass(self, loader: DataLoaderConstruction) -> bool:
+        """Built by a class's `test_dataloader` or `predict_dataloader` hook: Lightning reads
+        those loaders only in `trainer.test()` and `trainer.predict()`, one pass each."""
+        function = self.scopes.enclosing_function(loader.call)
+        return (
+            function is not None
+            and function.name.value in _ONE_PASS_LOADER_HOOKS
+            and self.scopes.enclosing_class(function) is not None
+        )
 
     def loader_hook_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         """The class whose `train_dataloader`-style method builds `node`, the hooks a

@@ -94,7 +94,9 @@ class DataLoaderNoWorkers(Rule):
     own Trainer's loader; a loader whose only reads are one pass after the training of its
     function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
     loop: a loop over it, or a call of a function of the module that loops over its
-    parameter, that no loop encloses and that trains nothing); and a loader whose sampler
+    parameter, that no loop encloses and that trains nothing), and a loader a class's
+    `test_dataloader` or `predict_dataloader` hook builds (Lightning reads it only in
+    `trainer.test()` or `trainer.predict()`, one pass); and a loader whose sampler
     draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
     length=3)`, to plot them). A loader read inside a loop (each epoch), before any training,
     or by a framework every step (a Lightning `Trainer.fit`, `accelerator.prepare`) is still
@@ -215,8 +217,8 @@ class DataLoaderNoPinMemory(Rule):
     a library's convenience for callers that pass a dataset instead of a loader, as for
     TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
-    after training, an embedding pass or a final test; its sampler draws a handful of
-    samples); for `DataLoader([])`, a stand-in that
+    after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
+    sampler draws a handful of samples); for `DataLoader([])`, a stand-in that
     yields no batch; when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a range of indices
@@ -330,11 +332,12 @@ class DataLoaderNoPinMemory(Rule):
 def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
     """Nothing reads the loader once per step: nothing reads it at all, sentence-transformers'
     `fit` converts it into a dataset and trains from its own loader, it is only read in one
-    pass after training (an embedding pass, a final test), or its sampler draws a handful of
-    samples."""
+    pass after training (an embedding pass, a final test, a `test_dataloader` hook's), or its
+    sampler draws a handful of samples."""
     loaders = facts.dataloaders
     return (
         loaders.never_read(loader, facts.ipython_names)
+        or loaders.built_for_a_final_pass(loader)
         or loaders.converted_by_sentence_transformers(loader)
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
         or loaders.draws_a_handful(loader)
