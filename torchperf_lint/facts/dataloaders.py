@@ -1184,12 +1184,13 @@ class DataLoaders:
         return found
 
     def built_for_a_final_pass(self, loader: DataLoaderConstruction) -> bool:
-        """Built by a class's `test_dataloader` or `predict_dataloader` hook: Lightning reads
-        those loaders only in `trainer.test()` and `trainer.predict()`, one pass each."""
+        """Built by a class's `test_dataloader` or `predict_dataloader` hook (or a private
+        method assigned to one: `self.test_dataloader = self._test_dataloader`): Lightning
+        reads those loaders only in `trainer.test()` and `trainer.predict()`, one pass each."""
         function = self.scopes.enclosing_function(loader.call)
         return (
             function is not None
-            and function.name.value in _ONE_PASS_LOADER_HOOKS
+            and function.name.value.lstrip("_") in _ONE_PASS_LOADER_HOOKS
             and self.scopes.enclosing_class(function) is not None
         )
 

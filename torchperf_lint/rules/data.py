@@ -95,7 +95,8 @@ class DataLoaderNoWorkers(Rule):
     function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
     loop: a loop over it, or a call of a function of the module that loops over its
     parameter, that no loop encloses and that trains nothing), and a loader a class's
-    `test_dataloader` or `predict_dataloader` hook builds (Lightning reads it only in
+    `test_dataloader` or `predict_dataloader` hook builds (also a private method assigned
+    to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
     `trainer.test()` or `trainer.predict()`, one pass); and a loader whose sampler
     draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
     length=3)`, to plot them). A loader read inside a loop (each epoch), before any training,
