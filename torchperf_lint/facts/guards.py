@@ -572,6 +572,11 @@ class Guards:
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
                 test, negated = test.expression, True
             default = self._constructor_default(test)
+            given = _none_compared(test)  # `self.remap is not None`: whether it was given
+            if given is not None:
+                attribute, negated = given[0], negated != (not given[1])
+                if self._constructor_literal(attribute) is None:
+                    default = False  # built without it, `self.remap` is None
             runs_when = (child is parent.body) != negated  # the value of `self.<attr>` it needs
             if default is not None and runs_when != default:
                 return True
@@ -743,25 +748,30 @@ class Guards:
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only
         ever assigned from, or None."""
+        default = self._constructor_literal(test)
+        return default if isinstance(default, bool) else None
+
+    def _constructor_literal(self, test: cst.BaseExpression) -> object:
+        """The literal default (`True`, `None`, ...) of the `__init__` parameter that
+        `self.<attr>` is only ever assigned from; `UNKNOWN` when there is none."""
         if not isinstance(test, cst.Attribute) or not isinstance(test.value, cst.Name):
-            return None
+            return UNKNOWN
         if test.value.value != "self":
-            return None
+            return UNKNOWN
         cls = self.scopes.enclosing_class(test)
         values = [
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
         ]
         if len(values) != 1 or not isinstance(values[0], cst.Name):
-            return None
+            return UNKNOWN
         init = self.scopes.enclosing_function(values[0])
         if init is None or init.name.value != "__init__":
-            return None
+            return UNKNOWN
         for param in (*init.params.params, *init.params.kwonly_params):
             if param.name.value == values[0].value and param.default is not None:
-                default = literal_value(param.default)
-                return default if isinstance(default, bool) else None
-        return None
+                return literal_value(param.default)
+        return UNKNOWN
 
     def evaluation_only(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a branch of its function that runs only when not training
@@ -1036,6 +1046,20 @@ def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> boo
     if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
         return _is_count(test.left) and is_counter(right)
     return False
+
+
+def _none_compared(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+    """(`x`, True) for `x is not None`, (`x`, False) for `x is None`."""
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+        return None
+    comparison = test.comparisons[0]
+    if not (type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"):
+        return None
+    if type(comparison.operator) is cst.IsNot:
+        return test.left, True
+    if type(comparison.operator) is cst.Is:
+        return test.left, False
+    return None
 
 
 def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

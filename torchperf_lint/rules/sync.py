@@ -110,7 +110,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     a helper that tests `if step % k == 0 or is_first_iteration:`), in a branch that only objects
     built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
-    that defaults to `False`), in a loop over a literal collection of constants (`for
+    that defaults to `False`; `if self.remap is not None:` for one that defaults to `None`),
+    in a loop over a literal collection of constants (`for
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
