@@ -32,6 +32,8 @@ _OPT = re.compile(r"(^|_)opt($|_)")
 _ITERATION_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "islice", "track"})
 # The most passes a loop makes over the same inputs to warm up or profile a step.
 _FEW_PASSES = 10
+# The most steps of a fit whose per-step host syncs are not worth a finding (`LoopFacts.short_fit`).
+_SHORT_FIT = 100
 # The nodes whose statements `_next_reads` looks into: blocks, compound statements and their
 # clauses, statement lines.
 _BLOCKS = (
@@ -59,6 +61,10 @@ class LoopFacts:
     # one) outside any other loop of its function: a handful of passes, as a warm-up or a
     # profiled run makes.
     few_passes: bool = False
+    # A `for` over `range(50)` (a literal of at most `_SHORT_FIT`, or a name bound only to
+    # such literals: `2 if smoke_test else 50`) outside any other loop: a fit of a few dozen
+    # full-batch steps, a tutorial's, whose per-step waits add up to milliseconds.
+    short_fit: bool = False
 
     @property
     def trains_itself(self) -> bool:
@@ -117,6 +123,7 @@ class Loops:
                 iterates_dataloader=iterates_a_loader(loop),
                 over_constants=isinstance(loop, cst.For) and _constants(loop.iter),
                 few_passes=_few_passes(loop, scopes),
+                short_fit=_few_passes(loop, scopes, _SHORT_FIT),
             )
             for loop in index.loops
         }
@@ -325,17 +332,17 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
     return expression
 
 
-def _few_passes(loop: LoopNode, scopes: Scopes) -> bool:
-    """`for _ in range(3):`, or `range(n_iter)` with `n_iter = 5`, outside any other loop of
-    its function."""
+def _few_passes(loop: LoopNode, scopes: Scopes, limit: int = _FEW_PASSES) -> bool:
+    """`for _ in range(3):`, or `range(n_iter)` with `n_iter = 5` (at most `limit`
+    iterations), outside any other loop of its function."""
     return (
         isinstance(loop, cst.For)
-        and _is_small_range(loop.iter, scopes)
+        and _is_small_range(loop.iter, scopes, limit)
         and not scopes.in_a_loop(loop)
     )
 
 
-def _is_small_range(expression: cst.BaseExpression, scopes: Scopes) -> bool:
+def _is_small_range(expression: cst.BaseExpression, scopes: Scopes, limit: int) -> bool:
     if not (
         isinstance(expression, cst.Call)
         and isinstance(expression.func, cst.Name)
@@ -345,8 +352,13 @@ def _is_small_range(expression: cst.BaseExpression, scopes: Scopes) -> bool:
         return False
     bound = expression.args[0].value
     values = scopes.bound_values(bound) if isinstance(bound, cst.Name) else [bound]
+    # `training_iter = 2 if smoke_test else 50`: either count.
+    values = [
+        branch for value in values
+        for branch in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))
+    ]
     counts = [literal_value(value) for value in values]
-    return bool(counts) and all(type(count) is int and count <= _FEW_PASSES for count in counts)
+    return bool(counts) and all(type(count) is int and count <= limit for count in counts)
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

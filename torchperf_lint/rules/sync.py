@@ -34,6 +34,8 @@ class _PerIterationRule(Rule):
                 continue
             if step.loop is not None and not self.selects(facts, step.loop):
                 continue
+            if step.loop is not None and step.loop.short_fit:
+                continue  # `for i in range(50):` a few dozen waits in all
             if step.loop is None and step.kind != self.step_kind:
                 continue
             if on_cuda is None:
@@ -112,7 +114,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`; `if self.remap is not None:` for one that defaults to `None`),
     in a loop over a literal collection of constants (`for
-    stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a
+    stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a fit
+    of at most 100 steps (`for i in range(training_iter):` with `training_iter = 2 if
+    smoke_test else 50`, outside any other loop: a tutorial's few dozen full-batch steps,
+    whose waits add up to milliseconds; the functions it calls are still judged), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
     config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
@@ -254,7 +259,7 @@ class SyncInEvalLoop(_PerIterationRule):
     several reads is one finding, and so is an `if` whose test reads with the reads of its
     branches), on every iteration of an evaluation loop: a loop over a `DataLoader`
     that calls a model and has no backward or optimizer step. Periodic guards, calls after
-    the loop and CPU-only modules are silent, as for TPL201.
+    the loop, fits of at most 100 steps and CPU-only modules are silent, as for TPL201.
 
     Test files are not checked.
 
