@@ -11,7 +11,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
-from torchperf_lint.facts.index import ScopeNode, descendants, statements_of
+from torchperf_lint.facts.index import SCOPE_TYPES, ScopeNode, descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -590,7 +590,9 @@ class EmptyCacheInLoop(Rule):
     torch.cuda.empty_cache()`), in a conditional block that offloads tensors to host memory
     (`if self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves
     device memory on purpose), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
-    or a branch that ends in `raise`), or only when the caller opts in (`if clear_cache:` on
+    or a branch that ends in `raise`), in the body of a `try` whose handler catches
+    out-of-memory errors (`except RuntimeError:` or `torch.cuda.OutOfMemoryError`, then a
+    retry with a smaller batch: the cache is freed before each attempt on purpose), or only when the caller opts in (`if clear_cache:` on
     a parameter that defaults to `False`) or the run's settings do (`if
     self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
     for memory on purpose, or handing the memory to another allocator. A bare flag parameter
@@ -642,6 +644,7 @@ class EmptyCacheInLoop(Rule):
             and facts.steps.runs_per_step(call)
             and not facts.guards.under_opt_in(call)
             and not _offloads_beside(facts, call)
+            and not _retries_out_of_memory(facts, call)
         ]
         deleted = {facts.index.parents.get(call) for call in flagged}
         for call in flagged:
@@ -663,6 +666,34 @@ class EmptyCacheInLoop(Rule):
                 expression, mode="delete_lines"
             )
         return ProposedFix(self.fix_applicability, "Remove the call", (edit,))
+
+
+# What an out-of-memory retry catches: `torch.cuda.OutOfMemoryError` is a `RuntimeError`.
+_OUT_OF_MEMORY_ERRORS = frozenset({
+    "builtins.RuntimeError", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
+    "torch.cuda.memory.OutOfMemoryError",
+})
+
+
+def _retries_out_of_memory(facts: FileFacts, call: cst.Call) -> bool:
+    """In the body of a `try` whose handler catches out-of-memory errors (`except
+    RuntimeError:` then a smaller batch): the recovery pattern, which frees the cache before
+    each attempt on purpose."""
+    for parent, child in facts.scopes.ancestors_with_child(call):
+        if type(parent) in SCOPE_TYPES:
+            return False
+        if type(parent) is cst.Try and child is parent.body and any(
+            handler.type is not None and any(
+                facts.names.qualified_name(caught) in _OUT_OF_MEMORY_ERRORS
+                for caught in (
+                    [element.value for element in handler.type.elements]
+                    if isinstance(handler.type, cst.Tuple) else [handler.type]
+                )
+            )
+            for handler in parent.handlers
+        ):
+            return True
+    return False
 
 
 def _offloads_beside(facts: FileFacts, call: cst.Call) -> bool:
