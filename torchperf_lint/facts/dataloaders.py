@@ -599,7 +599,8 @@ class DataLoaders:
         depth: int = 0,
     ) -> bool:
         """Whether `is_source` holds for the dataset `expression` is, seen through the names
-        bound to it (every value), `Subset`/`ConcatDataset` and `+` (every part: `gold +
+        bound to it (the value that reaches the use in straight-line code, else every value),
+        `Subset`/`ConcatDataset` and `+` (every part: `gold +
         silver`, a concatenation of lists or, for datasets, a `ConcatDataset`), a parameter
         (what every caller in the module passes), a call of a function of the module (what
         it returns: `DataLoader(_generate_dataset(n, d))`) and an unpacked call (`dataset,
@@ -630,8 +631,12 @@ class DataLoaders:
                 )
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
+            reaching = self.scopes.reaching_value(expression) if isinstance(expression, cst.Name) else None
             values = (
-                self.scopes.bound_values(expression)
+                # The binding every path to this use goes through last, in straight-line code
+                # (`train_set = TensorDataset(...)` in the branch that builds the loader).
+                ([reaching] if reaching is not None else [])
+                or self.scopes.bound_values(expression)
                 or self._split_from(expression)
                 or self._unpacked_from(expression)
                 or self._passed_for(expression)
