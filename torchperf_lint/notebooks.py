@@ -9,10 +9,10 @@ cells included, which is the number Jupyter and VS Code show. Rows are relative 
 IPython syntax is not Python: line magics (`%timeit f()`), shell escapes (`!pip install`,
 `files = !ls`), help (`?obj`, `obj?`) become a `pass` placeholder on the same row, so rows
 stay right, with the line in its comment (what `%time train(loader)` names is still named
-there: `FileFacts.ipython_names`), and they are never rewritten (one that starts a cell indented, ` !tts ...`, at
-column 0: IPython removes a cell's leading indentation). A cell magic whose body is Python (`%%time`,
-`%%timeit`, `%%capture`, `%%prun`) keeps its body linted; any other cell magic (`%%bash`,
-`%%writefile`) takes the whole cell out.
+there: `FileFacts.ipython_names`), and they are never rewritten (one that starts a cell
+indented, ` !tts ...`, at column 0: IPython removes a cell's leading indentation). A cell
+magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, `%%prun`) keeps its body
+linted; any other cell magic (`%%bash`, `%%writefile`) takes the whole cell out.
 
 A notebook whose joined code does not parse is read cell by cell, as IPython runs it: a cell
 that does not parse on its own (a `$ python train.py` transcript, a pasted training log) fails

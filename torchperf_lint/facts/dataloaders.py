@@ -42,10 +42,8 @@ _ITERABLE_DATASETS = frozenset({
 })
 # Datasets whose samples already sit in memory, and the wrappers that keep them there.
 # (`torch.utils.data` re-exports the classes of `torch.utils.data.dataset`: both spellings.)
-_IN_MEMORY_DATASETS = frozenset({
-    "torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset", "builtins.range",
-})
 _TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_IN_MEMORY_DATASETS = _TENSOR_DATASETS | {"builtins.range"}
 _DATASET_WRAPPERS = frozenset({
     "torch.utils.data.Subset", "torch.utils.data.ConcatDataset",
     "torch.utils.data.dataset.Subset", "torch.utils.data.dataset.ConcatDataset",

@@ -132,7 +132,7 @@ class Counters:
                 if self.scopes.enclosing_function(node) is not function:
                     continue
                 value = node.value.value if type(node.value) is cst.Name else None
-                in_body = loop.body in self.scopes.ancestors(node)
+                in_body = self.index.contains(loop.body, node)
                 kind = (
                     "cleared" if in_body and value == "False"
                     else "set" if not in_body and value == "True"
@@ -214,6 +214,8 @@ class Guards:
         self.project_switches_on = project_switches_on
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
+        # Per `if`, the operands of its `or` and its first-time tests (`_first_time_operands`).
+        self._first_times: dict[cst.If, tuple[list, list]] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
@@ -377,18 +379,31 @@ class Guards:
         test = branch.test
         if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
             return self._is_sparse_test(test, counters, flags=flags)
-        operands = list(_or_operands(test))
-        assigned = {
-            name
-            for node in descendants(branch.body)
-            if type(node) is cst.AssignTarget
-            for name in (dotted_name(node.target), *target_names(node.target))
-        }
-        first_time = [operand for operand in operands if _none_tested(operand) in assigned - {None}]
+        operands, first_time = self._first_time_operands(branch)
         return len(first_time) < len(operands) and all(
             operand in first_time or self._is_sparse_test(operand, counters, flags=flags)
             for operand in operands
         )
+
+    def _first_time_operands(
+        self, branch: cst.If
+    ) -> tuple[list[cst.BaseExpression], list[cst.BaseExpression]]:
+        """The operands of the `or` that `branch` tests, and those of them that are
+        first-time tests (`rollouts is None`, of a name the body assigns); found once per
+        branch, though every parameter of the function asks."""
+        if branch not in self._first_times:
+            operands = list(_or_operands(branch.test))
+            assigned = {
+                name
+                for node in descendants(branch.body)
+                if type(node) is cst.AssignTarget
+                for name in (dotted_name(node.target), *target_names(node.target))
+            }
+            first_time = [
+                operand for operand in operands if _none_tested(operand) in assigned - {None}
+            ]
+            self._first_times[branch] = (operands, first_time)
+        return self._first_times[branch]
 
     def _is_sparse_test(
         self,
@@ -938,15 +953,20 @@ def is_main_test(test: cst.BaseExpression) -> bool:
     return has_name and has_main and isinstance(test.comparisons[0].operator, cst.Equal)
 
 
+def caught_errors(handler: cst.ExceptHandler) -> list[cst.BaseExpression]:
+    """The exception types `handler` names: `RuntimeError`, both of `(KeyError, ValueError)`;
+    none for a bare `except:`."""
+    if handler.type is None:
+        return []
+    if isinstance(handler.type, cst.Tuple):
+        return [element.value for element in handler.type.elements]
+    return [handler.type]
+
+
 def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
-    caught = (
-        [element.value for element in handler.type.elements]
-        if isinstance(handler.type, cst.Tuple)
-        else [handler.type]
-    )
-    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught)
+    return any(last_identifier(error) in _COMPATIBILITY_ERRORS for error in caught_errors(handler))
 
 
 def loop_counter(loop: cst.For | cst.While, attributes: bool = False) -> str | None:

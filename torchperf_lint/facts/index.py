@@ -81,6 +81,10 @@ class SyntaxIndex:
             ends[open_position] = len(nodes) - 1
         return dict(zip(nodes, ends))
 
+    def contains(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Whether `node` is `ancestor` or in its subtree (a run of the pre-order)."""
+        return self.preorder[ancestor] <= self.preorder[node] <= self.subtree_end[ancestor]
+
     def inside(self, nodes: list[cst.CSTNode], ancestor: cst.CSTNode) -> list[cst.CSTNode]:
         """The nodes of `nodes`, one of this index's lists, below `ancestor`, in source order.
 

@@ -57,14 +57,22 @@ class LoopFacts:
     # A `for` over a literal collection of constants (`for stride, width in [(1, 32), (2,
     # 64)]:`): a handful of configurations, each run once, not steps.
     over_constants: bool = False
-    # A `for` over `range(3)` (a literal of at most `_FEW_PASSES`, or a name bound only to
-    # one) outside any other loop of its function: a handful of passes, as a warm-up or a
-    # profiled run makes.
-    few_passes: bool = False
-    # A `for` over `range(50)` (a literal of at most `_SHORT_FIT`, or a name bound only to
-    # such literals: `2 if smoke_test else 50`) outside any other loop: a fit of a few dozen
-    # full-batch steps, a tutorial's, whose per-step waits add up to milliseconds.
-    short_fit: bool = False
+    # For a `for` over `range(n)` outside any other loop of its function, with `n` a literal
+    # or a name bound only to literals (`n_iter = 5`, `2 if smoke_test else 50`): the most
+    # iterations it makes. None for any other loop.
+    literal_trips: int | None = None
+
+    @property
+    def few_passes(self) -> bool:
+        """At most `_FEW_PASSES` iterations (`for _ in range(3):`): a handful of passes, as a
+        warm-up or a profiled run makes."""
+        return self.literal_trips is not None and self.literal_trips <= _FEW_PASSES
+
+    @property
+    def short_fit(self) -> bool:
+        """At most `_SHORT_FIT` iterations (`for i in range(50):`): a fit of a few dozen
+        full-batch steps, a tutorial's, whose per-step waits add up to milliseconds."""
+        return self.literal_trips is not None and self.literal_trips <= _SHORT_FIT
 
     @property
     def trains_itself(self) -> bool:
@@ -122,8 +130,7 @@ class Loops:
                 scopes.enclosing_function(loop),
                 iterates_dataloader=iterates_a_loader(loop),
                 over_constants=isinstance(loop, cst.For) and _constants(loop.iter),
-                few_passes=_few_passes(loop, scopes),
-                short_fit=_few_passes(loop, scopes, _SHORT_FIT),
+                literal_trips=_literal_trips(loop, scopes),
             )
             for loop in index.loops
         }
@@ -332,33 +339,30 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
     return expression
 
 
-def _few_passes(loop: LoopNode, scopes: Scopes, limit: int = _FEW_PASSES) -> bool:
-    """`for _ in range(3):`, or `range(n_iter)` with `n_iter = 5` (at most `limit`
-    iterations), outside any other loop of its function."""
-    return (
-        isinstance(loop, cst.For)
-        and _is_small_range(loop.iter, scopes, limit)
-        and not scopes.in_a_loop(loop)
-    )
-
-
-def _is_small_range(expression: cst.BaseExpression, scopes: Scopes, limit: int) -> bool:
+def _literal_trips(loop: LoopNode, scopes: Scopes) -> int | None:
+    """The most iterations of `for _ in range(n):` outside any other loop of its function,
+    `n` a literal or a name bound only to literals (`n_iter = 5`, also `training_iter = 2 if
+    smoke_test else 50`: either count); None for any other loop."""
+    if not isinstance(loop, cst.For) or scopes.in_a_loop(loop):
+        return None
+    expression = loop.iter
     if not (
         isinstance(expression, cst.Call)
         and isinstance(expression.func, cst.Name)
         and expression.func.value == "range"
         and len(expression.args) == 1
     ):
-        return False
+        return None
     bound = expression.args[0].value
     values = scopes.bound_values(bound) if isinstance(bound, cst.Name) else [bound]
-    # `training_iter = 2 if smoke_test else 50`: either count.
     values = [
         branch for value in values
         for branch in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))
     ]
     counts = [literal_value(value) for value in values]
-    return bool(counts) and all(type(count) is int and count <= limit for count in counts)
+    if not counts or not all(type(count) is int for count in counts):
+        return None
+    return max(counts)
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

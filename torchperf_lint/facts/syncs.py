@@ -381,7 +381,7 @@ class HostSyncs:
         for line, group in placed:
             if line in branches and not all(self._in_test_of(site.node, line) for site in group):
                 in_else = line.orelse is not None and any(
-                    self._in_subtree(site.node, line.orelse) for site in group
+                    self.index.contains(line.orelse, site.node) for site in group
                 )
                 guarded = "branches" if in_else else "branch"
                 merged.append(self._merged([group], f"A test and the {guarded} it guards"))
@@ -410,11 +410,7 @@ class HostSyncs:
         }
 
     def _in_test_of(self, node: cst.CSTNode, branch: cst.If) -> bool:
-        return self._in_subtree(node, branch.test)
-
-    def _in_subtree(self, node: cst.CSTNode, root: cst.CSTNode) -> bool:
-        start = self.index.preorder[root]
-        return start <= self.index.preorder[node] <= self.index.subtree_end[root]
+        return self.index.contains(branch.test, node)
 
     def _branch_holding(self, node: cst.CSTNode, branches: set[cst.If]) -> cst.If | None:
         """The outermost of `branches` with `node` in one of its branches: a read there runs

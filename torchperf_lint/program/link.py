@@ -1073,26 +1073,33 @@ class ProgramFacts:
                     return True
         return False
 
-    def receives_counter(self, target: Target, parameter: str, kind: str, depth: int = 0) -> bool:
+    def receives_counter(self, target: Target, parameter: str, kind: str) -> bool:
         """Whether every caller outside tests (one at least) passes, as `parameter` of
         `target`, a counter of a loop around the call (`kind` "counter":
         `training_log(loss, iteration)` in `while iteration < n:`) or a flag true on its
         first iteration only ("first": `is_first_iteration`), also through a parameter of
-        its own that receives one."""
+        its own that receives one (`_MAX_PASS_THROUGH` deep)."""
         key = (target, parameter, kind)
         if key not in self._counter_parameters:
-            self._counter_parameters[key] = False  # a cycle of pass-throughs counts nothing
-            arguments = list(self._arguments_for(target, parameter))
-            self._counter_parameters[key] = bool(arguments) and all(
-                argument[0] == kind
-                or argument[0] == "param"
-                and depth < _MAX_PASS_THROUGH
-                and self.receives_counter(
-                    Target(file, caller.qualname, "function"), argument[1], kind, depth + 1
-                )
-                for file, caller, argument in arguments
-            )
+            self._counter_parameters[key] = self._passes_counter(key, frozenset())
         return self._counter_parameters[key]
+
+    def _passes_counter(self, key: tuple[Target, str, str], path: frozenset) -> bool:
+        """`receives_counter` of `key`, reached through the pass-throughs of `path` (each
+        answer is computed afresh from its own question, so it never depends on which was
+        asked first; a cycle passes nothing)."""
+        target, parameter, kind = key
+        arguments = list(self._arguments_for(target, parameter))
+        seen = path | {key}
+        for file, caller, argument in arguments:
+            if argument[0] == kind:
+                continue
+            if argument[0] != "param" or len(seen) > _MAX_PASS_THROUGH:
+                return False
+            passed = (Target(file, caller.qualname, "function"), argument[1], kind)
+            if passed in seen or not self._passes_counter(passed, seen):
+                return False
+        return bool(arguments)
 
     def _arguments_for(
         self, target: Target, parameter: str, callers: dict | None = None

@@ -61,9 +61,6 @@ class ExecutionOrder:
         """`node` runs after `start` finished and before `end` is read."""
         return self.preorder[node] > self.subtree_end[start] and self.finish(node) < self.finish(end)
 
-    def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
-        return self.preorder[outer] <= self.preorder[node] <= self.subtree_end[outer]
-
     def operations_between(self, start: cst.CSTNode, end: cst.CSTNode) -> list[cst.CSTNode]:
         """The calls and binary operations that run after `start` finished and before `end`
         is read (`between`), in pre-order: only those that start after `start`'s subtree and
@@ -207,7 +204,7 @@ class CudaTimingWithoutSync(Rule):
         if end_loops:
             loop = end_loops[0]
             rebinds_start = any(
-                order.contains(loop.node, value) for value in facts.scopes.bound_values(interval.start_name)
+                facts.index.contains(loop.node, value) for value in facts.scopes.bound_values(interval.start_name)
             )
             if not rebinds_start or loop.is_hot or not start_loops or start_loops[0] is not loop:
                 # Cumulative or rolling timers of a loop: over many iterations they measure

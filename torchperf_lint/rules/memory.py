@@ -11,6 +11,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
+from torchperf_lint.facts.guards import caught_errors
 from torchperf_lint.facts.index import SCOPE_TYPES, ScopeNode, descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import dotted_name, last_identifier
@@ -683,14 +684,9 @@ def _retries_out_of_memory(facts: FileFacts, call: cst.Call) -> bool:
         if type(parent) in SCOPE_TYPES:
             return False
         if type(parent) is cst.Try and child is parent.body and any(
-            handler.type is not None and any(
-                facts.names.qualified_name(caught) in _OUT_OF_MEMORY_ERRORS
-                for caught in (
-                    [element.value for element in handler.type.elements]
-                    if isinstance(handler.type, cst.Tuple) else [handler.type]
-                )
-            )
+            facts.names.qualified_name(caught) in _OUT_OF_MEMORY_ERRORS
             for handler in parent.handlers
+            for caught in caught_errors(handler)
         ):
             return True
     return False
