@@ -96,6 +96,15 @@ def test_a_sync_in_a_helper_is_reported_once_with_the_call_path_from_the_loop() 
     )
 
 
+def test_calling_a_loss_object_runs_its_call_method_and_the_path_names_its_class() -> None:
+    run = lint_project(PROJECTS / "loss_object")
+    read = diagnostic(run, "loss.py", "TPL201", 26)
+    assert read.related == (
+        Related("train.py", Location(12, 20), "calls `ComputeLoss.__call__` on every training step"),
+        Related("loss.py", Location(14, 23), "calls `build_targets` on every training step"),
+    )
+
+
 def test_a_call_under_a_test_of_an_optional_parameter_runs_only_for_callers_that_pass_it() -> None:
     # `fit` calls `chamfer(...)` without `normals`, `fit_with_normals` passes them: the path
     # to the sync goes through the caller that makes the guarded call run.

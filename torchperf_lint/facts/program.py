@@ -141,6 +141,14 @@ class ProgramAnswers:
         `parameter` (so a fallback for when it is left out, `if x_mask is None:`, never runs)."""
         return False
 
+    def never_switched_on(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether `function` has callers outside tests and none of them turns `parameter`, a
+        switch off by default (`checkpoint_activations=False`), on: each leaves it out,
+        passes `False` or `None`, or passes on a parameter of its own that no caller turns on,
+        and no call anywhere passes that keyword anything else (so the branch `if
+        checkpoint_activations:` never runs)."""
+        return False
+
     def periodic_predicate(self, name: str) -> bool:
         """Whether a project function called `name` returns a periodic test of its arguments
         (`def should_log(self, step): return step == 1 or step % self.freq == 0`)."""

@@ -46,7 +46,7 @@ class Scopes:
                 if isinstance(assignment, cst.Assign)
                 else [assignment.target]
             )
-            for target in targets:
+            for target, value in _element_pairs(targets, assignment.value):
                 name = dotted_name(target)
                 if name is None:
                     continue
@@ -55,8 +55,6 @@ class Scopes:
                         left=target, operator=cst.Add(), right=assignment.value
                     )
                     self._augmented.add(id(value))
-                else:
-                    value = assignment.value
                 key_scope = None if name.startswith("self.") else scope
                 self._bindings[(key_scope, name)].append(value)
         for call in index.calls:
@@ -273,3 +271,25 @@ def _registered_buffer(call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
     if not isinstance(name, cst.SimpleString) or not isinstance(name.evaluated_value, str):
         return None
     return name.evaluated_value, call.args[1].value
+
+
+
+def _element_pairs(
+    targets: list[cst.BaseExpression], value: cst.BaseExpression
+) -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(target, value) for each target of an assignment, and for each element of a tuple
+    target assigned a tuple of as many elements (`self.hyp, self.autobalance = h,
+    autobalance`); a tuple target assigned anything else binds no value the module shows."""
+    for target in targets:
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            yield target, value
+        elif (
+            isinstance(value, (cst.Tuple, cst.List))
+            and len(value.elements) == len(target.elements)
+            and not any(
+                isinstance(element, cst.StarredElement)
+                for element in (*target.elements, *value.elements)
+            )
+        ):
+            for element, element_value in zip(target.elements, value.elements):
+                yield element.value, element_value.value

@@ -198,21 +198,29 @@ class Steps:
                     return True
         return False
 
-    def fallback_never_taken(self, node: cst.CSTNode) -> bool:
-        """In a branch for callers that leave out an optional parameter (`if x_mask is
-        None: x_mask = torch.ones(...)`) of a function whose every caller passes it."""
+    def callers_never_take(self, node: cst.CSTNode) -> bool:
+        """In a branch of its function that no caller takes: a fallback for callers that
+        leave out an optional parameter (`if x_mask is None: x_mask = torch.ones(...)`) of a
+        function whose every caller passes it, or the branch of a switch off by default
+        (`if checkpoint_activations:` with `checkpoint_activations=False`) that no caller
+        turns on (`ProgramAnswers.never_switched_on`)."""
         function = self.scopes.enclosing_function(node)
-        return function is not None and any(
+        if function is None:
+            return False
+        return any(
             self.program.always_passed(function, parameter)
             for parameter in self.guards.omitted_parameters(node)
+        ) or any(
+            self.program.never_switched_on(function, parameter)
+            for parameter in self.guards.required_parameters(node)
         )
 
     def never_runs(self, node: cst.CSTNode) -> bool:
         """Whether the program never runs `node`, outside training loops: it is in a function
         that nothing can call (`ProgramAnswers.never_called`), in a branch that needs a
-        switch nothing turns on (`Guards.never_enabled`), or in a fallback for a parameter
-        every caller passes (`fallback_never_taken`)."""
-        if self.guards.never_enabled(node) or self.fallback_never_taken(node):
+        switch nothing turns on (`Guards.never_enabled`), or in a branch of its function that
+        no caller takes (`callers_never_take`)."""
+        if self.guards.never_enabled(node) or self.callers_never_take(node):
             return True
         if any(loop.is_training for loop in self.loops.enclosing_loops(node)):
             return False
@@ -236,7 +244,7 @@ class Steps:
             self.off_the_usual_path(node)
             or self.guards.never_enabled(node)
             or self.behind_periodic_predicate(node)
-            or self.fallback_never_taken(node)
+            or self.callers_never_take(node)
         ):
             return None
         for loop in self.loops.enclosing_loops(node):

@@ -36,7 +36,7 @@ from pathlib import PurePosixPath
 
 from torchperf_lint.conventions import framework_hook_kind, is_test_file, runs_its_model_per_step
 from torchperf_lint.program.modules import ModuleMap
-from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref
+from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref, Value
 
 # Name chains (imports of imports, base classes) are followed at most this deep: cycles end.
 MAX_DEPTH = 32
@@ -53,6 +53,7 @@ _CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
 _CHECKPOINTING_ENABLERS = frozenset({
     "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
 })
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 # The methods of `nn.Module` that PyTorch itself calls on a subclass that overrides them.
 _MODULE_CALLBACKS = frozenset({
     "forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "train", "eval",
@@ -100,6 +101,7 @@ class ProgramFacts:
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
         self._counter_parameters: dict[tuple[Target, str, str], bool] = {}
+        self._switches_off: dict[tuple[Target, str], bool] = {}
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -155,7 +157,7 @@ class ProgramFacts:
             return None
         if kind == "forward":
             cls = self._resolve(file, rest, depth + 1)
-            return self.method(cls, "forward") if cls is not None and cls.kind == "class" else None
+            return self.called_instance(cls) if cls is not None and cls.kind == "class" else None
         if kind == "instance":
             method, _, constructed = rest.partition(":")
             cls = self._resolve(file, constructed, depth + 1)
@@ -278,6 +280,12 @@ class ProgramFacts:
                         break
             self._methods[key] = found
         return self._methods[key]
+
+    def called_instance(self, cls: Target) -> Target | None:
+        """What calling an instance of `cls` runs: its `forward` (a module's `__call__` runs
+        it, also when a project base class wraps it in a `__call__` of its own), or else its
+        `__call__` (a loss object: `compute_loss(pred, targets)`)."""
+        return self.method(cls, "forward") or self.method(cls, "__call__")
 
     def bases(self, cls: Target) -> list[Target]:
         """The project classes `cls` derives from directly."""
@@ -517,11 +525,17 @@ class ProgramFacts:
         name (calls it, passes it, registers it by name in a config), it has no decorator
         that may register it, it is no special method, and no framework class outside the
         project that its class derives from may call it (`nn.Module` calls only its own
-        methods: `forward`, `extra_repr`, ...)."""
+        methods: `forward`, `extra_repr`, ...). The methods of an `autograd.Function` that no
+        file names run nowhere: PyTorch runs its `forward` and `backward` only through
+        `Cls.apply(...)`, and a Function is never built from a config string."""
         summary = self.summaries.get(function.file)
         record = summary.functions.get(function.qualname) if summary else None
         if record is None or not function.qualname:
             return False
+        if record.owner is not None and self._unnamed_autograd_function(
+            Target(function.file, record.owner, "class")
+        ):
+            return True
         name = function.qualname.rpartition(".")[2]
         if name in self._mentioned or record.decorators or name in _MODULE_CALLBACKS:
             return False
@@ -531,6 +545,12 @@ class ProgramFacts:
             return name.startswith("_")
         owner = Target(function.file, record.owner, "class")
         return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
+
+    def _unnamed_autograd_function(self, cls: Target) -> bool:
+        """`cls` derives from `torch.autograd.Function` and no file of the project names it."""
+        return cls.qualname.rpartition(".")[2] not in self._mentioned and any(
+            base in _AUTOGRAD_FUNCTIONS for base in self._imported_bases(cls)
+        )
 
     def _imported_bases(self, cls: Target, depth: int = 0) -> list[str]:
         """What the classes outside the project that `cls` derives from are imported as
@@ -1101,6 +1121,51 @@ class ProgramFacts:
                 return False
         return bool(arguments)
 
+    def never_switched_on(self, target: Target, parameter: str) -> bool:
+        """Whether `target` has callers outside tests and none turns on `parameter`, off by
+        default: each leaves it out, passes it off (["off"]: `False`, `None`), or passes on a
+        parameter of its own, off by default, that no caller of its own turns on (through
+        `_MAX_PASS_THROUGH` functions; a cycle turns nothing on); and no call of the project
+        (tests included, and calls the linker cannot resolve) passes that keyword a value that
+        may be true."""
+        key = (target, parameter)
+        if key not in self._switches_off:
+            self._switches_off[key] = self._never_switched_on(key, frozenset())
+        return self._switches_off[key]
+
+    @cached_property
+    def _keywords_on(self) -> frozenset[str]:
+        """Keywords some call of the project passes a value that may be true
+        (`ModuleSummary.keywords_on`)."""
+        return frozenset(
+            name for summary in self.summaries.values() for name in summary.keywords_on
+        )
+
+    def _never_switched_on(self, key: tuple[Target, str], path: frozenset) -> bool:
+        target, parameter = key
+        function = self.function(target)
+        callers = self._callers.get(target, [])
+        if (
+            function is None
+            or parameter not in function.off_by_default
+            or parameter in self._keywords_on
+            or not callers
+        ):
+            return False
+        seen = path | {key}
+        for file, caller, site in callers:
+            if not self._passes(site, target, [parameter]):
+                continue  # left out: off by default
+            argument = _argument(site, function, parameter)
+            if argument == ["off"]:
+                continue
+            if argument is None or argument[0] != "param" or len(seen) > _MAX_PASS_THROUGH:
+                return False
+            forwarded = (Target(file, caller.qualname, "function"), argument[1])
+            if forwarded not in seen and not self._never_switched_on(forwarded, seen):
+                return False
+        return True
+
     def _arguments_for(
         self, target: Target, parameter: str, callers: dict | None = None
     ) -> Iterator[tuple[str, FunctionSummary, list]]:
@@ -1110,12 +1175,8 @@ class ProgramFacts:
         function = self.function(target)
         if function is None or parameter not in function.parameters:
             return
-        position = function.parameters.index(parameter)
         for file, caller, site in (self._callers if callers is None else callers).get(target, []):
-            skip_self = function.owner is not None and not site.callee.startswith("def:")
-            argument = site.arguments.get(parameter)
-            if argument is None:
-                argument = site.arguments.get(str(position - 1 if skip_self else position))
+            argument = _argument(site, function, parameter)
             if argument is not None:
                 yield file, caller, argument
 
@@ -1198,6 +1259,9 @@ class ProgramFacts:
             self._passes(site, target, [parameter]) for _, _, site in callers
         )
 
+    def _answer_never_switched_on(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.never_switched_on(Target(file, qualname, "function"), parameter)
+
     def _answer_periodic_predicate(self, file: str, name: str) -> bool:
         return name in self.periodic_predicates
 
@@ -1233,6 +1297,17 @@ def _solve(keys: list, compute, unknown: object) -> dict:
     for key in keys:
         value(key)
     return table
+
+
+def _argument(site: CallSite, function: FunctionSummary, parameter: str) -> Value | None:
+    """What `site`, a call of `function`, passes as its `parameter`, when the summary kept it
+    (by keyword, or by position: a method called on an instance does not pass `self`)."""
+    argument = site.arguments.get(parameter)
+    if argument is None and parameter in function.parameters:
+        position = function.parameters.index(parameter)
+        skip_self = function.owner is not None and not site.callee.startswith("def:")
+        argument = site.arguments.get(str(position - 1 if skip_self else position))
+    return argument
 
 
 def _called(value: list) -> list[Ref]:

@@ -372,6 +372,7 @@ class _Summarizer:
             summary.functions[qualname].steps = True
         self._add_devices(summary)
         summary.mentions = _mentions(facts)
+        summary.keywords_on = self._keywords_on()
         summary.periodic_predicates = sorted({
             function.name.value for function in facts.index.functions
             if self._returns_periodic_test(function)
@@ -429,8 +430,12 @@ class _Summarizer:
     def _function(self, function: cst.FunctionDef) -> FunctionSummary:
         facts = self.facts
         params = function.params
-        parameters = [
-            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        every_parameter = (*params.posonly_params, *params.params, *params.kwonly_params)
+        parameters = [p.name.value for p in every_parameter]
+        off_by_default = [
+            p.name.value
+            for p in every_parameter
+            if p.default is not None and literal_value(p.default) in _OFF_VALUES
         ]
         decorators = []
         grad_off = False
@@ -453,6 +458,7 @@ class _Summarizer:
             qualname=self.refs.qualname(function),
             owner=owner,
             parameters=parameters,
+            off_by_default=off_by_default,
             decorators=decorators,
             grad_off=grad_off,
             wraps_no_grad=self._wraps_no_grad(function),
@@ -536,12 +542,42 @@ class _Summarizer:
                 value: Value | None = ["counter"]  # `train_step(model, iteration)`
             elif passed in flags:
                 value = ["first"]  # `log(loss, is_first_iteration=is_first_iteration)`
+            elif self._turned_off(arg.value):
+                value = ["off"]  # `self.bert(ids, checkpoint_activations=False)`
             else:
                 value = self._value(arg.value)
             if value is not None:
                 key = arg.keyword.value if arg.keyword is not None else str(position)
                 found[key] = value
         return found
+
+    def _keywords_on(self) -> list[str]:
+        """`ModuleSummary.keywords_on`."""
+        scopes = self.facts.scopes
+        found = set()
+        for call in self.facts.index.calls:
+            for arg in call.args:
+                if arg.keyword is None or self._turned_off(arg.value):
+                    continue
+                value = arg.value
+                passed_on = (
+                    isinstance(value, cst.Name)
+                    and scopes.is_parameter(value.value, scopes.enclosing_function(call))
+                    and not scopes.bound_values(value)
+                )
+                if not passed_on:
+                    found.add(arg.keyword.value)
+        return sorted(found)
+
+    def _turned_off(self, expression: cst.BaseExpression) -> bool:
+        """`False`, `None` or `0`, or a name of its function bound to nothing else
+        (`checkpoint_activations = False` before the call)."""
+        if literal_value(expression) in _OFF_VALUES:
+            return True
+        if not isinstance(expression, cst.Name):
+            return False
+        values = self.facts.scopes.bound_values(expression)
+        return bool(values) and all(literal_value(value) in _OFF_VALUES for value in values)
 
     def _value(self, expression: cst.BaseExpression, depth: int = 0) -> Value | None:
         facts = self.facts

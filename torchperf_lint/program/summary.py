@@ -11,7 +11,8 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
     `import:utils.log`         an imported name and attributes (`import:.engine.train`: relative)
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
-    `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()`
+    `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()` (its
+                               `__call__`, or else its `forward`)
     `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
                                `logger = MetricLogger()`, `self.trainer.optimize()` after
                                `self.trainer = MixedPrecisionTrainer(...)`, or under
@@ -36,7 +37,8 @@ Ref = str
 # (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
 # live on the device (["tensor"]), a counter of a loop around the call (["counter"]:
 # `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
-# first iteration only (["first"]: `Counters.first_flags`), a Hugging Face dataset
+# first iteration only (["first"]: `Counters.first_flags`), a switch turned off (["off"]:
+# `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
 # preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of
 # values (["tuple", [value or None, ...]]: `return loader, dataset`).
 Value = list
@@ -88,6 +90,8 @@ class FunctionSummary:
     qualname: str  # "" for module-level code.
     owner: str | None = None  # The class whose method this is.
     parameters: list[str] = field(default_factory=list)
+    # Parameters whose default is `None` or `False`: a caller that leaves one out turns it off.
+    off_by_default: list[str] = field(default_factory=list)
     decorators: list[Ref] = field(default_factory=list)
     grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
     # Steps an optimizer outside any loop of its own, or backpropagates outside its loops and
@@ -135,6 +139,10 @@ class ModuleSummary:
     # Every identifier the file mentions, other than the names its `def`s and classes define:
     # names, attributes, keywords and identifier strings (`type="ResNet"` in a config).
     mentions: list[str] = field(default_factory=list)
+    # Keywords some call of the file passes a value that may be true, other than a parameter
+    # of its own function passed on (`decode(latents, force_not_quantize=True)`): a switch
+    # off by default that a caller the linker cannot resolve may turn on.
+    keywords_on: list[str] = field(default_factory=list)
     # Functions whose every result is a periodic test of their arguments or `False`
     # (`def should_log(self, step): return step == 1 or step % self.log_freq == 0`).
     periodic_predicates: list[str] = field(default_factory=list)

@@ -59,7 +59,7 @@ class LinkedAnswers(ProgramAnswers):
             return None
         step = _STEP_NAMES[answer["kind"]]
         path = tuple(
-            Related(file, None, f"calls `{callee.rsplit('.', 1)[-1]}` on every {step} step", call)
+            Related(file, None, f"calls `{_callee_label(callee)}` on every {step} step", call)
             for file, call, callee in answer["path"]
         )
         return StepWitness(answer["kind"], path)
@@ -117,6 +117,9 @@ class LinkedAnswers(ProgramAnswers):
     def always_passed(self, function: cst.FunctionDef, parameter: str) -> bool:
         return bool(self._ask("always_passed", self.refs.qualname(function), parameter))
 
+    def never_switched_on(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("never_switched_on", self.refs.qualname(function), parameter))
+
     def periodic_predicate(self, name: str) -> bool:
         return bool(self._ask("periodic_predicate", name))
 
@@ -145,3 +148,10 @@ class LinkedProgram(Program):
 
     def answers_for(self, facts: FileFacts) -> LinkedAnswers:
         return LinkedAnswers(self.program, self.file, self.refs or References(facts))
+
+
+def _callee_label(qualname: str) -> str:
+    """How a path names a function it goes through: `log_metrics`, and a special method
+    with its class (`ComputeLoss.__call__`, what `compute_loss(pred, targets)` runs)."""
+    label = qualname.rsplit(".", 2)[-2:]
+    return ".".join(label) if label[-1].startswith("__") else label[-1]

@@ -509,7 +509,10 @@ class CheckpointUseReentrant(Rule):
     which sets `self.gradient_checkpointing = False` while no code of the project that may
     run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
     value)` sets it only when the project calls `gradient_checkpointing_enable()` or
-    `enable_gradient_checkpointing()`, or the hook itself), and functions nothing can call (no
+    `enable_gradient_checkpointing()`, or the hook itself), a branch on a parameter off by
+    default that no caller turns on (`if checkpoint_activations:` in `BertEncoder.forward(...,
+    checkpoint_activations=False)`, whose callers leave it out, pass `False`, or pass on a
+    parameter of their own that none of theirs turns on), and functions nothing can call (no
     file of the project,
     tests included, names them, no decorator registers them, and they override no method of
     a framework class other than `nn.Module`'s). Test files are checked too: the missing
