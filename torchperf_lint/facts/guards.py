@@ -546,8 +546,9 @@ class Guards:
         calls on `self` (`if self.engine is None: self._load_engine()`): after the first time
         it never runs again. Also with other conditions: `and` any, `or` tests of `x` only
         (`if self.buf is None or self.buf.size(0) != n:`, a cache rebuilt when the shape
-        changes)."""
-        name = _none_tested(branch.test)
+        changes). And the test of a capacity, `if seq_len > self.max_seq_len_cached:`,
+        whose body grows it: it runs when an input is longer than every one before."""
+        name = _none_tested(branch.test) or _capacity_tested(branch.test)
         if name is None:
             return None
         if any(
@@ -1009,6 +1010,20 @@ def _none_tested(test: cst.BaseExpression) -> str | None:
         dotted_name(node) == name for node in (other, *descendants(other))
     )
     return name if reads else None
+
+
+def _capacity_tested(test: cst.BaseExpression) -> str | None:
+    """`self.x` in `n > self.x`, `n >= self.x`, `self.x < n` or `self.x <= n`."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        bound = dotted_name(right)
+    elif isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+        bound = dotted_name(test.left)
+    else:
+        return None
+    return bound if bound is not None and bound.startswith("self.") else None
 
 
 def _increment(node: cst.CSTNode) -> str | None:

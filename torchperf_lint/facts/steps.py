@@ -75,6 +75,21 @@ def _finds_nonfinite(test: cst.BaseExpression) -> bool:
     return _calls_a_nonfinite_test(test)
 
 
+# Words in the name of a flag set when the optimizer skipped a step (an fp16 overflow).
+_SKIPPED_STEP_WORDS = ("skipped", "overflow")
+
+
+def _skipped_step_test(test: cst.BaseExpression) -> bool | None:
+    """True for a test of a skipped-step flag (`skipped_iter`, `self.overflow`), False for
+    its negation (`not skipped_iter`), None for any other test."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    flag = test.expression if negated else test
+    if not isinstance(flag, (cst.Name, cst.Attribute)):
+        return None
+    name = (last_identifier(flag) or "").lower()
+    return None if not any(word in name for word in _SKIPPED_STEP_WORDS) else not negated
+
+
 def _all_finite(test: cst.BaseExpression) -> bool:
     """True only when every value is finite: `torch.isfinite(loss).all()`,
     `math.isfinite(v) and math.isfinite(w)`, `_tensor_is_finite(loss)`."""
@@ -402,8 +417,9 @@ class Steps:
         by raising (`if torch.isfinite(x).all(): return`, then the count of bad values for
         the `raise`'s message), and a branch for non-finite values (`if
         torch.isnan(loss).any():`, `if not math.isfinite(v):`, the `else` of `if
-        torch.isfinite(loss).all():`), which recovers from a divergence or skips the step.
-        The test itself runs on every step."""
+        torch.isfinite(loss).all():`), which recovers from a divergence or skips the step,
+        and a branch for a step the optimizer skipped on an overflow (`if overflow:`, the
+        `else` of `if not skipped_iter:`). The test itself runs on every step."""
         for parent, child in self.scopes.ancestors_with_child(node):
             kind = type(parent)
             if kind in SCOPE_TYPES:
@@ -421,6 +437,10 @@ class Steps:
                 or (child is parent.orelse and _all_finite(parent.test))
             ):
                 return True
+            if kind is cst.If and child in (parent.body, parent.orelse):
+                skipped = _skipped_step_test(parent.test)  # runs when the flag is `skipped`
+                if skipped is not None and (child is parent.body) == skipped:
+                    return True
             if kind is cst.IndentedBlock and self._after_exit_before_raise(parent, child):
                 return True
         return False

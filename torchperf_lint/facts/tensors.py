@@ -24,6 +24,10 @@ _MODEL_NAME = re.compile(
     r"model$|net$",
     re.IGNORECASE,
 )
+# The longest word that may follow a model word in a model's name: `model_ema`, `net_g`,
+# `text_encoder_2`, `model_fp16`; a longer one makes it a qualifier of something else
+# (`logical_and_across_model_parallel_group`).
+_MAX_SUFFIX_WORD = 4
 # First words of function names that act on a model rather than name one: `build_model`,
 # `get_model`, `self.load_model(...)` return or change a model, they do not run it.
 _ACTION_WORDS = frozenset({
@@ -87,16 +91,27 @@ class TensorExpressions:
         self.function_names = {function.name.value for function in index.functions}
         # (function, name) pairs that are `.backward()`ed: `loss` in `loss.backward()`.
         self.backwarded: set[tuple[cst.FunctionDef | None, str]] = set()
-        for call in index.calls:
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
-                receiver = self._strip_scale(func.value)
-                if call.args and self._is_constructed_object(receiver):
-                    # `fabric.backward(loss)`: a framework object backpropagates `loss`.
-                    receiver = call.args[0].value
-                name = dotted_name(receiver)
-                if name is not None:
-                    self.backwarded.add((scopes.enclosing_function(call), name))
+        backward_calls = [
+            call for call in index.calls
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward"
+        ]
+        # (function, name) of what each function calls: a tensor is never called.
+        called = {
+            (scopes.enclosing_function(call), dotted_name(call.func))
+            for call in (index.calls if any(call.args for call in backward_calls) else ())
+        }
+        for call in backward_calls:
+            receiver = self._strip_scale(call.func.value)
+            if call.args and (
+                self._is_constructed_object(receiver)
+                or (scopes.enclosing_function(call), dotted_name(receiver)) in called
+            ):
+                # `fabric.backward(loss)`, a DeepSpeed engine's `model.backward(loss)` after
+                # `model(**batch)`: an object backpropagates `loss`.
+                receiver = call.args[0].value
+            name = dotted_name(receiver)
+            if name is not None:
+                self.backwarded.add((scopes.enclosing_function(call), name))
 
     def _strip_scale(self, receiver: cst.BaseExpression) -> cst.BaseExpression:
         # scaler.scale(loss).backward() backpropagates `loss`.
@@ -163,7 +178,7 @@ class TensorExpressions:
         identifier = last_identifier(expression) or ""
         if identifier in self.function_names or identifier.split("_", 1)[0].lower() in _ACTION_WORDS:
             return False
-        return bool(_MODEL_NAME.search(identifier))
+        return any(_names_the_object(identifier, match) for match in _MODEL_NAME.finditer(identifier))
 
     def is_tensor(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -455,3 +470,13 @@ def is_elementwise_comparison(comparison: cst.Comparison) -> bool:
 
 def _is_none(expression: cst.BaseExpression) -> bool:
     return isinstance(expression, cst.Name) and expression.value == "None"
+
+
+def _names_the_object(identifier: str, match: re.Match) -> bool:
+    """Whether the model word `match` found in `identifier` names what the identifier holds:
+    it starts the name (`model_without_ddp`) or only short words follow it (`ema_model`,
+    `net_g`), not a qualifier inside a longer name (`across_model_parallel_group`)."""
+    if match.start() == 0:
+        return True
+    rest = identifier[match.end():].strip("_")
+    return all(len(word) <= _MAX_SUFFIX_WORD for word in rest.split("_") if word)

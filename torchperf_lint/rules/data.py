@@ -655,8 +655,9 @@ class TensorCreatedThenMoved(Rule):
     decoding or sampling function allocates before its loop, or lazily in it under `if attn
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in
     a per-step function that runs on the first call only, or again when the shape changes:
-    `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, also through a
-    method it calls on `self` that assigns the attribute; what a function that
+    `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
+    outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
+    also through a method it calls on `self` that assigns the attribute; what a function that
     runs a model's `generate(...)` with autograd off prepares for it, also in its loops over
     frames or modalities: the decoding loop runs the model once per token); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
@@ -667,8 +668,9 @@ class TensorCreatedThenMoved(Rule):
     sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
     factories; and code the program never runs outside a training loop: a method (or
     private function) that no file of the project, tests included, names, no decorator
-    registers and no framework class other than `nn.Module` may call, and a branch that
-    needs a switch nothing turns on (`if self.gradient_checkpointing:` after
+    registers and no framework class other than `nn.Module` may call, the `forward` of an
+    `autograd.Function` that no file names (it runs only through `Cls.apply`), and a branch
+    that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run), and
     a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
     function whose every caller passes it; a branch that only objects built with a switch

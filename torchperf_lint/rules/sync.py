@@ -158,7 +158,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     when it fails), failure paths (an `except` handler, a branch that raises, what follows
     `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
     non-finite values: the body of `if torch.isnan(loss).any():` or `if not
-    torch.isfinite(loss).all(): ...; continue`; the test itself is still reported), a
+    torch.isfinite(loss).all(): ...; continue`; the test itself is still reported, and the
+    branch for a step the optimizer skipped on an overflow: `if overflow:`, the `else` of
+    `if not skipped_iter:`), a
     synchronize next to a clock read also when it sits in nested branches
     (`if args.synchronize_step: if device.type == "cuda": torch.cuda.synchronize()` then
     `time.time()` after the outer `if`), a helper's conversion of
