@@ -644,8 +644,9 @@ class TensorCreatedThenMoved(Rule):
     a factory's result moved by the next statement (`z = torch.randn(n, d)` then
     `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and
     one computed on with PyTorch math and Python numbers before the move
-    (`torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`), which `device=`
-    would compute on the device; these two shapes get no fix.
+    (`torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`, `(torch.ones(n) *
+    i).to(device)` with `i` a loop's index), which `device=` would compute on the device;
+    these two shapes get no fix.
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     a function whose result is cached: `@cached_property`, `@lru_cache`, start-up, a `__main__`
@@ -845,6 +846,22 @@ def _factory_just_before(facts: FileFacts, move: cst.Call, name: cst.Name) -> cs
     return assignment.value if _host_factory(facts, assignment.value) is not None else None
 
 
+def _counts_iterations(facts: FileFacts, name: cst.Name) -> bool:
+    """A Python int a loop binds: `i` in `for i in range(n):` or `for i, x in enumerate(xs):`."""
+    for target, iterated in facts.tensors.iterations_around(name):
+        if not isinstance(iterated, cst.Call):
+            continue
+        called = facts.names.call_name(iterated)
+        if called == "builtins.range" and isinstance(target, cst.Name):
+            if target.value == name.value:
+                return True
+        elif called == "builtins.enumerate" and isinstance(target, (cst.Tuple, cst.List)):
+            first = target.elements[0].value if target.elements else None
+            if isinstance(first, cst.Name) and first.value == name.value:
+                return True
+    return False
+
+
 def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -> cst.Call | None:
     """The host factory a moved value was computed from on the host, with PyTorch math and
     Python numbers only, when the factory's `device=` would have computed it all on the
@@ -863,7 +880,9 @@ def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -
             if facts.scopes.is_parameter(node.value, facts.scopes.enclosing_function(node)):
                 return False
             values = facts.scopes.bound_values(node)
-            return bool(values) and not any(facts.tensors.is_tensor(v) for v in values)
+            if not values:
+                return _counts_iterations(facts, node)
+            return not any(facts.tensors.is_tensor(v) for v in values)
         if isinstance(node, (cst.Attribute, cst.Subscript)):
             return not facts.tensors.is_tensor(node)
         if isinstance(node, cst.Call):
