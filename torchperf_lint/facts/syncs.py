@@ -199,6 +199,12 @@ class HostSyncs:
             if self._reads_tensor_truth(operand, asserted)
         )
         found.extend(
+            HostSync(bound, "A tensor used as a slice bound")
+            for subscript in self.index.subscripts
+            for bound in _slice_bounds(subscript)
+            if self._reads_device(bound)
+        )
+        found.extend(
             HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,")
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
@@ -1077,3 +1083,14 @@ def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from _truth_operands(test.expression)
     else:
         yield test
+
+
+def _slice_bounds(subscript: cst.Subscript) -> Iterator[cst.BaseExpression]:
+    """The bounds and steps of `subscript`'s slices (`a` and `b` in `x[i, :, a:b]`): Python
+    converts each to an int, so a tensor there is read on the host (an index tensor,
+    `x[ids]`, is not: indexing with it runs on the device)."""
+    for element in subscript.slice:
+        if isinstance(element.slice, cst.Slice):
+            for bound in (element.slice.lower, element.slice.upper, element.slice.step):
+                if bound is not None:
+                    yield bound

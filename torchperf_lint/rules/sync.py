@@ -69,7 +69,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     == 0:` with `rows = [ids[m] for ids, m in zip(input_ids, mask)]`, a row selected by a
     boolean mask, or a chunk of `torch.split`), the builtin `min()` or `max()` of a tensor
     (`min(self.decay, x)`
-    compares with `<`), and an explicit `torch.cuda.synchronize()` (or another backend's)
+    compares with `<`), a tensor used as a slice bound (`x[i, :, start:start + n]` with
+    `start = starts[i]` of a device tensor: Python converts it to an int; an index tensor,
+    `x[ids]`, runs on the device), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
