@@ -225,14 +225,8 @@ class FileFacts:
         the function never rebinds, by what every caller passes (`dataset_argument`)."""
         if isinstance(source, cst.Call):
             return self.program.dataset_samples(source)
-        function = self.scopes.enclosing_function(source)
-        if (
-            isinstance(source, cst.Name)
-            and function is not None
-            and self.scopes.is_parameter(source.value, function)
-            and not self.scopes.bound_values(source)
-        ):
-            return self.program.dataset_argument(function, source.value)
+        if isinstance(source, cst.Name) and self.scopes.holds_argument(source):
+            return self.program.dataset_argument(self.scopes.enclosing_function(source), source.value)
         return None
 
     def _wrapped_by_name(self, iterated: cst.BaseExpression) -> cst.BaseExpression:

@@ -727,9 +727,9 @@ class Guards:
             return self._constructor_default(switch)
         if not isinstance(switch, cst.Name):
             return None
-        function = self.scopes.enclosing_function(switch)
-        if not self.scopes.is_parameter(switch.value, function) or self.scopes.bound_values(switch):
+        if not self.scopes.holds_argument(switch):
             return None
+        function = self.scopes.enclosing_function(switch)
         params = function.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.name.value == switch.value and param.default is not None:
@@ -974,11 +974,19 @@ def loop_counter(loop: cst.For | cst.While, attributes: bool = False) -> str | N
     """The name that counts a loop's iterations: `i` in `for i in range(n)` and in
     `for i, batch in enumerate(loader)` (with `attributes`, also `self.step` in `for
     self.step in range(n)`); None for other loops."""
-    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+    if not isinstance(loop, cst.For):
         return None
-    function = loop.iter.func
+    return iteration_counter(loop.target, loop.iter, attributes)
+
+
+def iteration_counter(
+    target: cst.BaseExpression, iterated: cst.BaseExpression, attributes: bool = False
+) -> str | None:
+    """`loop_counter` of a `for target in iterated` loop or comprehension clause."""
+    if not isinstance(iterated, cst.Call):
+        return None
+    function = iterated.func
     called = function.value if isinstance(function, cst.Name) else None
-    target = loop.target
     if called == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements:
         target = target.elements[0].value
     elif called != "range":

@@ -122,6 +122,13 @@ class Scopes:
             names = self._parameters[function] = frozenset(p.name.value for p in (*every, *extras))
         return name in names
 
+    def holds_argument(self, name: cst.Name) -> bool:
+        """Whether `name` is a parameter of the function it is read in that the function
+        never rebinds: it holds what each caller passed."""
+        return self.is_parameter(name.value, self.enclosing_function(name)) and not (
+            self.bound_values(name)
+        )
+
     def binds(self, function: cst.FunctionDef | None, name: str) -> bool:
         """Whether `function` (None: the module's own code) binds `name`: a parameter, an
         assignment, a loop or `with` target."""
@@ -271,7 +278,6 @@ def _registered_buffer(call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
     if not isinstance(name, cst.SimpleString) or not isinstance(name.evaluated_value, str):
         return None
     return name.evaluated_value, call.args[1].value
-
 
 
 def _element_pairs(

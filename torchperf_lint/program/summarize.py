@@ -187,14 +187,9 @@ class References:
         function never rebinds: its class is what the callers pass."""
         if not isinstance(expression, cst.Name) or expression.value in ("self", "cls"):
             return None
-        function = self.scopes.enclosing_function(expression)
-        if (
-            function is None
-            or not self.scopes.is_parameter(expression.value, function)
-            or self.scopes.bound_values(expression)
-        ):
+        if not self.scopes.holds_argument(expression):
             return None
-        return f"{self.qualname(function)}:{expression.value}"
+        return f"{self.qualname(self.scopes.enclosing_function(expression))}:{expression.value}"
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` is bound to an instance of (`model = Net()`), when
@@ -559,12 +554,7 @@ class _Summarizer:
             for arg in call.args:
                 if arg.keyword is None or self._turned_off(arg.value):
                     continue
-                value = arg.value
-                passed_on = (
-                    isinstance(value, cst.Name)
-                    and scopes.is_parameter(value.value, scopes.enclosing_function(call))
-                    and not scopes.bound_values(value)
-                )
+                passed_on = isinstance(arg.value, cst.Name) and scopes.holds_argument(arg.value)
                 if not passed_on:
                     found.add(arg.keyword.value)
         return sorted(found)
@@ -602,10 +592,9 @@ class _Summarizer:
         if isinstance(expression, cst.Call):
             return None if callee is None else ["call", callee]
         if isinstance(expression, cst.Name):
-            function = facts.scopes.enclosing_function(expression)
-            values = facts.scopes.bound_values(expression)
-            if not values and facts.scopes.is_parameter(expression.value, function):
+            if facts.scopes.holds_argument(expression):
                 return ["param", expression.value]
+            values = facts.scopes.bound_values(expression)
             # `writer = None` on the paths that do not make one: whoever uses it tests first.
             made = [value for value in values if not _is_none(value)]
             if len(made) == 1 and depth == 0:

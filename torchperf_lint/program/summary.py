@@ -12,7 +12,7 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
     `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()` (its
-                               `__call__`, or else its `forward`)
+                               `forward`, or else its `__call__`)
     `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
                                `logger = MetricLogger()`, `self.trainer.optimize()` after
                                `self.trainer = MixedPrecisionTrainer(...)`, or under

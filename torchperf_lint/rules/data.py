@@ -23,6 +23,7 @@ from torchperf_lint.facts.devices import (
     is_cpu_device,
     is_dtype,
 )
+from torchperf_lint.facts.guards import iteration_counter
 from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
@@ -848,18 +849,10 @@ def _factory_just_before(facts: FileFacts, move: cst.Call, name: cst.Name) -> cs
 
 def _counts_iterations(facts: FileFacts, name: cst.Name) -> bool:
     """A Python int a loop binds: `i` in `for i in range(n):` or `for i, x in enumerate(xs):`."""
-    for target, iterated in facts.tensors.iterations_around(name):
-        if not isinstance(iterated, cst.Call):
-            continue
-        called = facts.names.call_name(iterated)
-        if called == "builtins.range" and isinstance(target, cst.Name):
-            if target.value == name.value:
-                return True
-        elif called == "builtins.enumerate" and isinstance(target, (cst.Tuple, cst.List)):
-            first = target.elements[0].value if target.elements else None
-            if isinstance(first, cst.Name) and first.value == name.value:
-                return True
-    return False
+    return any(
+        iteration_counter(target, iterated) == name.value
+        for target, iterated in facts.tensors.iterations_around(name)
+    )
 
 
 def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -> cst.Call | None:
