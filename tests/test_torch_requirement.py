@@ -165,6 +165,57 @@ def test_constraints_files_in_the_requirements_folder_and_alternatives(tmp_path)
     assert declared_torch(tmp_path).versions == TorchRange((1, 9, 0), None)
 
 
+@pytest.mark.parametrize(
+    ("dependency", "oldest", "below"),
+    [
+        # Conda's `=` allows the releases that start with the version, `==` that one only.
+        ("pytorch=1.12.1", (1, 12, 1), (1, 12, 2)),
+        ("pytorch=1.12", (1, 12, 0), (1, 13, 0)),
+        ("pytorch=1.12.*", (1, 12, 0), (1, 13, 0)),
+        ("pytorch 1.12.1", (1, 12, 1), (1, 12, 2)),
+        ("pytorch=1.12.1=py3.8_cuda11.3_cudnn8.2.0_0", (1, 12, 1), (1, 12, 2)),
+        ("pytorch==1.12.1", (1, 12, 1), (1, 12, 2)),
+        ("pytorch==2.1.0=cuda118", (2, 1, 0), (2, 1, 1)),
+        ("pytorch>=1.10,<2", (1, 10, 0), (2, 0, 0)),
+        ("pytorch::pytorch>=2.1", (2, 1, 0), None),
+        ("conda-forge::pytorch-gpu=2.3", (2, 3, 0), (2, 4, 0)),
+        ("'pytorch-cpu'", None, None),
+    ],
+)
+def test_a_conda_environment_file_declares_its_pytorch_package(tmp_path, dependency, oldest, below):
+    environment = f"name: train\nchannels:\n  - pytorch\ndependencies:\n  - python=3.8\n  - {dependency}\n"
+    write_files(tmp_path, {"environment.yaml": environment})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("environment.yaml",))
+
+
+def test_a_conda_environment_file_reads_its_pip_list_and_nothing_outside_dependencies(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "environment.yml": (
+                "name: pytorch  # the environment's name, not a package\n"
+                "channels:\n"
+                "  - pytorch\n"
+                "dependencies:\n"
+                "  - torchvision=0.13.1\n"
+                "  - pip=20.3\n"
+                "  - pip:\n"
+                "      - torch==1.13.1  # pinned by pip\n"
+                "      - timm==0.6.12\n"
+                "  - numpy\n"
+                "variables:\n"
+                "  - pytorch=2.4\n"
+            ),
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 13, 1), (1, 13, 2)), ("environment.yml",))
+    # A conda package named like a pip requirement is not PyTorch's conda package.
+    write_files(tmp_path, {"environment.yml": "dependencies:\n  - torch=1.0\n  - pip:\n    - numpy\n"})
+    assert declared_torch(tmp_path) is None
+
+
 def test_a_directory_without_torch_declares_nothing(tmp_path):
     write_files(
         tmp_path,
@@ -291,6 +342,15 @@ def test_a_project_whose_constraints_cap_it_before_the_deprecation_gets_no_findi
     assert fix(tmp_path) == TRAIN
     # Without the constraint, the same project gets the findings.
     (tmp_path / "constraints.txt").write_text("torch<2.6\n")
+    assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
+
+
+def test_a_project_pinned_in_its_conda_environment_gets_no_finding(tmp_path):
+    environment = "dependencies:\n  - cudatoolkit=11.3\n  - pytorch=1.12.1\n  - pip:\n      - einops\n"
+    write_files(tmp_path, {"environment.yaml": environment, "ldm/util.py": TRAIN})
+    assert findings(tmp_path) == []
+    # Unpinned there, the same project gets the findings.
+    write_files(tmp_path, {"environment.yaml": "dependencies:\n  - pytorch\n"})
     assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
 
 

@@ -9,7 +9,12 @@ these names `torch` with or without a version:
 - `setup.py`, read without running it: the strings of `install_requires=[...]` (or of the
   list literal a module-level name it passes is bound to), and the `.txt` files it names
   (`open("requirements.txt")`), read as requirements files;
-- `requirements*.txt` and `requirements/*.txt`.
+- `requirements*.txt` and `requirements/*.txt`;
+- a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
+  (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
+  and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
+  the releases that start with it (`==1.12.1.*`), `==` exactly that one; a build string after
+  a second `=` is not read.
 
 A pip constraints file (`constraints*.txt`, also `requirements/constraints*.txt`), which
 `pip install -c` applies to every install of the project (its CI's), caps every declaration:
@@ -57,6 +62,9 @@ _SPECIFIER = (
 )
 _REQUIREMENTS_FILE = r"requirements[^/\\]*\.txt"
 _CONSTRAINTS_FILE = r"constraints[^/\\]*\.txt"
+_CONDA_ENVIRONMENT_FILES = ("environment.yml", "environment.yaml")
+# Conda's names for PyTorch's package, on its own channel and on conda-forge.
+_CONDA_TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 # A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
 _REQUIREMENTS_PATH = r"[\w.-]+(?:/[\w.-]+)*\.txt"
 
@@ -178,6 +186,9 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
                 requirement_files.append(f"requirements/{name}")
     for name in dict.fromkeys(requirement_files):
         found.extend((name, r) for r in _torch_in(_requirement_lines(directory / name)))
+    for name in _CONDA_ENVIRONMENT_FILES:
+        if name in names:
+            found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
     if not found:
         return None
     versions = found[0][1]
@@ -251,6 +262,63 @@ def _setup_py(path: Path) -> tuple[list[str], list[str]]:
             install_requires.extend(_string_literals(value))
     named_files = [text for text in _string_literals(tree) if re.fullmatch(_REQUIREMENTS_PATH, text)]
     return install_requires, named_files
+
+
+def _conda_requirement_lines(path: Path) -> list[str]:
+    """The entries of a conda environment file's `dependencies`, as pip requirement lines:
+    a conda PyTorch package (`pytorch=1.12.1=py3.8_cuda11.3_0`, `pytorch::pytorch>=2.1`) as
+    `torch` with its version (`torch==1.12.1.*`), the lines of the `pip:` list as written.
+    Read line by line (the core depends on no YAML parser): a list item under `dependencies:`
+    is a conda package, one indented under its `- pip:` item a pip requirement."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines: list[str] = []
+    in_dependencies = False
+    pip_indent: int | None = None  # the indentation of the `- pip:` item whose list we are in
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            in_dependencies = line.startswith("dependencies:")
+            pip_indent = None
+            continue
+        item = re.fullmatch(r"\s*-\s+(.*)", line)
+        if not in_dependencies or item is None:
+            continue
+        entry = item.group(1).strip().strip("'\"")
+        if pip_indent is not None and indent > pip_indent:
+            lines.append(entry)
+        elif re.fullmatch(r"pip\s*:", entry):
+            pip_indent = indent
+        else:
+            pip_indent = None
+            requirement = _conda_torch(entry)
+            if requirement is not None:
+                lines.append(requirement)
+    return lines
+
+
+def _conda_torch(spec: str) -> str | None:
+    """A conda match spec of PyTorch's package as a pip requirement line (None for another
+    package): `pytorch=1.12` is `torch==1.12.*`, `pytorch==1.12.1` and `pytorch>=2.1` keep
+    their operator, `pytorch 1.12.1` is `torch==1.12.1.*`."""
+    match = re.fullmatch(r"(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)", spec)
+    if match is None or match.group(1).lower() not in _CONDA_TORCH_PACKAGES:
+        return None
+    version = match.group(2).strip()
+    if not version:
+        return "torch"
+    if re.fullmatch(r"=?\d[\w.*]*(=\S*)?", version) and not version.startswith("=="):
+        # `=1.12.1`, `=1.12.1=<build>`, or a bare `1.12.1`: the releases that start with it.
+        release = version.lstrip("=").split("=", 1)[0].rstrip(".*")
+        return f"torch=={release}.*"
+    if version.startswith("=="):
+        version = "==" + version[2:].split("=", 1)[0]  # `==1.12.1=<build>`
+    return f"torch{version}"
 
 
 def _string_literals(node: ast.AST) -> list[str]:

@@ -181,7 +181,8 @@ class DeprecatedCudaAmp(Rule):
     or caps (`torch<2.4`) its `torch` requirement. The requirement is the `torch-version`
     setting when it is configured (`--torch-version`, `[tool.torchperf-lint]`), else what the
     project's packaging files declare (`pyproject.toml` dependencies, `setup.cfg` and
-    `setup.py` `install_requires`, `requirements*.txt`; see the README's Configuration),
+    `setup.py` `install_requires`, `requirements*.txt`, a conda `environment.yml` with
+    `pytorch=1.12.1`; see the README's Configuration),
     capped by the project's pip constraints file (`constraints.txt` with `torch<1.13.0`,
     which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`).
 
