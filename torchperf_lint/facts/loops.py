@@ -229,6 +229,17 @@ class Loops:
     def training_loops(self) -> list[LoopFacts]:
         return [loop for loop in self.by_node.values() if loop.is_training]
 
+    @cached_property
+    def epoch_loops(self) -> frozenset[LoopNode]:
+        """The loops with a hot loop in their body (`for epoch in range(n):` around `for x, y
+        in loader:`): each of their iterations is a whole pass of steps, so what their own body
+        runs besides it (sampling a few images after the epoch) runs once per epoch."""
+        return frozenset(
+            outer.node
+            for loop in self.by_node.values() if loop.is_hot
+            for outer in self.enclosing_loops(loop.node)
+        )
+
     def is_training_step(self, call: cst.Call, method: str | None) -> bool:
         """`optimizer.step()`, `scaler.step(optimizer)`, or a NativeScaler call."""
         if method == "step" and self.is_optimizer_or_scaler(call.func.value):

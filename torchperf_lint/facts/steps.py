@@ -291,11 +291,13 @@ class Steps:
         and error paths: a sampling or denoising loop (`self.unet(...)` then
         `scheduler.step(...)` for each timestep), a generation loop, a timed benchmark loop.
         Each of its iterations is a step of inference; a loop over a literal collection of
-        constants runs a handful of configurations instead."""
+        constants runs a handful of configurations instead, and a loop of epochs
+        (`Loops.epoch_loops`) a whole pass of steps."""
         if self.on_error_path(node):
             return False
         return any(
             not loop.over_constants
+            and loop.node not in self.loops.epoch_loops
             and any(self.runs_a_model(call) for call in loop.own_calls)
             and self.guards.sparse_guard(node, loop.node) is None
             for loop in self.loops.enclosing_loops(node)
@@ -370,9 +372,9 @@ class Steps:
     def _repeats_a_model(self, loop: LoopFacts) -> bool:
         """Runs a model, or a method of one (`self.model.forward_decoder(...)`), on each
         iteration, and trains nothing (the micro-batches of a gradient-accumulation loop are
-        parts of one step). A module the loop iterates over (`for layer in self.layers:`) is
-        no model that repeats."""
-        if loop.is_training:
+        parts of one step), nor runs a pass of steps on each (`Loops.epoch_loops`). A module
+        the loop iterates over (`for layer in self.layers:`) is no model that repeats."""
+        if loop.is_training or loop.node in self.loops.epoch_loops:
             return False
         return any(
             (

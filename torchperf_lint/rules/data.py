@@ -680,7 +680,9 @@ class TensorCreatedThenMoved(Rule):
     `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`, or `if
     self.remap is not None:` from `__init__(..., remap=None)`);
     loops over a literal collection of constants (`for stride, width in [(1, 32), (2,
-    64)]:`), which run a handful of configurations, not steps;
+    64)]:`), which run a handful of configurations, not steps; the body of a loop of epochs
+    around the loop over the loader (`for epoch in range(n):`) outside that loop, where
+    sampling a few images from the model after each epoch runs once per epoch;
     and loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
     copy adds nothing. Test files are not checked.
