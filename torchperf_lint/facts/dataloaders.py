@@ -792,16 +792,20 @@ class DataLoaders:
 
     def read_once(self, loader: DataLoaderConstruction) -> bool:
         """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
-        name bound to it that is used nowhere but in `next(iter(name))`, or in `it =
-        iter(name)` whose iterator is only read by `next(it)` outside loops."""
+        name bound to it that is used nowhere but in `next(iter(name))`, in `it =
+        iter(name)` whose iterator is only read by `next(it)` (or `it.next()`) outside loops,
+        and in loops that do nothing with their batches (`for images, labels in loader:
+        pass`, an input pipeline shown in a tutorial)."""
         if _first_batch_of(self.index.parents, loader.call):
             return True
         bound = self._bound_name(loader)
         if bound is None:
             return False
-        reads = self._other_reads(bound)
+        reads = [read for read in self._other_reads(bound) if _is_read(self.index.parents, read)]
         return bool(reads) and all(
-            _first_batch_of(self.index.parents, read) or self._iterator_read_once(read)
+            _first_batch_of(self.index.parents, read)
+            or self._iterator_read_once(read)
+            or _iterated_for_nothing(self.index.parents, read)
             for read in reads
         )
 
@@ -847,7 +851,10 @@ class DataLoaders:
             return False
         uses = self._other_reads(assignment.targets[0].target)
         return bool(uses) and all(
-            _called_with(self.index.parents, use, "next") is not None
+            (
+                _called_with(self.index.parents, use, "next") is not None
+                or _next_method_called(self.index.parents, use)
+            )
             and not self.scopes.in_a_loop(use)
             for use in uses
         )
@@ -1291,6 +1298,33 @@ def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode
     """`loader` is the argument of `iter(...)`, itself the argument of `next(...)`."""
     inner = _called_with(parents, loader, "iter")
     return inner is not None and _called_with(parents, inner, "next") is not None
+
+
+def _next_method_called(parents: dict[cst.CSTNode, cst.CSTNode], iterator: cst.CSTNode) -> bool:
+    """`iterator.next()`, the Python 2 spelling of `next(iterator)` in old tutorials."""
+    attribute = parents.get(iterator)
+    return (
+        isinstance(attribute, cst.Attribute)
+        and attribute.attr.value == "next"
+        and isinstance(parents.get(attribute), cst.Call)
+    )
+
+
+def _iterated_for_nothing(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:
+    """`loader` is what a `for` loop iterates whose body is only `pass` or `...`."""
+    loop = parents.get(loader)
+    if not isinstance(loop, cst.For) or loop.iter is not loader or loop.orelse is not None:
+        return False
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
+    return all(
+        isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        and all(
+            isinstance(small, cst.Pass)
+            or isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis)
+            for small in line.body
+        )
+        for line in body
+    )
 
 
 def _called_with(

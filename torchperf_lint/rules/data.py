@@ -82,7 +82,8 @@ class DataLoaderNoWorkers(Rule):
     passes, when they agree (a library's `learner.fit(dataset)`, whose examples pass
     in-memory datasets),
     loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
-    `next(it)` outside loops), loaders a dataset class builds in
+    `next(it)` outside loops) or by loops that do nothing with their batches (`for x, y in
+    loader: pass`, an input pipeline a tutorial shows), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
     a library's convenience loader for callers that pass a dataset instead of their own
     loader (in the `else` of `if isinstance(train_dataset, DataLoader):`, or under `if not
