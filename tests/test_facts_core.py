@@ -175,6 +175,48 @@ def test_a_loop_name_in_its_own_iterable_is_answered_without_endless_recursion()
     assert facts.tensors.is_tensor(loop.node.target) is False
 
 
+def _reaching(body: str) -> list[str] | None:
+    """The source of each binding `reaching_bindings` gives for the last `use(x)` of `body`
+    (its header for a loop)."""
+    facts = facts_of("def f(a):\n" + textwrap.indent(textwrap.dedent(body), "    "))
+    (use,) = [call for call in calls_named(facts, "use") if facts.code(call) == "use(x)"][-1:]
+    found = facts.scopes.reaching_bindings(use.args[0].value)
+    if found is None:
+        return None
+    return [
+        f"for {facts.code(site.target)}"
+        if isinstance(site, cst.For)
+        else facts.code(facts.index.parents[site])  # the assignment of a target
+        for site in found
+    ]
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("x = 1\nx = 2\nuse(x)", ["x = 2"]),
+        ("x = 1\nif a:\n    x = 2\nelse:\n    x = 3\nuse(x)", ["x = 2", "x = 3"]),
+        ("x = 1\nif a:\n    x = 2\nuse(x)", ["x = 2", "x = 1"]),
+        ("x = 1\nif a:\n    x = 2\nelif a > 1:\n    x = 3\nuse(x)", ["x = 2", "x = 3", "x = 1"]),
+        ("x = 1\nwith a:\n    x, y = 2, 3\nuse(x)", ["x, y = 2, 3"]),
+        # A loop's target rebinds the name on each iteration, whatever came before.
+        ("x = 1\nfor x in a:\n    use(x)", ["for x"]),
+        ("x = 1\nfor i, x in enumerate(a):\n    y = x + 1\n    use(x)", ["for i, x"]),
+        # The iteration before: what the end of the body binds, then what came before.
+        ("x = 1\nfor i in a:\n    use(x)\n    x = 2", ["x = 2", "x = 1"]),
+        ("x = 1\nfor i in a:\n    x = 2\nuse(x)", ["x = 2", "x = 1"]),
+        ("x = 1\nfor x in a:\n    pass\nuse(x)", ["for x", "x = 1"]),
+        # Unknown: a path with no binding in the function (a parameter), a `try`, `with as`.
+        ("if a:\n    x = 1\nuse(x)", None),
+        ("x = a\nfor a in x:\n    a = 2\nuse(a)\nuse(x)", ["x = a"]),
+        ("x = 1\ntry:\n    x = 2\nexcept E:\n    use(x)", None),
+        ("x = 1\nwith a as x:\n    use(x)", None),
+    ],
+)
+def test_the_bindings_that_reach_a_use(body: str, expected: list[str] | None) -> None:
+    assert _reaching(body) == expected
+
+
 def test_a_for_loops_iterable_runs_once_and_a_while_test_every_iteration() -> None:
     facts = facts_of(
         """

@@ -9,14 +9,17 @@ from functools import cached_property
 import libcst as cst
 
 from torchperf_lint.facts.index import (
+    COMPREHENSION_TYPES,
     LOOP_TYPES,
     SCOPE_TYPES,
     SyntaxIndex,
     nearest_ancestor,
+    statements_of,
 )
 from torchperf_lint.facts.names import dotted_name, target_names
 
 _CLASS_TYPES = frozenset({cst.ClassDef})
+_TRY_TYPES = frozenset({cst.Try, cst.TryStar})
 
 
 class Scopes:
@@ -31,6 +34,7 @@ class Scopes:
         self._parameters: dict[cst.FunctionDef, frozenset[str]] = {}
         self._binding_statements: dict[tuple[cst.CSTNode, str], bool] = {}
         self._nearest_bindings: dict[cst.Name, cst.CSTNode | bool | None] = {}
+        self._reaching_bindings: dict[cst.Name, list[cst.CSTNode] | None] = {}
         # (scope, "name" or "self.attr") -> every value assigned to it, in source order.
         self._bindings: dict[tuple[cst.CSTNode | None, str], list[cst.BaseExpression]] = (
             defaultdict(list)
@@ -183,6 +187,131 @@ class Scopes:
         reads that value), or when nothing before the use binds it."""
         statement = self._nearest_binding(name)
         return _assigned_value(statement, name.value) if isinstance(statement, cst.CSTNode) else None
+
+    def reaching_bindings(self, name: cst.Name) -> list[cst.CSTNode] | None:
+        """The bindings of `name` (assignment targets, `for` loops, ...: `SyntaxIndex.binders`)
+        whose value this use may read: the last binding on each path to it in its function,
+        through both branches of an `if` (`if explore: a = sample() else: a = q.argmax()`),
+        the body of a `with` and a loop's previous iteration; a `for` loop around the use
+        whose target is the name binds it on each iteration, whatever came before.
+
+        None when a path may reach the use with nothing binding the name in its function (a
+        parameter, a global, a name a comprehension binds), or through a statement this does
+        not follow (`try`, `match`, a `with ... as` or walrus binding)."""
+        if name not in self._reaching_bindings:
+            self._reaching_bindings[name] = self._find_reaching_bindings(name)
+        return self._reaching_bindings[name]
+
+    def _find_reaching_bindings(self, name: cst.Name) -> list[cst.CSTNode] | None:
+        found: list[cst.CSTNode] = []
+        for parent, child in self.ancestors_with_child(name):
+            kind = type(parent)
+            if kind in SCOPE_TYPES or (
+                kind in COMPREHENSION_TYPES and self._binds(parent, name.value)
+            ):
+                return None
+            if kind in _TRY_TYPES and child is not parent.body:
+                return None  # a handler may run after any statement of the `try`
+            if self._binds_in_header(parent, name.value):
+                return None  # `with open(p) as name:`, `if (name := f()):`
+            if kind is cst.For and child is parent.body and name.value in target_names(parent.target):
+                found.append(parent)
+                return found
+            if kind in LOOP_TYPES and (child is parent.body or child is getattr(parent, "test", None)):
+                previous = self._last_bindings(statements_of(parent.body), name.value)
+                if previous is None:
+                    return None
+                found.extend(previous[0])  # the iteration before, then the code before the loop
+                continue
+            if kind in LOOP_TYPES and child is parent.orelse and self._binds(parent, name.value):
+                return None
+            statements = statements_of(parent)
+            if child not in statements:
+                continue
+            before = self._last_bindings(statements[: statements.index(child)], name.value)
+            if before is None:
+                return None
+            found.extend(before[0])
+            if before[1]:
+                return found
+        return None
+
+    def _last_bindings(
+        self, statements: list[cst.CSTNode], name: str
+    ) -> tuple[list[cst.CSTNode], bool] | None:
+        """The bindings of `name` that may be the last ones after `statements` run, and
+        whether every path through them binds it; None for a binding this does not follow."""
+        found: list[cst.CSTNode] = []
+        for statement in reversed(statements):
+            if not self._binds(statement, name):
+                continue
+            through = self._bindings_through(statement, name)
+            if through is None:
+                return None
+            found.extend(through[0])
+            if through[1]:
+                return found, True
+        return found, False
+
+    def _bindings_through(
+        self, statement: cst.CSTNode, name: str
+    ) -> tuple[list[cst.CSTNode], bool] | None:
+        """`_last_bindings` of one statement that binds `name`."""
+        kind = type(statement)
+        if kind is cst.SimpleStatementLine or isinstance(statement, cst.BaseSmallStatement):
+            sites = self._binding_sites[(self.enclosing_function(statement), name)]
+            return [next(s for s in reversed(sites) if self._within(s, statement))], True
+        if kind is cst.If:
+            if self._binds_in_header(statement, name):
+                return None
+            body = self._last_bindings(statements_of(statement.body), name)
+            orelse = statement.orelse
+            if orelse is None:
+                other: tuple[list[cst.CSTNode], bool] | None = ([], False)
+            elif type(orelse) is cst.If:
+                other = self._bindings_through(orelse, name)
+            else:
+                other = self._last_bindings(statements_of(orelse.body), name)
+            if body is None or other is None:
+                return None
+            return body[0] + other[0], body[1] and other[1]
+        if kind is cst.With and not self._binds_in_header(statement, name):
+            return self._last_bindings(statements_of(statement.body), name)
+        if kind in LOOP_TYPES and statement.orelse is None and not self._binds_in_header(
+            statement, name
+        ):
+            body = self._last_bindings(statements_of(statement.body), name)
+            if body is None:
+                return None
+            targets = target_names(statement.target) if kind is cst.For else ()
+            header = [statement] if name in targets else []
+            return body[0] + header, False  # it may make no iteration
+        return None
+
+    def _binds_in_header(self, statement: cst.CSTNode, name: str) -> bool:
+        """Whether the test of an `if` or `while`, or the items of a `with`, bind `name`."""
+        kind = type(statement)
+        if kind is cst.If or kind is cst.While:
+            return self._binds(statement.test, name)
+        if kind is cst.With:
+            return any(self._binds(item, name) for item in statement.items)
+        return False
+
+    def binding_value(self, binding: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+        """The value a binding from `reaching_bindings` gives `name`: `v` for `name = v`,
+        `a, name = u, v` and `(name := v)`; None for any other binding (an unpacking of a call,
+        an augmented assignment, a loop)."""
+        if type(binding) is cst.AnnAssign or type(binding) is cst.NamedExpr:
+            return binding.value if dotted_name(binding.target) == name else None
+        if type(binding) is not cst.AssignTarget:
+            return None
+        assignment = self.parents.get(binding)
+        if type(assignment) is not cst.Assign:
+            return None
+        for target, value in _element_pairs([binding.target], assignment.value):
+            if type(target) is cst.Name and target.value == name:
+                return value
+        return None
 
     def unbound_before(self, name: cst.Name) -> bool:
         """Nothing in its function binds `name` before this use (nor a loop around it): a

@@ -52,6 +52,14 @@ _DEVICE_MOVES = frozenset({"cuda", "to", "type_as", "to_device"})
 _MAX_HOST_DEPTH = 4
 # Builtins that convert a tensor to a Python value (`Tensor.__float__` and friends read it).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+# Builtins that make a host value into another holding the same values.
+_HOST_CONVERSIONS = _CONVERSIONS | frozenset({"builtins.list", "builtins.tuple"})
+# Methods through which a host copy stays the values a consumer is handed: NumPy's and the
+# tensor's conversions and reshapes (`q.argmax(1).cpu().numpy().clip(lo, hi)`).
+_HOST_VALUE_STEPS = frozenset({
+    "numpy", "tolist", "item", "clip", "clamp", "astype", "reshape", "view", "squeeze",
+    "unsqueeze", "flatten", "ravel", "copy", "round", "long", "int", "float", "double",
+})
 # `math` functions of a number, which read a one-element tensor as `float(t)` does.
 _MATH_TESTS = frozenset({"math.isnan", "math.isinf", "math.isfinite"})
 # `GradScaler` methods that read the scale with `.item()` while the scaler is enabled.
@@ -822,36 +830,97 @@ class HostSyncs:
         return None
 
     def _feeds_an_environment(self, call: cst.Call) -> bool:
-        """`env.step(action.item())`, `action = q.argmax().item()` then `env.step(action)`, or
-        any read in a function that picks an agent's action (`get_action`, `select_action`,
-        `act`), whose caller hands it to the environment.
+        """`env.step(action.item())`, `actions = q.argmax(1).cpu().numpy()` then
+        `envs.step(actions)` (also from one branch of an `if` whose other branch samples a
+        random action), or any read in a function that picks an agent's action (`get_action`,
+        `select_action`, `act`), whose caller hands it to the environment.
 
         A simulator on the host needs the value now: that read is the algorithm, not overhead.
         """
         function = self.scopes.enclosing_function(call)
         if function is not None and _picks_an_action(function.name.value):
             return True
-        statement: cst.CSTNode = call
         for parent in self.scopes.ancestors(call):
             if isinstance(parent, cst.Call) and self._is_environment_step(parent):
                 return True
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)):
-                statement = parent
                 break
+        return self._reaches_a_consumer(call, self._is_environment_step)
+
+    def _reaches_a_consumer(self, read: cst.Call, consumes: Callable[[cst.Call], bool]) -> bool:
+        """Whether the host value `read` gives, as it stays through NumPy's conversions and
+        indexing (`_HOST_VALUE_STEPS`: `q.argmax(1).cpu().numpy().clip(lo, hi)`), is an
+        argument of a call `consumes` accepts, or is bound to a name that reaches such an
+        argument before anything binds the name again (`actions = ...`, then
+        `envs.step(actions)`)."""
+        value = self._host_value_of(read)
+        parent = self.index.parents.get(value)
+        if type(parent) is cst.Arg:
+            return consumes(self.index.parents[parent])
         if not (
-            isinstance(statement, cst.Assign)
-            and statement.value is call
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0].target, cst.Name)
+            type(parent) is cst.Assign
+            and len(parent.targets) == 1
+            and type(parent.targets[0].target) is cst.Name
         ):
             return False
-        name = statement.targets[0].target.value
-        loop = self.loops.loop_of_call(call)
-        return loop is not None and any(
-            self._is_environment_step(other)
-            and any(isinstance(a.value, cst.Name) and a.value.value == name for a in other.args)
-            for other in loop.own_calls
-        )
+        binding = parent.targets[0]
+        name = binding.target.value
+        function = self.scopes.enclosing_function(read)
+        calls = self.index.calls if function is None else self.index.inside(self.index.calls, function)
+        for consumer in calls:
+            if self.scopes.enclosing_function(consumer) is not function or not consumes(consumer):
+                continue
+            for argument in consumer.args:
+                passed = self._host_root(argument.value)
+                if type(passed) is not cst.Name or passed.value != name:
+                    continue
+                reaching = self.scopes.reaching_bindings(passed)
+                if reaching is None or binding in reaching:
+                    return True  # a binding it cannot follow is given the benefit of the doubt
+        return False
+
+    def _host_value_of(self, read: cst.Call) -> cst.BaseExpression:
+        """The outermost expression around `read` that is its value made into a host array:
+        through `_HOST_VALUE_STEPS` methods, indexing, and NumPy functions or Python
+        conversions of it (`np.clip(x.cpu().numpy(), lo, hi)`, `int(x.item())`)."""
+        parents = self.index.parents
+        node: cst.BaseExpression = read
+        while True:
+            parent = parents.get(node)
+            kind = type(parent)
+            if kind is cst.Attribute and parent.attr.value in _HOST_VALUE_STEPS:
+                call = parents.get(parent)
+                if type(call) is not cst.Call or call.func is not parent:
+                    return node
+                node = call
+            elif kind is cst.Subscript and parent.value is node:
+                node = parent
+            elif kind is cst.Arg and not parent.keyword and not parent.star:
+                call = parents[parent]
+                qualified = self.names.call_name(call) or ""
+                if call.args[0] is not parent or not (
+                    qualified.startswith("numpy.") or qualified in _HOST_CONVERSIONS
+                ):
+                    return node
+                node = call
+            else:
+                return node
+
+    @staticmethod
+    def _host_root(expression: cst.BaseExpression) -> cst.BaseExpression:
+        """`actions` for `actions`, `actions.astype(int)` or `actions[0]`: what an argument is
+        made from through `_HOST_VALUE_STEPS` and indexing."""
+        while True:
+            if type(expression) is cst.Subscript:
+                expression = expression.value
+            elif (
+                type(expression) is cst.Call
+                and type(expression.func) is cst.Attribute
+                and expression.func.attr.value in _HOST_VALUE_STEPS
+            ):
+                expression = expression.func.value
+            else:
+                return expression
 
     def _is_environment_step(self, call: cst.Call) -> bool:
         """`env.step(action)`, `plateau.step(metric)`: a `.step()` given a value to use on the

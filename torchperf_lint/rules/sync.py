@@ -150,7 +150,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     copies of a model's weights made to be sent elsewhere (`{k: v.cpu() for k, v in
     model.state_dict().items()}`, `TensorDict.from_module(policy).data.clone().cpu()`,
     `weights.cpu()`: to actors, an inference server or another process; gradients are still
-    reads), values handed to an environment (`env.step(action.item())`, or read in a function that
+    reads), values handed to an environment (`env.step(action.item())`; a value bound to a
+    name first that reaches the environment's argument before anything binds it again,
+    also through NumPy's conversions and from one branch of an `if`: `actions =
+    q.argmax(1).cpu().numpy()` or `actions = a.cpu().numpy().clip(lo, hi)`, then
+    `envs.step(actions)`; one that is only logged is still reported; or read in a function that
     picks an agent's action: `get_action`, `select_action`, `act`), frames copied to the host
     for display or saving (`cv2.imshow("fit", x.cpu().numpy())`, `frame = ...cpu()...` then
     `writer.append_data(frame)` or `add_image`), which are the program's output, and every
