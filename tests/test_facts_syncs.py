@@ -249,14 +249,22 @@ def test_a_name_rebound_to_a_python_number_is_not_definitely_a_tensor() -> None:
         "import torch\n"
         "def f(x):\n"
         "    loss = torch.ones(3).sum()\n"
-        "    loss = loss.item()\n"
+        "    if x:\n"
+        "        loss = loss.item()\n"
         "    total = torch.ones(3).sum()\n"
         "    float(loss)\n"
         "    float(total)\n"
+        "    number = loss.item()\n"
+        "    number = torch.ones(3).sum()\n"
+        "    number = number.item()\n"
+        "    float(number)\n"
     )
-    assert facts.tensors.is_tensor(expression_at(facts, "loss"))
-    assert not facts.tensors.is_definitely_tensor(expression_at(facts, "loss"))
+    loss = expression_at(facts, "loss")
+    assert facts.tensors.is_tensor(loss)
+    assert not facts.tensors.is_definitely_tensor(loss)
     assert facts.tensors.is_definitely_tensor(expression_at(facts, "total"))
+    # The binding that reaches the use decides, where the code shows it.
+    assert not facts.tensors.is_tensor(expression_at(facts, "number"))
 
 
 @pytest.mark.parametrize(

@@ -332,6 +332,8 @@ class Scopes:
             kind = type(parent)
             if kind in SCOPE_TYPES:
                 return None
+            if kind is cst.For and child is parent.body and name.value in target_names(parent.target):
+                return parent  # each iteration binds it again, whatever came before
             if (
                 kind in LOOP_TYPES
                 and child is parent.body

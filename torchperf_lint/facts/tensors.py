@@ -3,7 +3,9 @@
 A tensor expression is a `torch.*` call, a model or criterion call, a value later
 `.backward()`ed (`loss` in `loss.backward()`, and in `fabric.backward(loss)`, whose receiver
 is a framework object), a name bound to one of these, and arithmetic, indexing or method chains
-on them.
+on them. A name is judged by the bindings that reach its use where the code shows them all
+(`for start in range(0, n, m):` rebinds an earlier tensor `start` to an int), else by any of
+its bindings.
 """
 
 from __future__ import annotations
@@ -275,12 +277,42 @@ class TensorExpressions:
             reaching = self.scopes.reaching_value(expression)
             if reaching is not None:
                 return self.is_tensor(reaching, depth + 1)
+        if isinstance(expression, cst.Name):
+            reaching = self._reaching_is_tensor(expression, depth)
+            if reaching is not None:
+                return reaching
         if any(self.is_tensor(v, depth + 1) for v in self.scopes.bound_values(expression)):
             return True
         # `for row in ids:`, `[x.sum() for x in torch.split(t, k)]`: an item of tensors. The
         # loop binds the name in its own syntax, as a subscript reads its value: same depth.
         iterated = self.iterated_for(expression) if isinstance(expression, cst.Name) else None
         return iterated is not None and self.yields_tensors(iterated, depth)
+
+    def _reaching_is_tensor(self, name: cst.Name, depth: int) -> bool | None:
+        """Whether a binding that reaches this use of `name` gives it a tensor, when each of
+        them shows what it gives (an assignment's value, a loop's item): `start` in
+        `for start in range(0, n, m): b[start:start + m]` is an int, whatever tensor an
+        earlier `start = torch.clip(...)` bound. None when one does not."""
+        bindings = self.scopes.reaching_bindings(name)
+        if bindings is None:
+            return None
+        values: list[cst.BaseExpression] = []
+        iterables: list[cst.BaseExpression] = []
+        for binding in bindings:
+            if type(binding) is cst.For:
+                iterated = self._iterable_binding(binding.target, binding.iter, name.value)
+                if iterated is None:
+                    return None
+                iterables.append(iterated)
+                continue
+            value = self.scopes.binding_value(binding, name.value)
+            if value is None:
+                return None
+            values.append(value)
+        # A loop binds the name in its own syntax, as a subscript reads its value: same depth.
+        return any(self.is_tensor(value, depth + 1) for value in values) or any(
+            self.yields_tensors(iterable, depth) for iterable in iterables
+        )
 
     def yields_tensors(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
         """Whether every item of `iterable` is a tensor: the rows of a tensor built by a
@@ -323,27 +355,33 @@ class TensorExpressions:
         `for row in ids:` or `[row.tolist() for row in ids]`, `masks` for `mask` in
         `for row, mask in zip(ids, masks):` (and `enumerate(...)`)."""
         for target, iterated in self.iterations_around(name):
-            if name.value not in target_names(target):
-                continue
-            if (
-                isinstance(iterated, cst.Call)
-                and self.names.call_name(iterated) == "builtins.enumerate"
-                and iterated.args
-                and isinstance(target, (cst.Tuple, cst.List))
-                and len(target.elements) == 2
-            ):
-                target, iterated = target.elements[1].value, iterated.args[0].value
-            if isinstance(target, cst.Name):
-                return iterated if target.value == name.value else None
-            if (
-                isinstance(iterated, cst.Call)
-                and self.names.call_name(iterated) == "builtins.zip"
-                and isinstance(target, (cst.Tuple, cst.List))
-            ):
-                for element, arg in zip(target.elements, iterated.args):
-                    if isinstance(element.value, cst.Name) and element.value.value == name.value:
-                        return None if arg.star else arg.value
-            return None
+            if name.value in target_names(target):
+                return self._iterable_binding(target, iterated, name.value)
+        return None
+
+    def _iterable_binding(
+        self, target: cst.BaseExpression, iterated: cst.BaseExpression, name: str
+    ) -> cst.BaseExpression | None:
+        """What a loop whose `target` binds `name` iterates to bind it: `iterated` itself, or
+        one argument of the `enumerate(...)` or `zip(...)` it is."""
+        if (
+            isinstance(iterated, cst.Call)
+            and self.names.call_name(iterated) == "builtins.enumerate"
+            and iterated.args
+            and isinstance(target, (cst.Tuple, cst.List))
+            and len(target.elements) == 2
+        ):
+            target, iterated = target.elements[1].value, iterated.args[0].value
+        if isinstance(target, cst.Name):
+            return iterated if target.value == name else None
+        if (
+            isinstance(iterated, cst.Call)
+            and self.names.call_name(iterated) == "builtins.zip"
+            and isinstance(target, (cst.Tuple, cst.List))
+        ):
+            for element, arg in zip(target.elements, iterated.args):
+                if isinstance(element.value, cst.Name) and element.value.value == name:
+                    return None if arg.star else arg.value
         return None
 
     def iterations_around(

@@ -71,7 +71,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     (`min(self.decay, x)`
     compares with `<`), a tensor used as a slice bound (`x[i, :, start:start + n]` with
     `start = starts[i]` of a device tensor: Python converts it to an int; an index tensor,
-    `x[ids]`, runs on the device), and an explicit `torch.cuda.synchronize()` (or another backend's)
+    `x[ids]`, runs on the device; a name is judged by the binding that reaches it, so
+    `for start in range(0, n, m): b[start:start + m]` reads nothing, whatever tensor an
+    earlier `start = torch.clip(...)` held), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
