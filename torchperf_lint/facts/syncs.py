@@ -27,7 +27,13 @@ from torchperf_lint.facts.index import (
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops
-from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
+from torchperf_lint.facts.names import (
+    NameResolver,
+    dotted_name,
+    last_identifier,
+    root_name,
+    target_names,
+)
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
@@ -59,7 +65,11 @@ _HOST_CONVERSIONS = _CONVERSIONS | frozenset({"builtins.list", "builtins.tuple"}
 _HOST_VALUE_STEPS = frozenset({
     "numpy", "tolist", "item", "clip", "clamp", "astype", "reshape", "view", "squeeze",
     "unsqueeze", "flatten", "ravel", "copy", "round", "long", "int", "float", "double",
+    "tobytes",
 })
+# Calls that decode host bytes into a Python object: a device buffer read for one carries an
+# object (pickled, sent to or gathered from other ranks), not a result.
+_BYTE_DECODERS = frozenset({"builtins.bytes", "builtins.bytearray", "pickle.loads"})
 # `math` functions of a number, which read a one-element tensor as `float(t)` does.
 _MATH_TESTS = frozenset({"math.isnan", "math.isinf", "math.isfinite"})
 # `GradScaler` methods that read the scale with `.item()` while the scaler is enabled.
@@ -767,7 +777,11 @@ class HostSyncs:
                 return None  # a bare `.numpy()` raises on a device tensor: its tensor is on the host
             if self._moves_a_module(call) or not self.may_be_device_tensor(func.value):
                 return None
-            if self._feeds_an_environment(call) or self._feeds_an_output(call):
+            if (
+                self._feeds_an_environment(call)
+                or self._feeds_an_output(call)
+                or self._decodes_an_object(call, func.value)
+            ):
                 return None
             if func.attr.value == "cpu" and self._copies_weights(func.value):
                 return None
@@ -780,7 +794,9 @@ class HostSyncs:
             return HostSync(call, f"`GradScaler.{func.attr.value}()`, which reads the scale,")
         qualified = self.names.call_name(call)
         if qualified in _CONVERSIONS and self._first_argument_is_tensor(call):
-            if self._feeds_an_environment(call):
+            if self._feeds_an_environment(call) or self._decodes_an_object(
+                call, call.args[0].value
+            ):
                 return None
             return HostSync(call, f"`{qualified.removeprefix('builtins.')}()` of a tensor")
         if qualified in _MATH_TESTS and self._first_argument_is_tensor(call):
@@ -845,18 +861,24 @@ class HostSyncs:
                 return True
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)):
                 break
-        return self._reaches_a_consumer(call, self._is_environment_step)
+        return self._reaches_a_consumer(call, self._environment_steps)
 
-    def _reaches_a_consumer(self, read: cst.Call, consumes: Callable[[cst.Call], bool]) -> bool:
+    @cached_property
+    def _environment_steps(self) -> frozenset[cst.Call]:
+        """The module's `env.step(action)` calls (`_is_environment_step`)."""
+        return frozenset(call for call in self.index.calls if self._is_environment_step(call))
+
+    def _reaches_a_consumer(self, read: cst.Call, consumers: frozenset[cst.Call]) -> bool:
         """Whether the host value `read` gives, as it stays through NumPy's conversions and
         indexing (`_HOST_VALUE_STEPS`: `q.argmax(1).cpu().numpy().clip(lo, hi)`), is an
-        argument of a call `consumes` accepts, or is bound to a name that reaches such an
-        argument before anything binds the name again (`actions = ...`, then
-        `envs.step(actions)`)."""
+        argument of one of `consumers`, or is bound to a name that reaches such an argument
+        before anything binds the name again (`actions = ...`, then `envs.step(actions)`)."""
+        if not consumers:
+            return False
         value = self._host_value_of(read)
         parent = self.index.parents.get(value)
         if type(parent) is cst.Arg:
-            return consumes(self.index.parents[parent])
+            return self.index.parents[parent] in consumers
         if not (
             type(parent) is cst.Assign
             and len(parent.targets) == 1
@@ -866,9 +888,8 @@ class HostSyncs:
         binding = parent.targets[0]
         name = binding.target.value
         function = self.scopes.enclosing_function(read)
-        calls = self.index.calls if function is None else self.index.inside(self.index.calls, function)
-        for consumer in calls:
-            if self.scopes.enclosing_function(consumer) is not function or not consumes(consumer):
+        for consumer in consumers:
+            if self.scopes.enclosing_function(consumer) is not function:
                 continue
             for argument in consumer.args:
                 passed = self._host_root(argument.value)
@@ -921,6 +942,37 @@ class HostSyncs:
                 expression = expression.func.value
             else:
                 return expression
+
+    def _decodes_an_object(self, read: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """`pickle.loads(bytes(buffer[2:n + 2].tolist()))`: the read carries a Python object
+        through a device byte buffer (pickled, then gathered from other ranks), and decoding
+        it is the algorithm, not a result read early. So is every other read of that buffer
+        in its function (`n = buffer[0].item()`, the header that sizes the slice decoded)."""
+        if self._reaches_a_consumer(read, self._byte_decodings):
+            return True
+        buffer = root_name(receiver)
+        return buffer is not None and (
+            (self.scopes.enclosing_function(read), buffer) in self._decoded_buffers
+        )
+
+    @cached_property
+    def _decoded_buffers(self) -> frozenset[tuple[cst.FunctionDef | None, str]]:
+        """(function, name) of the buffers a read there hands to a decoder (`_decodes_an_object`)."""
+        return frozenset(
+            (self.scopes.enclosing_function(call), buffer)
+            for call in self.index.calls
+            if type(call.func) is cst.Attribute
+            and call.func.attr.value in READING_METHODS
+            and (buffer := root_name(call.func.value)) is not None
+            and self._reaches_a_consumer(call, self._byte_decodings)
+        )
+
+    @cached_property
+    def _byte_decodings(self) -> frozenset[cst.Call]:
+        """`bytes(values)`, `bytearray(values)`, `pickle.loads(data)`."""
+        return frozenset(
+            call for call in self.index.calls if self.names.call_name(call) in _BYTE_DECODERS
+        )
 
     def _is_environment_step(self, call: cst.Call) -> bool:
         """`env.step(action)`, `plateau.step(metric)`: a `.step()` given a value to use on the

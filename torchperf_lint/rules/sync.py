@@ -157,7 +157,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     also through NumPy's conversions and from one branch of an `if`: `actions =
     q.argmax(1).cpu().numpy()` or `actions = a.cpu().numpy().clip(lo, hi)`, then
     `envs.step(actions)`; one that is only logged is still reported; or read in a function that
-    picks an agent's action: `get_action`, `select_action`, `act`), frames copied to the host
+    picks an agent's action: `get_action`, `select_action`, `act`), the bytes of a Python
+    object a device buffer carried (`pickle.loads(bytes(buf[2:n + 2].tolist()))` after an
+    `all_gather` of pickled objects, with the reads of that buffer's header, `n =
+    buf[0].item()`, that size it), frames copied to the host
     for display or saving (`cv2.imshow("fit", x.cpu().numpy())`, `frame = ...cpu()...` then
     `writer.append_data(frame)` or `add_image`), which are the program's output, and every
     other read of a loop that shows or saves such a frame on each iteration (it waits for the
