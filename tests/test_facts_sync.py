@@ -161,6 +161,8 @@ def guard_of(source: str, code: str) -> str | None:
         ("step < 5", True),
         ("step <= 4", True),
         ("5 > step", True),
+        ("0 <= step <= 2", True),  # `0 <= step and step <= 2`
+        ("0 < step < last_idx", False),
         ("step < last_idx", False),
         ("step >= 5", False),
         ("total < 5", False),

@@ -1067,7 +1067,14 @@ def _counted_from(expression: cst.BaseExpression) -> str | None:
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
     """`i == 0`, `i + 1 == len(loader)`: true on one iteration, since a counter never repeats;
     `i in thresholds`: true on the iterations a collection lists; `i < 5`, `step <= 4`,
-    `5 > i`: true on a prefix of literal length."""
+    `5 > i`: true on a prefix of literal length. A chained comparison is the `and` of its
+    pairs: `0 <= step <= 2` holds on few iterations, as `step <= 2` does."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) > 1:
+        lefts = (test.left, *(target.comparator for target in test.comparisons[:-1]))
+        return any(
+            _tests_few_counts(cst.Comparison(left=left, comparisons=[target]), counters)
+            for left, target in zip(lefts, test.comparisons)
+        )
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     operator = test.comparisons[0].operator

@@ -50,6 +50,12 @@ CLOCKS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic",
     "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
 })
+# The legacy constructors (`torch.Tensor(obs)`, `torch.LongTensor(ids)`): like a factory
+# without `device=`, they build in host memory (`torch.cuda.FloatTensor` does not).
+_LEGACY_CONSTRUCTORS = frozenset({
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+    "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+})
 # Libraries whose results live in host memory.
 _HOST_LIBRARIES = ("numpy.", "math.")
 # Methods that may put their result on a device (`.to()` unless it only converts).
@@ -587,9 +593,14 @@ class HostSyncs:
         if isinstance(expression, cst.Attribute) and expression.attr.value in _SIZES:
             return True  # `x.shape`, `x.ndim`: Python ints, also for a device tensor
         if isinstance(expression, cst.Name) and depth < _MAX_HOST_DEPTH:
-            reaching = self.scopes.reaching_value(expression)
-            if reaching is not None:
-                return self.is_host_value(reaching, depth + 1, containers)
+            sources = self.tensors.reaching_sources(expression)
+            if sources is not None:
+                # `next_obs, next_done = torch.Tensor(o), torch.Tensor(d)` (host tensors), then
+                # `for i, d in enumerate(next_done):` (their items).
+                return all(
+                    self.is_host_value(source, depth + 1, containers and not is_item)
+                    for source, is_item in sources
+                )
             item_of = self.tensors.iterated_for(expression)
             if item_of is not None:
                 return self.is_host_value(item_of, depth + 1, containers=False)
@@ -637,7 +648,7 @@ class HostSyncs:
                 (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
                 for arg in call.args
             )
-            if factory in TENSOR_FACTORIES:
+            if factory in TENSOR_FACTORIES or factory in _LEGACY_CONSTRUCTORS:
                 return not moved
             if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
                 # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host

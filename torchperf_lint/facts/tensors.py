@@ -290,29 +290,37 @@ class TensorExpressions:
 
     def _reaching_is_tensor(self, name: cst.Name, depth: int) -> bool | None:
         """Whether a binding that reaches this use of `name` gives it a tensor, when each of
-        them shows what it gives (an assignment's value, a loop's item): `start` in
-        `for start in range(0, n, m): b[start:start + m]` is an int, whatever tensor an
-        earlier `start = torch.clip(...)` bound. None when one does not."""
+        them shows what it gives (`reaching_sources`): `start` in `for start in range(0, n,
+        m): b[start:start + m]` is an int, whatever tensor an earlier `start =
+        torch.clip(...)` bound. None when one does not."""
+        sources = self.reaching_sources(name)
+        if sources is None:
+            return None
+        # A loop binds the name in its own syntax, as a subscript reads its value: same depth.
+        return any(
+            self.yields_tensors(source, depth) if is_item else self.is_tensor(source, depth + 1)
+            for source, is_item in sources
+        )
+
+    def reaching_sources(self, name: cst.Name) -> list[tuple[cst.BaseExpression, bool]] | None:
+        """Where the value of this use of `name` comes from, for each binding that reaches
+        it (`Scopes.reaching_bindings`): (an assignment's value, False), or (what a loop
+        iterates, True) for an item of it (`next_done` for `d` in `for i, d in
+        enumerate(next_done):`). None when a binding does not show it (an unpacked call, an
+        augmented assignment) or the bindings are not known."""
         bindings = self.scopes.reaching_bindings(name)
         if bindings is None:
             return None
-        values: list[cst.BaseExpression] = []
-        iterables: list[cst.BaseExpression] = []
+        sources = []
         for binding in bindings:
             if type(binding) is cst.For:
-                iterated = self._iterable_binding(binding.target, binding.iter, name.value)
-                if iterated is None:
-                    return None
-                iterables.append(iterated)
-                continue
-            value = self.scopes.binding_value(binding, name.value)
-            if value is None:
+                source = self._iterable_binding(binding.target, binding.iter, name.value)
+            else:
+                source = self.scopes.binding_value(binding, name.value)
+            if source is None:
                 return None
-            values.append(value)
-        # A loop binds the name in its own syntax, as a subscript reads its value: same depth.
-        return any(self.is_tensor(value, depth + 1) for value in values) or any(
-            self.yields_tensors(iterable, depth) for iterable in iterables
-        )
+            sources.append((source, type(binding) is cst.For))
+        return sources
 
     def yields_tensors(self, iterable: cst.BaseExpression, depth: int = 0) -> bool:
         """Whether every item of `iterable` is a tensor: the rows of a tensor built by a

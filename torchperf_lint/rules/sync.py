@@ -67,7 +67,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     `if torch.logical_or(a, b):`, `assert torch.isfinite(loss).all()`), which is `bool(t)`
     written implicitly (also on the items of tensors: `for row in rows: if (row == k).sum()
     == 0:` with `rows = [ids[m] for ids, m in zip(input_ids, mask)]`, a row selected by a
-    boolean mask, or a chunk of `torch.split`), the builtin `min()` or `max()` of a tensor
+    boolean mask, or a chunk of `torch.split`; and on the elements of a device tensor, once per
+    element on every step: `for idx, d in enumerate(next_done): if d:` with `next_done =
+    torch.Tensor(next_done).to(device)`; iterate the NumPy array it was made from instead), the
+    builtin `min()` or `max()` of a tensor
     (`min(self.decay, x)`
     compares with `<`), a tensor used as a slice bound (`x[i, :, start:start + n]` with
     `start = starts[i]` of a device tensor: Python converts it to an int; an index tensor,
@@ -107,6 +110,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     before the read, with `def should_log(self, step): return step == 1 or step % self.freq
     == 0`) or a test of one of the loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
+    `if 0 <= step <= 2:`,
     `batch_count = i + 1; if batch_count == num_batches:`), also in a function the loop
     calls with its counter (`collect(model, iteration, rollouts)` from `while iteration <
     n: ... iteration += 1`, every caller passing one) and a test of that parameter (`if
@@ -139,8 +143,12 @@ class SyncInTrainingLoop(_PerIterationRule):
     evaluation on every iteration (full-batch training, one step and one `test()` per epoch:
     the host waits for the GPU there by design); on
     calls after the loop or
-    outside any training loop; on calls in a loop nested inside the training loop or in a
-    function defined in it (each call is judged by its nearest loop). It is also silent where
+    outside any training loop (a reinforcement-learning rollout whose iterations step no
+    optimizer, such as PPO's collection of `num_steps` before its update loop, is not one);
+    in a function defined in the training loop (it runs when called), and in a training or
+    DataLoader loop nested inside it, which is judged as its own (an evaluation loop's reads
+    are TPL202's); any other loop nested in the step (over parameters, over the elements of a
+    tensor) runs on every step, and its reads are reported. It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
@@ -406,6 +414,11 @@ class PythonLoopOverTensorElements(Rule):
     Loops that run once (set-up, pre-processing, a `__main__` block), training, evaluation
     and DataLoader loops themselves, bodies that call a model or a criterion, loops over
     Python lists, and test files are not reported.
+
+    A host read of the elements in such a loop (`if scores[i].item() > 0:`, or `if d:` in
+    `for d in t:`, which this rule does not cover) makes the host wait once per element: in
+    a training step it is TPL201's finding (on by default), at the read. Where both apply,
+    the loop is reported here and the read there; vectorising the loop removes both.
 
     ## Why is this bad?
     Each `t[i]` is a separate operation: a kernel launch on the GPU (and a sync when the
