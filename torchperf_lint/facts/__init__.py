@@ -221,12 +221,18 @@ class FileFacts:
 
     def samples_elsewhere(self, source: cst.BaseExpression) -> str | None:
         """What the program says the dataset `source` holds (see `ProgramAnswers`): one that
-        a class or function of another module builds (`dataset_samples`), or a parameter
-        the function never rebinds, by what every caller passes (`dataset_argument`)."""
+        a class or function of another module builds (`dataset_samples`, also an item of the
+        tuple a function returns: `train, val = create_dataset(...)`), or a parameter the
+        function never rebinds, by what every caller passes (`dataset_argument`)."""
         if isinstance(source, cst.Call):
             return self.program.dataset_samples(source)
-        if isinstance(source, cst.Name) and self.scopes.holds_argument(source):
+        if not isinstance(source, cst.Name):
+            return None
+        if self.scopes.holds_argument(source):
             return self.program.dataset_argument(self.scopes.enclosing_function(source), source.value)
+        unpacked = self.scopes.unpacked_from(source)
+        if unpacked is not None and isinstance(unpacked[0], cst.Call):
+            return self.program.dataset_samples(*unpacked)
         return None
 
     def _wrapped_by_name(self, iterated: cst.BaseExpression) -> cst.BaseExpression:

@@ -108,6 +108,9 @@ _LITERALS = (
 # Builtins whose result is a container of values already computed (`list(InputExample(...)
 # for ...)`): whatever the argument, the samples are in memory once the call returns.
 _CONTAINER_BUILTINS = frozenset({"builtins.list", "builtins.tuple", "builtins.sorted"})
+# Calls that read a whole saved object back into memory: a dataset saved after preprocessing
+# (`torch.save(train_dataset, path)`, then `torch.load(path)`) holds its samples.
+DESERIALIZERS = frozenset({"torch.load", "pickle.load", "pickle.loads"})
 # A sampler's number of samples (torchgeo's `RandomGeoSampler(..., length=3)`, PyTorch's
 # `RandomSampler(..., num_samples=3)`) up to which the loader is a look at a few samples
 # (to plot them), not a pass over the data.
@@ -271,8 +274,11 @@ class DataLoaders:
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
         `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories, builtins and
         tensor methods that read only their tensor (`_samples_in_memory`), a Hugging Face
-        dataset preprocessed with `.map` and not transformed on access, a class or function of another module that the program says
-        builds one of those, or a `Subset`/`ConcatDataset` of those."""
+        dataset preprocessed with `.map` and not transformed on access, a dataset read back
+        whole from a file (`torch.load(path)`, `pickle.load(f)`: one saved after
+        preprocessing), a class or function of another module that the program says builds
+        one of those (also as an item of the tuple it returns: `train, val =
+        create_dataset(...)`), or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
         return dataset is not None and self.every_source(
             dataset.value,
@@ -583,6 +589,8 @@ class DataLoaders:
             return False
         qualified = self.names.call_name(expression) or ""
         if qualified in _IN_MEMORY_DATASETS or qualified in _CONTAINER_BUILTINS:
+            return True
+        if qualified in DESERIALIZERS:
             return True
         if qualified.startswith("unittest.mock."):
             return True

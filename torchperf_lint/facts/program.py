@@ -117,11 +117,12 @@ class ProgramAnswers:
         same."""
         return None
 
-    def dataset_samples(self, call: cst.Call) -> str | None:
+    def dataset_samples(self, call: cst.Call, index: int | None = None) -> str | None:
         """What the dataset that `call` builds (a project class) or returns (a project
-        function) holds, when no file is read for a sample: "made_up" (random stand-ins),
-        "in_memory" (indexing what it holds), "rows" (a Hugging Face dataset preprocessed
-        ahead of training), or None when the program does not say."""
+        function; with `index`, that item of the tuple it returns) holds, when no file is
+        read for a sample: "made_up" (random stand-ins), "in_memory" (indexing what it holds,
+        also a dataset read back whole with `torch.load`), "rows" (a Hugging Face dataset
+        preprocessed ahead of training), or None when the program does not say."""
         return None
 
     def never_called(self, function: cst.FunctionDef) -> bool:

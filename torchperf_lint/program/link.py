@@ -53,6 +53,9 @@ _CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
 _CHECKPOINTING_ENABLERS = frozenset({
     "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
 })
+# What the dataset a summarized value of these kinds holds (`dataset_samples`): a Hugging
+# Face dataset preprocessed ahead of training, an object read back whole from a file.
+_SAMPLES_OF_VALUES = {"rows": "rows", "loaded": "in_memory"}
 _AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 # The methods of `nn.Module` that PyTorch itself calls on a subclass that overrides them.
 _MODULE_CALLBACKS = frozenset({
@@ -318,11 +321,15 @@ class ProgramFacts:
             self._external_bases[cls] = names
         return self._external_bases[cls]
 
-    def dataset_samples(self, target: Target | None, depth: int = 0) -> str | None:
-        """What the dataset a project class builds, or a project function returns, holds
-        when no file is read for a sample: "made_up", "in_memory" (the class's own summary),
-        "rows" (a Hugging Face dataset preprocessed ahead of training), or None. A function
-        answers when all its returns agree."""
+    def dataset_samples(
+        self, target: Target | None, depth: int = 0, index: int | None = None
+    ) -> str | None:
+        """What the dataset a project class builds, or a project function returns (with
+        `index`, as that item of the tuple it returns: `return train_set, eval_set`), holds
+        when no file is read for a sample: "made_up", "in_memory" (the class's own summary,
+        or an object read back whole: `torch.load(path)`), "rows" (a Hugging Face dataset
+        preprocessed ahead of training), or None. A function answers when all its returns
+        agree."""
         if target is None or depth > MAX_DEPTH:
             return None
         summary = self.summaries.get(target.file)
@@ -334,13 +341,9 @@ class ProgramFacts:
         function = summary.functions.get(target.qualname)
         kinds = set()
         for value in function.returns if function is not None else ():
-            if value[0] in ("call", "calls"):
-                kinds.update(
-                    self.dataset_samples(self.resolve(target.file, ref), depth + 1)
-                    for ref in _called(value)
-                )
-            else:
-                kinds.add("rows" if value[0] == "rows" else None)
+            if index is not None:
+                value = value[1][index] if value[0] == "tuple" and index < len(value[1]) else None
+            kinds.add(self._samples_of(target.file, value, depth + 1))
         return kinds.pop() if len(kinds) == 1 else None
 
     def dataset_argument(self, target: Target, parameter: str) -> str | None:
@@ -356,13 +359,15 @@ class ProgramFacts:
             return None
         return kinds[0]
 
-    def _samples_of(self, file: str, value: list) -> str | None:
+    def _samples_of(self, file: str, value: list | None, depth: int = 0) -> str | None:
         """`dataset_samples` of the dataset a summarized value, written in `file`, builds."""
-        if value[0] == "rows":
-            return "rows"
+        if value is None:
+            return None
+        if value[0] in _SAMPLES_OF_VALUES:
+            return _SAMPLES_OF_VALUES[value[0]]
         if value[0] not in ("call", "calls"):
             return None
-        kinds = {self.dataset_samples(self.resolve(file, ref)) for ref in _called(value)}
+        kinds = {self.dataset_samples(self.resolve(file, ref), depth) for ref in _called(value)}
         return kinds.pop() if len(kinds) == 1 else None
 
     def function(self, target: Target) -> FunctionSummary | None:
@@ -1231,8 +1236,8 @@ class ProgramFacts:
     def _answer_no_grad(self, file: str, ref: Ref) -> bool:
         return self.is_no_grad_wrapper(self.resolve(file, ref))
 
-    def _answer_dataset_samples(self, file: str, ref: Ref) -> Answer:
-        return self.dataset_samples(self.resolve(file, ref))
+    def _answer_dataset_samples(self, file: str, ref: Ref, index: int | None = None) -> Answer:
+        return self.dataset_samples(self.resolve(file, ref), index=index)
 
     def _answer_callers_no_grad(self, file: str, qualname: str) -> bool:
         return self.always_without_grad(Target(file, qualname, "function"))

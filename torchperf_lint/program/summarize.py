@@ -10,7 +10,7 @@ import libcst as cst
 
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
-from torchperf_lint.facts.dataloaders import MISSING
+from torchperf_lint.facts.dataloaders import DESERIALIZERS, MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
@@ -587,6 +587,8 @@ class _Summarizer:
                 return ["call", callee]
         if facts.dataloaders.is_preprocessed(expression):
             return ["rows"]
+        if isinstance(expression, cst.Call) and facts.names.call_name(expression) in DESERIALIZERS:
+            return ["loaded"]
         if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
             return ["tensor"]  # or, bound to several values, may be one
         if isinstance(expression, cst.Call):

@@ -39,7 +39,9 @@ Ref = str
 # `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
 # first iteration only (["first"]: `Counters.first_flags`), a switch turned off (["off"]:
 # `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
-# preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of
+# preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), an object
+# read back whole from a file (["loaded"]: `torch.load(path)`, a dataset saved after
+# preprocessing), or a tuple of
 # values (["tuple", [value or None, ...]]: `return loader, dataset`).
 Value = list
 

@@ -103,9 +103,12 @@ class LinkedAnswers(ProgramAnswers):
         question = ("returned_loader", ref) if index is None else ("returned_loader", ref, index)
         return _loader(self._ask(*question))
 
-    def dataset_samples(self, call: cst.Call) -> str | None:
+    def dataset_samples(self, call: cst.Call, index: int | None = None) -> str | None:
         ref = self._project_ref(call)
-        answer = None if ref is None else self._ask("dataset_samples", ref)
+        if ref is None:
+            return None
+        question = ("dataset_samples", ref) if index is None else ("dataset_samples", ref, index)
+        answer = self._ask(*question)
         return answer if isinstance(answer, str) else None
 
     def never_called(self, function: cst.FunctionDef) -> bool:

@@ -71,9 +71,13 @@ class DataLoaderNoWorkers(Rule):
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
     from `torch.randint(0, self.data.size(0) - n, (1,))`), a
     Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
-    access (`with_transform`), and `Subset`/`ConcatDataset` of those; a dataset class or a
+    access (`with_transform`), a dataset read back whole from a file (`torch.load(path)`,
+    `pickle.load(f)`: one saved after preprocessing, whose samples are in memory), and
+    `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
-    there: `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`, and
+    there, also as an item of the tuple it returns (`train_set, eval_set =
+    create_prompt_dataset(...)` returning two `torch.load(...)`):
+    `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`, and
     a function of the module by what it returns (`DataLoader(_generate_dataset(n, d))`
     returning a `TensorDataset`); a loader factory's parameter counts by what every caller
     in the module passes, also through a function's tuple return: `dataset, model,
