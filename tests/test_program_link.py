@@ -58,6 +58,21 @@ def test_star_imports_and_namespace_packages_resolve() -> None:
     )
 
 
+def test_a_project_inside_the_repository_imports_its_namespace_packages_from_its_setup_folder() -> None:
+    linked = program({
+        "applications/chat/setup.py": "import setuptools\nsetuptools.setup(name='chat')\n",
+        "applications/chat/training/sft/main.py": "from chat.utils.data import create_dataset\n",
+        "applications/chat/chat/utils/data.py": "def create_dataset(): pass\n",
+        # Without a `setup.py`, a folder is no project of its own: only the top folder counts.
+        "examples/demo/scripts/run.py": "from lib.util import helper\n",
+        "examples/demo/lib/util.py": "def helper(): pass\n",
+    })
+    assert linked.resolve("applications/chat/training/sft/main.py", "import:chat.utils.data.create_dataset") == (
+        function("applications/chat/chat/utils/data.py", "create_dataset")
+    )
+    assert linked.resolve("examples/demo/scripts/run.py", "import:lib.util.helper") is None
+
+
 def test_a_name_two_files_answer_to_stays_unresolved_and_cycles_end() -> None:
     linked = program({
         "app/train.py": "from utils import log\n",

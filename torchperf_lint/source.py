@@ -123,7 +123,8 @@ _PYTORCH_MARKERS = ("torch", "lightning", "accelerate")
 def worth_parsing(text: str, filename: str) -> bool:
     """Files without `torch`, `lightning` or `accelerate` in their text cannot hold PyTorch
     code and are not parsed, except a package's `__init__.py`: the names it re-exports
-    (`from .alpaca import Alpaca`) link the program's imports to the modules that do."""
+    (`from .alpaca import Alpaca`) link the program's imports to the modules that do; and a
+    `setup.py`, which marks the folder a project inside the repository imports from."""
     if any(marker in text for marker in _PYTORCH_MARKERS):
         return True
-    return PurePath(filename).name == "__init__.py"
+    return PurePath(filename).name in ("__init__.py", "setup.py")

@@ -4,8 +4,10 @@ A file inside packages (folders with `__init__.py`) is importable by its dotted 
 folder above its topmost package (Ruff's `detect_package_root`); a script is importable from its
 own folder, which Python puts first on `sys.path` (`import utils` beside `train.py`); and every
 file by its path from the project's top folder (where scripts are run from), namespace
-packages included. A name that two files could answer to, with neither in the importer's
-folder, stays unresolved.
+packages included, and from the folder of the nearest `setup.py` above it: a project inside
+the repository (`applications/chat/setup.py` beside `applications/chat/dschat/...`), whose
+scripts run from there or import it installed. A name that two files could answer to, with
+neither in the importer's folder, stays unresolved.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class ModuleMap:
             if PurePosixPath(file).name == "__init__.py"
         }
         self._packages = packages
+        # The folders of the projects inside the repository: where a `setup.py` is.
+        project_folders = {
+            PurePosixPath(file).parent for file in self.files
+            if PurePosixPath(file).name == "setup.py" and str(PurePosixPath(file).parent) != "."
+        }
         self.name_of: dict[str, str] = {}
         self._by_name: dict[str, set[str]] = defaultdict(set)
         self._by_path: dict[str, str] = {}
@@ -51,6 +58,11 @@ class ModuleMap:
             from_top = ".".join(_module_parts(path))
             if from_top and from_top != name and not path.is_absolute() and ".." not in path.parts:
                 self._by_name[from_top].add(file)
+                project = next((f for f in path.parents if f in project_folders), None)
+                if project is not None:
+                    from_project = ".".join(_module_parts(path.relative_to(project)))
+                    if from_project and from_project != name:
+                        self._by_name[from_project].add(file)
 
     def _relative_to_package_root(self, path: PurePosixPath) -> PurePosixPath:
         folder = path.parent
