@@ -19,6 +19,8 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
                                `if isinstance(posterior, Gaussian):`
     `argument:update:train:writer` a method of what the callers of function `train` pass as
                                its parameter `writer`: `writer.update(...)` in `train`
+    `parameter:closure`        calling a parameter of its own function: `closure()` in
+                               `def gpu_timer(closure)` runs what each caller passes
 
 The data classes live here, free of LibCST (a cached run reads summaries without parsing);
 `program.summarize` computes them from a parsed file.
@@ -37,7 +39,8 @@ Ref = str
 # (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
 # live on the device (["tensor"]), a counter of a loop around the call (["counter"]:
 # `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
-# first iteration only (["first"]: `Counters.first_flags`), a switch turned off (["off"]:
+# first iteration only (["first"]: `Counters.first_flags`), a project function passed
+# uncalled (["function", ref]: `gpu_timer(train_step)`), a switch turned off (["off"]:
 # `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
 # preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), or a tuple of
 # values (["tuple", [value or None, ...]]: `return loader, dataset`).

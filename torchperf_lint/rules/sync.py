@@ -55,7 +55,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`,
     `.numpy(force=True)` (a bare `.numpy()` raises on a device tensor, so the tensor it reads
-    is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor, `math.isnan(t)` (and `isinf`, `isfinite`,
+    is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor (a name bound once
+    and backpropagated is one, whatever made it: `loss = loss_fn(z, h)`, `loss.backward()`,
+    then `float(loss)`), `math.isnan(t)` (and `isinf`, `isfinite`,
     which read the tensor as `float(t)` does), `range(t)` (which reads the bound as
     `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
     with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
@@ -72,7 +74,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     compares with `<`), a tensor used as a slice bound (`x[i, :, start:start + n]` with
     `start = starts[i]` of a device tensor: Python converts it to an int; an index tensor,
     `x[ids]`, runs on the device), and an explicit `torch.cuda.synchronize()` (or another backend's)
-    that does not bound a timed interval (a clock read right before or after it). A chain
+    that does not bound a timed interval (a clock read right before or after it: `time.time()`,
+    or a CUDA event's `start.elapsed_time(end)`, which needs the synchronize). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
@@ -88,7 +91,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     method of an object the loop was handed, `log_writer.update(acc=acc)` when the callers
     pass a `TensorboardLogger(...)`, or of one tested with `isinstance`,
     `self.sampler.update(losses)` under `if isinstance(self.sampler, LossAwareSampler):`; a
-    subclass's override of what its base class's step calls, `self.shared_step(batch)`), a
+    subclass's override of what its base class's step calls, `self.shared_step(batch)`; a
+    function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
+    gpu_timer(closure): ... closure()`, or to an optimizer's step, `optimizer.step(closure)`:
+    a passed `train_step` that steps the optimizer makes the loop a training loop), a
     framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
     The finding names the call path. A call in a branch that needs an optional parameter
@@ -138,7 +144,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     the host waits for the GPU there by design); on
     calls after the loop or
     outside any training loop; on calls in a loop nested inside the training loop or in a
-    function defined in it (each call is judged by its nearest loop). It is also silent where
+    function defined in it that nothing runs on every step (each call is judged by its
+    nearest loop, or by what runs its function). It is also silent where
     the read waits for nothing or is the algorithm itself: host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
