@@ -105,6 +105,7 @@ class ProgramFacts:
         self._cycle_start = 0
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
+        self._returned_classes: dict[Target, frozenset[Target]] = {}
         self._counter_parameters: dict[tuple[Target, str, str], bool] = {}
         self._parameter_calls: dict[tuple[Target, str, int], CallSite | None] = {}
         # Per call that passes a function it runs (file, ordinal, the function passed): the
@@ -175,7 +176,9 @@ class ProgramFacts:
             method, _, parameter = rest.partition(":")
             qualname, _, parameter = parameter.partition(":")
             cls = self._argument_class(Target(file, qualname, "function"), parameter)
-            return self.method(cls, method) if cls is not None else None
+            if cls is None:
+                return None
+            return self.called_instance(cls) if method == "__call__" else self.method(cls, method)
         return None
 
     def _argument_class(self, target: Target, parameter: str) -> Target | None:
@@ -192,8 +195,9 @@ class ProgramFacts:
 
     def _instance_classes(self, file: str, value: list) -> set[Target]:
         """The project classes a summarized value, written in `file`, may be an instance of:
-        built by calling the class (`TensorboardLogger(log_dir)`) or one of its own
-        constructors that the project does not define (`Model.from_pretrained(name)`)."""
+        built by calling the class (`TensorboardLogger(log_dir)`), one of its own
+        constructors that the project does not define (`Model.from_pretrained(name)`), or a
+        project function that returns such an instance (`returned_classes`)."""
         if value[0] not in ("call", "calls"):
             return set()
         found = set()
@@ -204,7 +208,24 @@ class ProgramFacts:
                 target = self.resolve(file, head) if last.startswith("from_") else None
             if target is not None and target.kind == "class":
                 found.add(target)
+            elif target is not None and target.kind == "function":
+                found |= self.returned_classes(target)
         return found
+
+    def returned_classes(self, target: Target) -> frozenset[Target]:
+        """The project classes whose instances the function `target` returns: a factory
+        (`def build_loss(opt): return LossCompute(...)`), a class method that returns
+        `cls(...)` (`LossCompute.from_opts(opt)`, an instance of its class), or one that
+        returns what such a function returns."""
+        if target not in self._returned_classes:
+            self._returned_classes[target] = frozenset()  # A cycle of factories builds nothing.
+            function = self.function(target)
+            self._returned_classes[target] = frozenset(
+                cls
+                for value in (function.returns if function is not None else ())
+                for cls in self._instance_classes(target.file, value)
+            )
+        return self._returned_classes[target]
 
     def _imported(self, file: str, target: str, depth: int) -> Target | None:
         found = self.modules.resolve(file, target)
@@ -520,7 +541,7 @@ class ProgramFacts:
         found = None
         for site in function.calls if function is not None else ():
             call = None
-            if site.callee == f"parameter:{parameter}":
+            if site.callee == f"argument:__call__:{target.qualname}:{parameter}":
                 call = site
             elif depth < _MAX_PASS_THROUGH and ["param", parameter] in site.arguments.values():
                 call = self._passed_on(target.file, site, parameter, depth)
@@ -869,7 +890,7 @@ class ProgramFacts:
         if summary is None:
             return True
         names = summary.parameters
-        bound = 1 if summary.owner is not None and names[:1] in (["self"], ["cls"]) else 0
+        bound = _bound(site, summary)
         return all(
             name in site.keywords
             or "**" in site.keywords
@@ -1430,9 +1451,15 @@ def _parameter(site: CallSite, function: FunctionSummary, key: str) -> str | Non
 
 
 def _bound(site: CallSite, function: FunctionSummary) -> int:
-    """How many parameters of `function` the call `site` passes before its own arguments:
-    1 (`self`) for a method called on an instance."""
-    return 1 if function.owner is not None and not site.callee.startswith("def:") else 0
+    """How many parameters of `function` the call `site` binds before its own arguments: 1
+    (`self`) for a method called on an instance or a constructor called through its class
+    (`Trainer(model, loss)` runs `__init__(self, model, loss)`), and `cls` for a class
+    method; 0 for a function, a static method and a method called through its class with
+    the instance passed (`Trainer.step(trainer, batch)`)."""
+    first = function.parameters[:1]
+    if function.owner is None or first not in (["self"], ["cls"]):
+        return 0
+    return 0 if first == ["self"] and site.callee == f"def:{function.qualname}" else 1
 
 
 def _called(value: list) -> list[Ref]:

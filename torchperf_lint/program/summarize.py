@@ -151,12 +151,17 @@ class References:
         owner = self.owner_class(call)
         if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
             return f"method:{owner}:forward"
+        if isinstance(func, cst.Name) and func.value == "cls" and self._in_class_method(call):
+            return f"def:{owner}"  # `return cls(...)` in a `from_opts` builds its class
         if isinstance(func, cst.Attribute):
             receiver = func.value
             if isinstance(receiver, cst.Name) and receiver.value == "self" and owner is not None:
                 constructed = self._constructed_class(func)
                 if constructed is not None:
                     return f"forward:{constructed}"
+                stored = self._stored_argument(func)
+                if stored is not None:  # `self.train_loss(batch, output)`
+                    return f"argument:__call__:{stored}"
                 return f"method:{owner}:{func.attr.value}"
             if (
                 isinstance(receiver, cst.Call)
@@ -184,12 +189,12 @@ class References:
         return None
 
     def called_parameter(self, call: cst.Call) -> Ref | None:
-        """`parameter:closure` for `closure()` in `def gpu_timer(closure):`, a call of a
-        parameter its function never rebinds: it runs what each caller passes."""
-        func = call.func
-        if isinstance(func, cst.Name) and func.value != "self" and self.scopes.holds_argument(func):
-            return f"parameter:{func.value}"
-        return None
+        """`argument:__call__:gpu_timer:closure` for `closure()` in `def gpu_timer(closure):`,
+        a call of a parameter its function never rebinds: it runs what each caller passes (a
+        function, or an object whose `forward` or `__call__` runs). Summaries only: as a
+        value, the result of calling a parameter is not a project call's."""
+        parameter = self._parameter_receiver(call.func)
+        return None if parameter is None else f"argument:__call__:{parameter}"
 
     def passed_function(self, expression: cst.BaseExpression, at: cst.CSTNode) -> Ref | None:
         """The project function `expression` names without calling it, as an argument of
@@ -215,12 +220,43 @@ class References:
 
     def _parameter_receiver(self, expression: cst.BaseExpression) -> str | None:
         """`function:parameter` when `expression` is a parameter of its function that the
-        function never rebinds: its class is what the callers pass."""
+        function never rebinds, or an attribute of `self` that holds one (`_stored_argument`):
+        its class is what the callers pass."""
+        if isinstance(expression, cst.Attribute):
+            return self._stored_argument(expression)
         if not isinstance(expression, cst.Name) or expression.value in ("self", "cls"):
             return None
         if not self.scopes.holds_argument(expression):
             return None
         return f"{self.qualname(self.scopes.enclosing_function(expression))}:{expression.value}"
+
+    def _stored_argument(self, expression: cst.BaseExpression) -> str | None:
+        """`function:parameter` when `expression` is `self.attr` and every value the module
+        binds to it (but `None`) is that parameter of a method, held as it was passed:
+        `self.train_loss = train_loss` in `Trainer.__init__(self, model, train_loss)`."""
+        if not (
+            isinstance(expression, cst.Attribute)
+            and isinstance(expression.value, cst.Name)
+            and expression.value.value == "self"
+        ):
+            return None
+        found = set()
+        for value in self.scopes.bound_values(expression):
+            if _is_none(value):
+                continue
+            if not isinstance(value, cst.Name) or not self.scopes.holds_argument(value):
+                return None
+            function = self.scopes.enclosing_function(value)
+            found.add(f"{self.qualname(function)}:{value.value}")
+        return found.pop() if len(found) == 1 else None
+
+    def _in_class_method(self, node: cst.CSTNode) -> bool:
+        """In a method whose first parameter is `cls` (a `@classmethod`)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or self.owner_class(node) is None:
+            return False
+        params = (*function.params.posonly_params, *function.params.params)
+        return bool(params) and params[0].name.value == "cls"
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` is bound to an instance of (`model = Net()`), when

@@ -7,7 +7,8 @@ module's calls (rows are found later, only for the calls a finding's path goes t
 
 A reference (`Ref`) is how the file names what a call runs, before the linker resolves it:
     `def:train_step`           a function or class defined in this file (a dotted chain may
-                               follow: `def:Trainer.step`), or one of its `*` imports gives
+                               follow: `def:Trainer.step`; `cls(...)` in a class method names
+                               its class), or one of its `*` imports gives
     `import:utils.log`         an imported name and attributes (`import:.engine.train`: relative)
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
@@ -18,9 +19,14 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
                                `self.trainer = MixedPrecisionTrainer(...)`, or under
                                `if isinstance(posterior, Gaussian):`
     `argument:update:train:writer` a method of what the callers of function `train` pass as
-                               its parameter `writer`: `writer.update(...)` in `train`
-    `parameter:closure`        calling a parameter of its own function: `closure()` in
-                               `def gpu_timer(closure)` runs what each caller passes
+                               its parameter `writer`: `writer.update(...)` in `train`, also
+                               through an attribute of `self` that holds it
+                               (`self.writer.update(...)` after `self.writer = writer` in
+                               `__init__`: `argument:update:Trainer.__init__:writer`)
+    `argument:__call__:gpu_timer:closure` calling what the callers pass: `closure()` in
+                               `def gpu_timer(closure)` (a function passed, or an object whose
+                               `forward` or `__call__` runs), `self.train_loss(...)` after
+                               `self.train_loss = train_loss` in `Trainer.__init__`
 
 The data classes live here, free of LibCST (a cached run reads summaries without parsing);
 `program.summarize` computes them from a parsed file.

@@ -89,7 +89,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     The sync may be in another function, in any module of the program, that runs on every
     training step: one the training loop calls, directly or through other functions (a
     method of an object the loop was handed, `log_writer.update(acc=acc)` when the callers
-    pass a `TensorboardLogger(...)`, or of one tested with `isinstance`,
+    pass a `TensorboardLogger(...)`, also kept on `self` by the constructor it was passed
+    to, `self.train_loss(batch, output)` after `self.train_loss = train_loss` in a `Trainer`
+    built with `LossCompute.from_opts(opt)`, a class method returning `cls(...)`, or of one
+    tested with `isinstance`,
     `self.sampler.update(losses)` under `if isinstance(self.sampler, LossAwareSampler):`; a
     subclass's override of what its base class's step calls, `self.shared_step(batch)`; a
     function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
