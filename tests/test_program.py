@@ -138,6 +138,51 @@ def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
     assert diagnostic(run, "train.py", "TPL201", 11).related == ()
 
 
+def test_a_step_passed_to_a_function_that_calls_it_runs_where_it_is_passed() -> None:
+    # `gpu_timer(train_step)` runs `train_step()`: the loop trains, and the path names the call.
+    run = lint_project(PROJECTS / "passed_step")
+    passed = Related(
+        "train.py",
+        Location(21, 41),
+        "passes `train_step` to `gpu_timer`, which runs it on every training step",
+    )
+    assert diagnostic(run, "train.py", "TPL201", 19).related == (passed,)
+    assert diagnostic(run, "timing.py", "TPL201", 37).related == (
+        passed,
+        Related("train.py", Location(17, 30), "calls `grad_logger` on every training step"),
+    )
+    # `timed(fn)` passes it on to `gpu_timer`; `optimizer.step(closure)` runs `closure()`.
+    assert diagnostic(run, "train.py", "TPL201", 52).related == (
+        Related(
+            "train.py",
+            Location(44, 13),
+            "passes `train_step` to `timed`, which runs it on every training step",
+        ),
+    )
+    assert diagnostic(run, "train.py", "TPL201", 64).related == (
+        Related("train.py", Location(67, 9), "calls `closure` on every training step"),
+    )
+
+
+def test_a_loss_object_a_constructor_keeps_on_self_runs_what_its_callers_pass() -> None:
+    # `Trainer(model, train_loss, ...)` with `train_loss = LossCompute.from_opts(...)`, a class
+    # method returning `cls(...)`: `self.train_loss(output, tgt)` runs `LossCompute.forward`.
+    run = lint_project(PROJECTS / "stored_loss")
+    step = Related("trainer.py", Location(22, 13), "calls `_step` on every training step")
+    forward = Related("trainer.py", Location(27, 23), "calls `forward` on every training step")
+    assert diagnostic(run, "loss.py", "TPL201", 22).related == (step, forward)
+    assert diagnostic(run, "loss.py", "TPL201", 27).related == (
+        step,
+        forward,
+        Related("loss.py", Location(22, 17), "calls `_stats` on every training step"),
+        Related("loss.py", Location(28, 27), "also waits here: `.item()`"),
+    )
+    # A loss object passed as a parameter and called: `criterion(...)` in `fit`.
+    assert diagnostic(run, "loss.py", "TPL201", 41).related == (
+        Related("trainer.py", Location(37, 24), "calls `forward` on every training step"),
+    )
+
+
 def test_a_trainer_runs_the_forward_of_the_model_it_is_given_on_every_step() -> None:
     run = lint_project(PROJECTS / "trainer_model")
     assert diagnostic(run, "model/llava_arch.py", "TPL201", 10).related == (

@@ -238,6 +238,85 @@ def test_step_helpers_make_training_loops_and_per_step_paths_follow_calls() -> N
     assert linked.per_step(function("helpers.py", "fail")) is None
 
 
+def test_a_function_passed_to_one_that_calls_it_runs_at_the_call_that_passes_it() -> None:
+    linked = program({
+        "train.py": """
+            from timing import every, gpu_timer, keep
+
+            def main(model, loader, optimizer):
+                for step, x in enumerate(loader):
+                    def train_step():
+                        model(x).sum().backward()
+                        optimizer.step()
+
+                    def log():
+                        pass
+
+                    def report():
+                        pass
+
+                    gpu_timer(train_step)
+                    every(10, step, log)
+                    keep(report)
+        """,
+        "timing.py": """
+            def gpu_timer(closure):
+                return closure()
+
+            def every(n, step, closure):
+                if step % n == 0:
+                    closure()
+
+            def keep(hook):
+                HOOKS.append(hook)
+        """,
+    })
+    # The loop trains through the step helper it passes; the path names the runner.
+    assert function("train.py", "main.train_step") in linked.step_helpers
+    kind, path = linked.per_step(function("train.py", "main.train_step"))
+    assert kind == "train"
+    assert [(hop.callee, hop.through) for hop in path] == [("main.train_step", "gpu_timer")]
+    # A runner that calls it every n-th step, or keeps it, does not run it on every step.
+    assert linked.per_step(function("train.py", "main.log")) is None
+    assert linked.per_step(function("train.py", "main.report")) is None
+
+
+def test_instances_come_from_factories_class_methods_and_arguments_kept_on_self() -> None:
+    linked = program({
+        "loss.py": """
+            class LossCompute:
+                @classmethod
+                def from_opts(cls, opt):
+                    compute = cls(opt)
+                    return compute
+
+                def forward(self, output):
+                    pass
+
+            def build_loss(opt):
+                return LossCompute.from_opts(opt)
+        """,
+        "trainer.py": """
+            from loss import build_loss
+
+            class Trainer:
+                def __init__(self, model, train_loss):
+                    self.train_loss = train_loss
+
+                def step(self, x):
+                    return self.train_loss(x)
+
+            def build(opt, model):
+                return Trainer(model, build_loss(opt))
+        """,
+    })
+    loss_compute = Target("loss.py", "LossCompute", "class")
+    assert linked.returned_classes(function("loss.py", "build_loss")) == {loss_compute}
+    # `Trainer(model, ...)`, in `Trainer`'s own file, passes `model` after `self`.
+    stored = "argument:__call__:Trainer.__init__:train_loss"
+    assert linked.resolve("trainer.py", stored) == function("loss.py", "LossCompute.forward")
+
+
 def test_test_files_start_no_per_step_path_and_are_no_cuda_evidence() -> None:
     linked = program({
         "tests/test_train.py": """

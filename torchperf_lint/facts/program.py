@@ -54,7 +54,8 @@ class ProgramAnswers:
     def calls_step_helper(self, call: cst.Call) -> bool:
         """Whether `call` runs a project function that steps an optimizer outside any loop of
         its own, or backpropagates outside its loops and steps anywhere in it (a
-        `train_step(batch)` helper), so the loop around it is a training loop."""
+        `train_step(batch)` helper, or one it passes to a function that calls it:
+        `gpu_timer(train_step)`), so the loop around it is a training loop."""
         return False
 
     def per_step(self, function: cst.FunctionDef) -> StepWitness | None:

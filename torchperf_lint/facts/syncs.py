@@ -332,11 +332,13 @@ class HostSyncs:
         ]
 
     def _next_to_a_clock(self, call: cst.Call) -> bool:
-        """The statement after the synchronize (or before it) reads a clock: it bounds a
-        timed interval, a measurement rather than a stray wait. A synchronize alone in a
-        branch of an `if` (`if device.type == "cuda": torch.cuda.synchronize() elif ...:`),
-        also in nested ones (`if args.synchronize_step: if device.type == "cuda": ...`), is
-        judged by the statements around the outermost such `if`."""
+        """The statement after the synchronize (or before it) reads a clock, a wall clock or
+        the time between two CUDA events (`start.elapsed_time(end)`, which needs `end` to have
+        completed): it bounds a timed interval, a measurement rather than a stray wait. A
+        synchronize alone in a branch of an `if` (`if device.type == "cuda":
+        torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
+        if device.type == "cuda": ...`), is judged by the statements around the outermost
+        such `if`."""
         parents = self.index.parents
         line = self._line_of(call)
         while True:
@@ -355,7 +357,11 @@ class HostSyncs:
         position = lines.index(line)
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(
-            isinstance(node, cst.Call) and self.names.call_name(node) in CLOCKS
+            isinstance(node, cst.Call)
+            and (
+                self.names.call_name(node) in CLOCKS
+                or last_identifier(node.func) == "elapsed_time"
+            )
             for neighbour in neighbours
             for node in descendants(neighbour)
         )

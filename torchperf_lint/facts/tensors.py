@@ -227,13 +227,19 @@ class TensorExpressions:
         bound to it is one.
 
         `loss = loss.item()` rebinds a tensor name to a float: `float(loss)` after it reads no
-        device value, and the bindings do not say which one a given line sees.
+        device value, and the bindings do not say which one a given line sees. A name bound
+        once and backpropagated in its function holds a tensor whatever made it (`loss =
+        loss_fn(z, h)`, a helper of the step, then `loss.backward()`).
         """
         if isinstance(expression, cst.Name):
             # `acc = None` then `acc = (pred == y).float().mean()`: a tensor wherever it is
             # tested as one (`if acc:` reads it when it is not None).
             values = [v for v in self.scopes.bound_values(expression) if not _is_none(v)]
-            if not all(self.is_tensor(value) for value in values):
+            backpropagated = (
+                len(values) == 1
+                and (self.scopes.enclosing_function(expression), expression.value) in self.backwarded
+            )
+            if not backpropagated and not all(self.is_tensor(value) for value in values):
                 return False
         elif (dotted_name(expression) or "").startswith("self."):
             values = self.scopes.bound_values(expression)

@@ -10,8 +10,10 @@ and computes, once per run, in the parent process:
   only backpropagates, a Grad-CAM, does not make one);
 - **per-step functions**: every function called (not under a periodic guard, not on an error
   path) from the body of a training or evaluation loop, directly or through other per-step
-  functions, and the per-step hooks of framework classes (`LightningModule.training_step`,
-  `Trainer.compute_loss`); each keeps one call path (its witness), the shortest found first;
+  functions (a function passed to one that calls it runs at the call that passes it:
+  `gpu_timer(train_step)`), and the per-step hooks of framework classes
+  (`LightningModule.training_step`, `Trainer.compute_loss`); each keeps one call path (its
+  witness), the shortest found first;
 - **CUDA modules**: modules with CUDA evidence of their own (including a device from a project
   helper: `dist_util.dev()`, an imported `DEVICE`), the modules they import, and every module
   of a training program (a module that trains, with its imports) in which one of them is;
@@ -30,7 +32,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 
@@ -78,11 +80,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Hop:
-    """One call on a per-step path: in `file`, the call with this ordinal runs `callee`."""
+    """One call on a per-step path: in `file`, the call with this ordinal runs `callee`
+    (itself, or through the function `through` that it passes `callee` to:
+    `gpu_timer(train_step)`)."""
 
     file: str
     call: int
     callee: str
+    through: str = ""
 
 
 class ProgramFacts:
@@ -103,7 +108,12 @@ class ProgramFacts:
         self._cycle_start = 0
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
+        self._returned_classes: dict[Target, frozenset[Target]] = {}
         self._counter_parameters: dict[tuple[Target, str, str], bool] = {}
+        self._parameter_calls: dict[tuple[Target, str, int], CallSite | None] = {}
+        # Per call that passes a function it runs (file, ordinal, the function passed): the
+        # function it calls, which runs it (`gpu_timer` for `gpu_timer(train_step)`).
+        self._runners: dict[tuple[str, int, Target], Target] = {}
         self._switches_off: dict[tuple[Target, str], bool] = {}
 
     @cached_property
@@ -169,7 +179,9 @@ class ProgramFacts:
             method, _, parameter = rest.partition(":")
             qualname, _, parameter = parameter.partition(":")
             cls = self._argument_class(Target(file, qualname, "function"), parameter)
-            return self.method(cls, method) if cls is not None else None
+            if cls is None:
+                return None
+            return self.called_instance(cls) if method == "__call__" else self.method(cls, method)
         return None
 
     def _argument_class(self, target: Target, parameter: str) -> Target | None:
@@ -186,8 +198,9 @@ class ProgramFacts:
 
     def _instance_classes(self, file: str, value: list) -> set[Target]:
         """The project classes a summarized value, written in `file`, may be an instance of:
-        built by calling the class (`TensorboardLogger(log_dir)`) or one of its own
-        constructors that the project does not define (`Model.from_pretrained(name)`)."""
+        built by calling the class (`TensorboardLogger(log_dir)`), one of its own
+        constructors that the project does not define (`Model.from_pretrained(name)`), or a
+        project function that returns such an instance (`returned_classes`)."""
         if value[0] not in ("call", "calls"):
             return set()
         found = set()
@@ -198,7 +211,24 @@ class ProgramFacts:
                 target = self.resolve(file, head) if last.startswith("from_") else None
             if target is not None and target.kind == "class":
                 found.add(target)
+            elif target is not None and target.kind == "function":
+                found |= self.returned_classes(target)
         return found
+
+    def returned_classes(self, target: Target) -> frozenset[Target]:
+        """The project classes whose instances the function `target` returns: a factory
+        (`def build_loss(opt): return LossCompute(...)`), a class method that returns
+        `cls(...)` (`LossCompute.from_opts(opt)`, an instance of its class), or one that
+        returns what such a function returns."""
+        if target not in self._returned_classes:
+            self._returned_classes[target] = frozenset()  # A cycle of factories builds nothing.
+            function = self.function(target)
+            self._returned_classes[target] = frozenset(
+                cls
+                for value in (function.returns if function is not None else ())
+                for cls in self._instance_classes(target.file, value)
+            )
+        return self._returned_classes[target]
 
     def _imported(self, file: str, target: str, depth: int) -> Target | None:
         found = self.modules.resolve(file, target)
@@ -448,21 +478,107 @@ class ProgramFacts:
         """Per function (file, qualname): its calls that run project functions. A call of a
         method on `self` may also run the overrides of that method in project subclasses; one
         on a parameter runs the method of the class whose instances the callers pass, which
-        the direct calls tell."""
+        the direct calls tell; one that passes a project function to a function that calls
+        that parameter runs the function passed too (`_passed_edges`)."""
         edges = {}
         for file, function in self._functions:
             key = (file, function.qualname)
-            through_arguments = [
+            indirect = [
                 (site, target)
                 for site in function.calls
                 if site.callee.startswith("argument:")
                 for target in (self.callee(file, site),)
                 if target is not None
             ]
+            indirect.extend(self._passed_edges(file, function))
             edges[key] = self._direct_edges[key]
-            if through_arguments:  # in source order, as the others
-                edges[key] = sorted([*edges[key], *through_arguments], key=lambda edge: edge[0].ordinal)
+            if indirect:  # in source order, as the others
+                edges[key] = sorted([*edges[key], *indirect], key=lambda edge: edge[0].ordinal)
         return edges
+
+    def _passed_edges(self, file: str, function: FunctionSummary) -> list[tuple[CallSite, Target]]:
+        """The project functions that `function`'s calls pass, uncalled, to a project function
+        that calls them (`gpu_timer(train_step)`, where `gpu_timer(closure)` runs
+        `closure()`), each on a copy of the call that says how the function passed runs: on
+        every call unless the runner calls it under a sparse guard, with autograd off when
+        either call is, and passing what the runner's call of it passes (how many arguments,
+        which keywords; their values are the runner's, not kept)."""
+        found = []
+        for site in function.calls:
+            passed = [
+                (key, value[1]) for key, value in site.arguments.items() if value[0] == "function"
+            ]
+            runner = self.callee(file, site) if passed else None
+            summary = self.function(runner) if runner is not None else None
+            if summary is None:
+                continue
+            for key, ref in passed:
+                parameter = _parameter(site, summary, key)
+                inner = None if parameter is None else self._parameter_call(runner, parameter)
+                target = self.resolve(file, ref)
+                if inner is None or target is None or target.kind != "function":
+                    continue
+                self._runners[(file, site.ordinal, target)] = runner
+                found.append((
+                    replace(
+                        site,
+                        callee=ref,
+                        sparse=site.sparse or inner.sparse,
+                        no_grad=site.no_grad or inner.no_grad,
+                        evaluation_only=site.evaluation_only or inner.evaluation_only,
+                        arguments={},
+                        positional=inner.positional,
+                        keywords=inner.keywords,
+                    ),
+                    target,
+                ))
+        return found
+
+    def _parameter_call(self, target: Target, parameter: str, depth: int = 0) -> CallSite | None:
+        """The call by which `target` runs what its callers pass as `parameter`: its own call
+        of it (`closure()`), or one that passes it on to a function that calls it
+        (`_MAX_PASS_THROUGH` deep), sparse when that call or the one passing it on is (under a
+        periodic guard, or a call of a periodic predicate); one on every call comes first."""
+        key = (target, parameter, depth)
+        if key in self._parameter_calls:
+            return self._parameter_calls[key]
+        function = self.function(target)
+        found = None
+        for site in function.calls if function is not None else ():
+            call = None
+            if site.callee == f"argument:__call__:{target.qualname}:{parameter}":
+                call = site
+            elif depth < _MAX_PASS_THROUGH and ["param", parameter] in site.arguments.values():
+                call = self._passed_on(target.file, site, parameter, depth)
+            if call is None:
+                continue
+            periodic = any(name in self.periodic_predicates for name in call.predicates)
+            call = replace(call, sparse=call.sparse or periodic, predicates=[])
+            if found is None or found.sparse and not call.sparse:
+                found = call
+        self._parameter_calls[key] = found
+        return found
+
+    def _passed_on(self, file: str, site: CallSite, parameter: str, depth: int) -> CallSite | None:
+        """The call by which the function `site` runs calls `parameter`, which `site` passes on
+        to it (`_parameter_call`), as one call: sparse, without grad or for evaluation only
+        when either is."""
+        callee = self.callee(file, site)
+        summary = self.function(callee) if callee is not None else None
+        if summary is None:
+            return None
+        for key, value in site.arguments.items():
+            name = _parameter(site, summary, key) if value == ["param", parameter] else None
+            inner = None if name is None else self._parameter_call(callee, name, depth + 1)
+            if inner is not None:
+                return replace(
+                    inner,
+                    sparse=site.sparse or inner.sparse,
+                    no_grad=site.no_grad or inner.no_grad,
+                    evaluation_only=site.evaluation_only or inner.evaluation_only,
+                    predicates=site.predicates,
+                )
+        return None
 
     @cached_property
     def _direct_edges(self) -> dict[tuple[str, str], list[tuple[CallSite, Target]]]:
@@ -666,6 +782,15 @@ class ProgramFacts:
                     changed = True
         return frozenset(helpers)
 
+    @cached_property
+    def _runs(self) -> dict[tuple[str, int], list[Target]]:
+        """Per call (file, ordinal): the project functions it runs (the call graph's edges)."""
+        runs: dict[tuple[str, int], list[Target]] = defaultdict(list)
+        for (file, _), edges in self._edges.items():
+            for site, target in edges:
+                runs[(file, site.ordinal)].append(target)
+        return runs
+
     def _loop_kind(self, file: str, function: FunctionSummary, ordinal: int) -> str | None:
         """"train" for a training loop (by itself or through a step helper), "eval" for an
         evaluation loop, None for any other loop."""
@@ -716,7 +841,7 @@ class ProgramFacts:
                     elif loop_kind == "train" and site.loop in evaluating:
                         continue  # full-batch training: it waits for `test()` every epoch
                     if loop_kind == kind:
-                        paths[target] = (Hop(file, site.ordinal, target.qualname),)
+                        paths[target] = (self._hop(file, site, target),)
                         queue.append(target)
             while queue:
                 current = queue.popleft()
@@ -730,10 +855,15 @@ class ProgramFacts:
                             continue
                     if kind == "train" and (site.evaluation_only or self._evaluates(site, target)):
                         continue  # `if stage != Stage.TRAIN: save(...)`: evaluation steps only
-                    paths[target] = (*route, Hop(current.file, site.ordinal, target.qualname))
+                    paths[target] = (*route, self._hop(current.file, site, target))
                     queue.append(target)
             result[kind] = paths
         return result
+
+    def _hop(self, file: str, site: CallSite, target: Target) -> Hop:
+        """The hop of a per-step path where `site`, in `file`, runs `target`."""
+        runner = self._runners.get((file, site.ordinal, target))
+        return Hop(file, site.ordinal, target.qualname, runner.qualname if runner else "")
 
     def _route_passing(
         self, paths: dict[Target, tuple[Hop, ...]], function: Target, parameters: list[str],
@@ -750,7 +880,7 @@ class ProgramFacts:
         for file, caller, site in self._callers.get(function, ()):
             if self._sparse(site) or not self._passes(site, function, parameters):
                 continue
-            hop = Hop(file, site.ordinal, function.qualname)
+            hop = self._hop(file, site, function)
             caller_target = Target(file, caller.qualname, "function")
             if caller_target in paths:
                 return (*paths[caller_target], hop)
@@ -765,7 +895,7 @@ class ProgramFacts:
         if summary is None:
             return True
         names = summary.parameters
-        bound = 1 if summary.owner is not None and names[:1] in (["self"], ["cls"]) else 0
+        bound = _bound(site, summary)
         return all(
             name in site.keywords
             or "**" in site.keywords
@@ -1090,8 +1220,7 @@ class ProgramFacts:
                 argument[0] == "tensor" for _, _, argument in self._arguments_for(target, parameter)
             )
         for _, _, site in self._callers.get(target, []):
-            skip_self = function.owner is not None and not site.callee.startswith("def:")
-            named = len(function.parameters) - (1 if skip_self else 0)
+            named = len(function.parameters) - _bound(site, function)
             for key, argument in site.arguments.items():
                 extra = key not in function.parameters if not key.isdigit() else int(key) >= named
                 if extra and argument[0] == "tensor":
@@ -1205,15 +1334,18 @@ class ProgramFacts:
         name, *arguments = json.loads(question)
         return getattr(self, f"_answer_{name}")(file, *arguments)
 
-    def _answer_step_helper(self, file: str, ref: Ref) -> bool:
-        return self.resolve(file, ref) in self.step_helpers
+    def _answer_step_call(self, file: str, ordinal: int) -> bool:
+        return any(target in self.step_helpers for target in self._runs.get((file, ordinal), ()))
 
     def _answer_per_step(self, file: str, qualname: str) -> Answer:
         found = self.per_step(Target(file, qualname, "function"))
         if found is None:
             return None
         kind, path = found
-        return {"kind": kind, "path": [[hop.file, hop.call, hop.callee] for hop in path]}
+        return {
+            "kind": kind,
+            "path": [[hop.file, hop.call, hop.callee, hop.through] for hop in path],
+        }
 
     def _answer_per_forward(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "function") in self._per_forward
@@ -1309,10 +1441,30 @@ def _argument(site: CallSite, function: FunctionSummary, parameter: str) -> Valu
     (by keyword, or by position: a method called on an instance does not pass `self`)."""
     argument = site.arguments.get(parameter)
     if argument is None and parameter in function.parameters:
-        position = function.parameters.index(parameter)
-        skip_self = function.owner is not None and not site.callee.startswith("def:")
-        argument = site.arguments.get(str(position - 1 if skip_self else position))
+        position = function.parameters.index(parameter) - _bound(site, function)
+        argument = site.arguments.get(str(position))
     return argument
+
+
+def _parameter(site: CallSite, function: FunctionSummary, key: str) -> str | None:
+    """The parameter of `function` that `site`, a call of it, passes the argument `key` as
+    (a keyword, or a position: `_argument` read backwards)."""
+    if not key.isdigit():
+        return key if key in function.parameters else None
+    position = int(key) + _bound(site, function)
+    return function.parameters[position] if position < len(function.parameters) else None
+
+
+def _bound(site: CallSite, function: FunctionSummary) -> int:
+    """How many parameters of `function` the call `site` binds before its own arguments: 1
+    (`self`) for a method called on an instance or a constructor called through its class
+    (`Trainer(model, loss)` runs `__init__(self, model, loss)`), and `cls` for a class
+    method; 0 for a function, a static method and a method called through its class with
+    the instance passed (`Trainer.step(trainer, batch)`)."""
+    first = function.parameters[:1]
+    if function.owner is None or first not in (["self"], ["cls"]):
+        return 0
+    return 0 if first == ["self"] and site.callee == f"def:{function.qualname}" else 1
 
 
 def _called(value: list) -> list[Ref]:

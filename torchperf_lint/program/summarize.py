@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 
 import libcst as cst
 
@@ -150,12 +151,17 @@ class References:
         owner = self.owner_class(call)
         if isinstance(func, cst.Name) and func.value == "self" and owner is not None:
             return f"method:{owner}:forward"
+        if isinstance(func, cst.Name) and func.value == "cls" and self._in_class_method(call):
+            return f"def:{owner}"  # `return cls(...)` in a `from_opts` builds its class
         if isinstance(func, cst.Attribute):
             receiver = func.value
             if isinstance(receiver, cst.Name) and receiver.value == "self" and owner is not None:
                 constructed = self._constructed_class(func)
                 if constructed is not None:
                     return f"forward:{constructed}"
+                stored = self._stored_argument(func)
+                if stored is not None:  # `self.train_loss(batch, output)`
+                    return f"argument:__call__:{stored}"
                 return f"method:{owner}:{func.attr.value}"
             if (
                 isinstance(receiver, cst.Call)
@@ -182,14 +188,75 @@ class References:
                 return f"argument:{func.attr.value}:{parameter}"
         return None
 
+    def called_parameter(self, call: cst.Call) -> Ref | None:
+        """`argument:__call__:gpu_timer:closure` for `closure()` in `def gpu_timer(closure):`,
+        a call of a parameter its function never rebinds: it runs what each caller passes (a
+        function, or an object whose `forward` or `__call__` runs). Summaries only: as a
+        value, the result of calling a parameter is not a project call's."""
+        parameter = self._parameter_receiver(call.func)
+        return None if parameter is None else f"argument:__call__:{parameter}"
+
+    def passed_function(self, expression: cst.BaseExpression, at: cst.CSTNode) -> Ref | None:
+        """The project function `expression` names without calling it, as an argument of
+        the call `at`: `gpu_timer(train_step)` after `def train_step(): ...`, an imported
+        function, or `self.train_step` in a method (a name the functions around `at` bind
+        to a value is a variable, whatever the module defines)."""
+        if isinstance(expression, cst.Name):
+            name = expression.value
+            functions = self.scopes.enclosing_functions(at)
+            if any(self.scopes.binds(function, name) for function in functions):
+                return None
+            ref = self.of_name(name, at)
+            return ref if ref is not None and not is_external(ref) else None
+        owner = self.owner_class(at)
+        if (
+            isinstance(expression, cst.Attribute)
+            and isinstance(expression.value, cst.Name)
+            and expression.value.value == "self"
+            and owner is not None
+        ):
+            return f"method:{owner}:{expression.attr.value}"
+        return None
+
     def _parameter_receiver(self, expression: cst.BaseExpression) -> str | None:
         """`function:parameter` when `expression` is a parameter of its function that the
-        function never rebinds: its class is what the callers pass."""
+        function never rebinds, or an attribute of `self` that holds one (`_stored_argument`):
+        its class is what the callers pass."""
+        if isinstance(expression, cst.Attribute):
+            return self._stored_argument(expression)
         if not isinstance(expression, cst.Name) or expression.value in ("self", "cls"):
             return None
         if not self.scopes.holds_argument(expression):
             return None
         return f"{self.qualname(self.scopes.enclosing_function(expression))}:{expression.value}"
+
+    def _stored_argument(self, expression: cst.BaseExpression) -> str | None:
+        """`function:parameter` when `expression` is `self.attr` and every value the module
+        binds to it (but `None`) is that parameter of a method, held as it was passed:
+        `self.train_loss = train_loss` in `Trainer.__init__(self, model, train_loss)`."""
+        if not (
+            isinstance(expression, cst.Attribute)
+            and isinstance(expression.value, cst.Name)
+            and expression.value.value == "self"
+        ):
+            return None
+        found = set()
+        for value in self.scopes.bound_values(expression):
+            if _is_none(value):
+                continue
+            if not isinstance(value, cst.Name) or not self.scopes.holds_argument(value):
+                return None
+            function = self.scopes.enclosing_function(value)
+            found.add(f"{self.qualname(function)}:{value.value}")
+        return found.pop() if len(found) == 1 else None
+
+    def _in_class_method(self, node: cst.CSTNode) -> bool:
+        """In a method whose first parameter is `cls` (a `@classmethod`)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or self.owner_class(node) is None:
+            return False
+        params = (*function.params.posonly_params, *function.params.params)
+        return bool(params) and params[0].name.value == "cls"
 
     def _constructed_class(self, expression: cst.BaseExpression) -> Ref | None:
         """The class a name or `self.attr` is bound to an instance of (`model = Net()`), when
@@ -477,16 +544,20 @@ class _Summarizer:
         owner = summary.functions[self.refs.qualname(function)]
         loop = facts.loops.loop_of_call(call)
         method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        closure = None
         if facts.loops.is_training_step(call, method):
             self.stepping.add(owner.qualname)
             if loop is None:
                 owner.steps = True
+            closure = self._closure(call)
         elif method == "backward" and loop is None:
             self.backpropagating.add(owner.qualname)
         if method == "eval" and not call.args:
             owner.evaluates = True
-        callee = self.refs.callee(call)
-        if callee is None or is_external(callee):
+        callee = self.refs.callee(call) or self.refs.called_parameter(call)
+        if callee is not None and is_external(callee):
+            callee = None
+        if callee is None and closure is None:
             return
         if loop is not None:
             # Sparse within its loop, or the loop itself runs on few steps (after `if not
@@ -501,28 +572,42 @@ class _Summarizer:
                 or facts.guards.counter_guard(call)
                 or facts.guards.initializes_once(call)
             )
-        owner.calls.append(
-            CallSite(
-                callee=callee,
-                ordinal=ordinal,
-                loop=-1 if loop is None else self.loop_ordinals[loop.node],
-                sparse=sparse or facts.steps.off_the_usual_path(call),
-                no_grad=facts.guards.grad_disabled(call),
-                evaluation_only=facts.guards.evaluation_only(call),
-                arguments=self._arguments(call),
-                positional=-1 if any(arg.star == "*" for arg in call.args) else sum(
-                    1 for arg in call.args if arg.keyword is None and not arg.star
-                ),
-                keywords=[
-                    "**" if arg.star == "**" else arg.keyword.value
-                    for arg in call.args
-                    if arg.star == "**" or arg.keyword is not None
-                ],
-                needs=facts.guards.required_parameters(call),
-                predicates=[] if sparse else facts.guards.predicate_guards(call),
-                counter_guards=[] if sparse else facts.guards.counter_parameter_tests(call),
-            )
+        site = CallSite(
+            callee=callee or "",
+            ordinal=ordinal,
+            loop=-1 if loop is None else self.loop_ordinals[loop.node],
+            sparse=sparse or facts.steps.off_the_usual_path(call),
+            no_grad=facts.guards.grad_disabled(call),
+            evaluation_only=facts.guards.evaluation_only(call),
+            arguments=self._arguments(call),
+            positional=-1 if any(arg.star == "*" for arg in call.args) else sum(
+                1 for arg in call.args if arg.keyword is None and not arg.star
+            ),
+            keywords=[
+                "**" if arg.star == "**" else arg.keyword.value
+                for arg in call.args
+                if arg.star == "**" or arg.keyword is not None
+            ],
+            needs=facts.guards.required_parameters(call),
+            predicates=[] if sparse else facts.guards.predicate_guards(call),
+            counter_guards=[] if sparse else facts.guards.counter_parameter_tests(call),
         )
+        if callee is not None:
+            owner.calls.append(site)
+        if closure is not None:  # `optimizer.step(closure)` runs `closure()`, with no argument
+            owner.calls.append(
+                replace(site, callee=closure, arguments={}, positional=0, keywords=[])
+            )
+
+    def _closure(self, call: cst.Call) -> Ref | None:
+        """The project function an optimizer step is passed as its closure
+        (`optimizer.step(closure)`, `step(closure=closure)`), which the step calls."""
+        for position, arg in enumerate(call.args):
+            if arg.keyword is not None and arg.keyword.value == "closure" or (
+                position == 0 and arg.keyword is None and not arg.star
+            ):
+                return self.refs.passed_function(arg.value, call)
+        return None
 
     def _arguments(self, call: cst.Call) -> dict[str, Value]:
         found = {}
@@ -541,6 +626,9 @@ class _Summarizer:
                 value = ["off"]  # `self.bert(ids, checkpoint_activations=False)`
             else:
                 value = self._value(arg.value)
+                function = None if value is not None else self.refs.passed_function(arg.value, call)
+                if function is not None:
+                    value = ["function", function]  # `gpu_timer(train_step)`
             if value is not None:
                 key = arg.keyword.value if arg.keyword is not None else str(position)
                 found[key] = value

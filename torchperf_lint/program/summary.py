@@ -7,7 +7,8 @@ module's calls (rows are found later, only for the calls a finding's path goes t
 
 A reference (`Ref`) is how the file names what a call runs, before the linker resolves it:
     `def:train_step`           a function or class defined in this file (a dotted chain may
-                               follow: `def:Trainer.step`), or one of its `*` imports gives
+                               follow: `def:Trainer.step`; `cls(...)` in a class method names
+                               its class), or one of its `*` imports gives
     `import:utils.log`         an imported name and attributes (`import:.engine.train`: relative)
     `method:Trainer:step`      `self.step(...)` inside class `Trainer`
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
@@ -18,7 +19,14 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
                                `self.trainer = MixedPrecisionTrainer(...)`, or under
                                `if isinstance(posterior, Gaussian):`
     `argument:update:train:writer` a method of what the callers of function `train` pass as
-                               its parameter `writer`: `writer.update(...)` in `train`
+                               its parameter `writer`: `writer.update(...)` in `train`, also
+                               through an attribute of `self` that holds it
+                               (`self.writer.update(...)` after `self.writer = writer` in
+                               `__init__`: `argument:update:Trainer.__init__:writer`)
+    `argument:__call__:gpu_timer:closure` calling what the callers pass: `closure()` in
+                               `def gpu_timer(closure)` (a function passed, or an object whose
+                               `forward` or `__call__` runs), `self.train_loss(...)` after
+                               `self.train_loss = train_loss` in `Trainer.__init__`
 
 The data classes live here, free of LibCST (a cached run reads summaries without parsing);
 `program.summarize` computes them from a parsed file.
@@ -37,7 +45,8 @@ Ref = str
 # (["calls", [ref, ...]]), a parameter passed through (["param", name]), a tensor that may
 # live on the device (["tensor"]), a counter of a loop around the call (["counter"]:
 # `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
-# first iteration only (["first"]: `Counters.first_flags`), a switch turned off (["off"]:
+# first iteration only (["first"]: `Counters.first_flags`), a project function passed
+# uncalled (["function", ref]: `gpu_timer(train_step)`), a switch turned off (["off"]:
 # `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
 # preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), an object
 # read back whole from a file (["loaded"]: `torch.load(path)`, a dataset saved after

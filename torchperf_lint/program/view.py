@@ -35,6 +35,8 @@ class LinkedAnswers(ProgramAnswers):
         self.file = file
         self.refs = refs
         self.asked: dict[str, Answer] = {}
+        # Each call's position among the module's calls, as the summary numbers them.
+        self._ordinals: dict[cst.Call, int] | None = None
 
     def _ask(self, name: str, *arguments: object) -> Answer:
         key = question(name, *arguments)
@@ -50,8 +52,13 @@ class LinkedAnswers(ProgramAnswers):
         return None if ref is None or is_external(ref) else ref
 
     def calls_step_helper(self, call: cst.Call) -> bool:
-        ref = self._project_ref(call)
-        return ref is not None and bool(self._ask("step_helper", ref))
+        if self._project_ref(call) is None and self.refs.called_parameter(call) is None:
+            return False  # The summary keeps no call that runs nothing of the project's.
+        if self._ordinals is None:
+            calls = self.refs.facts.index.calls
+            self._ordinals = {node: ordinal for ordinal, node in enumerate(calls)}
+        ordinal = self._ordinals.get(call)
+        return ordinal is not None and bool(self._ask("step_call", ordinal))
 
     def per_step(self, function: cst.FunctionDef) -> StepWitness | None:
         answer = self._ask("per_step", self.refs.qualname(function))
@@ -59,8 +66,8 @@ class LinkedAnswers(ProgramAnswers):
             return None
         step = _STEP_NAMES[answer["kind"]]
         path = tuple(
-            Related(file, None, f"calls `{_callee_label(callee)}` on every {step} step", call)
-            for file, call, callee in answer["path"]
+            Related(file, None, _hop_message(callee, through, step), call)
+            for file, call, callee, through in answer["path"]
         )
         return StepWitness(answer["kind"], path)
 
@@ -151,6 +158,18 @@ class LinkedProgram(Program):
 
     def answers_for(self, facts: FileFacts) -> LinkedAnswers:
         return LinkedAnswers(self.program, self.file, self.refs or References(facts))
+
+
+def _hop_message(callee: str, through: str, step: str) -> str:
+    """What one call of a per-step path does: `calls `log_metrics` on every training step`,
+    or, for a function passed to another that runs it, `passes `train_step` to `gpu_timer`,
+    which runs it on every training step`."""
+    if through:
+        return (
+            f"passes `{_callee_label(callee)}` to `{_callee_label(through)}`, which runs it on "
+            f"every {step} step"
+        )
+    return f"calls `{_callee_label(callee)}` on every {step} step"
 
 
 def _callee_label(qualname: str) -> str:

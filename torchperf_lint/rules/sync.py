@@ -55,7 +55,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     In a module that uses CUDA (or with `target-device = "cuda"`), checks for host syncs that
     run on every iteration of a training loop: `.item()`, `.tolist()`, `.cpu()`,
     `.numpy(force=True)` (a bare `.numpy()` raises on a device tensor, so the tensor it reads
-    is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor, `math.isnan(t)` (and `isinf`, `isfinite`,
+    is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor (a name bound once
+    and backpropagated is one, whatever made it: `loss = loss_fn(z, h)`, `loss.backward()`,
+    then `float(loss)`), `math.isnan(t)` (and `isinf`, `isfinite`,
     which read the tensor as `float(t)` does), `range(t)` (which reads the bound as
     `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
     with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
@@ -77,7 +79,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `x[ids]`, runs on the device; a name is judged by the binding that reaches it, so
     `for start in range(0, n, m): b[start:start + m]` reads nothing, whatever tensor an
     earlier `start = torch.clip(...)` held), and an explicit `torch.cuda.synchronize()` (or another backend's)
-    that does not bound a timed interval (a clock read right before or after it). A chain
+    that does not bound a timed interval (a clock read right before or after it: `time.time()`,
+    or a CUDA event's `start.elapsed_time(end)`, which needs the synchronize). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
@@ -91,9 +94,15 @@ class SyncInTrainingLoop(_PerIterationRule):
     The sync may be in another function, in any module of the program, that runs on every
     training step: one the training loop calls, directly or through other functions (a
     method of an object the loop was handed, `log_writer.update(acc=acc)` when the callers
-    pass a `TensorboardLogger(...)`, or of one tested with `isinstance`,
+    pass a `TensorboardLogger(...)`, also kept on `self` by the constructor it was passed
+    to, `self.train_loss(batch, output)` after `self.train_loss = train_loss` in a `Trainer`
+    built with `LossCompute.from_opts(opt)`, a class method returning `cls(...)`, or of one
+    tested with `isinstance`,
     `self.sampler.update(losses)` under `if isinstance(self.sampler, LossAwareSampler):`; a
-    subclass's override of what its base class's step calls, `self.shared_step(batch)`), a
+    subclass's override of what its base class's step calls, `self.shared_step(batch)`; a
+    function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
+    gpu_timer(closure): ... closure()`, or to an optimizer's step, `optimizer.step(closure)`:
+    a passed `train_step` that steps the optimizer makes the loop a training loop), a
     framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
     The finding names the call path. A call in a branch that needs an optional parameter
@@ -145,7 +154,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     calls after the loop or
     outside any training loop (a reinforcement-learning rollout whose iterations step no
     optimizer, such as PPO's collection of `num_steps` before its update loop, is not one);
-    in a function defined in the training loop (it runs when called), and in a training or
+    in a function defined in the training loop that nothing runs on every step (it runs when
+    called, or when passed to a function that calls it), and in a training or
     DataLoader loop nested inside it, which is judged as its own (an evaluation loop's reads
     are TPL202's); any other loop nested in the step (over parameters, over the elements of a
     tensor) runs on every step, and its reads are reported. It is also silent where
