@@ -18,7 +18,9 @@ call, its cost shared by the loop's model calls: for `runs_per_step` it is not p
 in a function that runs on every evaluation step or forward (a beam search's buffers).
 
 Code on an error path (a branch that ends in `raise` or `sys.exit()`, an `except` handler) is
-never per step: it runs when something went wrong, not on every batch. For `runs_per_step`,
+never per step: it runs when something went wrong, not on every batch. Nor is what a call that
+saves a checkpoint runs (`save_checkpoint(iteration, model, optimizer)`, `save_model(...)`,
+`saves_a_checkpoint`): a run saves at intervals, whatever decides when. For `runs_per_step`,
 neither is code the program never runs (a method nothing names, a branch behind a switch
 nothing turns on: `never_runs`) nor the body of a function whose result is cached
 (`@cached_property`, `@lru_cache`: `memoized`).
@@ -26,6 +28,7 @@ nothing turns on: `never_runs`) nor the body of a function whose result is cache
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,11 +49,25 @@ _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 # Decorators that cache a function's result: its body runs once per object or arguments.
 _MEMOIZING = frozenset({"functools.cached_property", "functools.cache", "functools.lru_cache"})
 
+# A function that saves a checkpoint, by its name: `save_checkpoint`, `save_checkpoint_and_time`,
+# `save_model`, `checkpoint_save`, `save_ckpt`, `save_state`, `save_weights`, `save_pretrained`.
+_SAVE = re.compile(r"(?:^|_)save(?:_|$)", re.IGNORECASE)
+_SAVED = re.compile(r"checkpoint|ckpt|model|state|weights|pretrained", re.IGNORECASE)
+
 # Keywords of a Hugging Face `generate(...)` call.
 _GENERATION_SETTINGS = frozenset({
     "max_new_tokens", "max_length", "min_length", "num_beams", "do_sample", "top_p", "top_k",
     "inputs_embeds", "num_return_sequences", "generation_config",
 })
+
+def saves_a_checkpoint(call: cst.Call) -> bool:
+    """A call of a function that saves a checkpoint, by its name (`save_checkpoint(...)`,
+    `self.save_model(...)`, `save_checkpoint_and_time(...)`): a training loop saves at
+    intervals, under a test the program may not show (`if should_checkpoint:`), so what it
+    runs is not per step."""
+    name = last_identifier(call.func) or ""
+    return bool(_SAVE.search(name)) and bool(_SAVED.search(name))
+
 
 def _ends_in_leave(block: cst.BaseSuite) -> bool:
     """Its last statement is `return`, `break` or `continue`."""

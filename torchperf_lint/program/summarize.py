@@ -16,6 +16,7 @@ from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
+from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.program.summary import (
     CallSite,
@@ -576,7 +577,7 @@ class _Summarizer:
             callee=callee or "",
             ordinal=ordinal,
             loop=-1 if loop is None else self.loop_ordinals[loop.node],
-            sparse=sparse or facts.steps.off_the_usual_path(call),
+            sparse=sparse or facts.steps.off_the_usual_path(call) or saves_a_checkpoint(call),
             no_grad=facts.guards.grad_disabled(call),
             evaluation_only=facts.guards.evaluation_only(call),
             arguments=self._arguments(call),

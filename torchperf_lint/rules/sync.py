@@ -138,7 +138,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
     config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
-    users turn on to trade speed for checks), after
+    users turn on to trade speed for checks), in what a call that saves a checkpoint runs
+    (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name:
+    a run saves at intervals, whatever test decides when), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), a
     lazy initialisation (`if buffer is None: buffer = ...`), or behind a latch (`if
