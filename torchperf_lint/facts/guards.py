@@ -59,6 +59,20 @@ def _presence_tested(test: cst.BaseExpression) -> str | None:
     return _compared_with_none(test, cst.IsNot)
 
 
+def _true_tested(test: cst.BaseExpression) -> str | None:
+    """The name `test` requires to be `True`: `name is True` or `name == True` (its `else`
+    runs for a `False` passed as well as for a missing one)."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.Equal))
+        and isinstance(test.left, cst.Name)
+        and literal_value(test.comparisons[0].comparator) is True
+    ):
+        return test.left.value
+    return None
+
+
 def _absence_tested(test: cst.BaseExpression) -> str | None:
     """The name `test` requires to be missing: `name is None`, or `not name`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -672,8 +686,8 @@ class Guards:
     def required_parameters(self, node: cst.CSTNode) -> list[str]:
         """The parameters of `node`'s function, `None` or `False` by default, that a caller
         must pass for `node` to run: `node` is in the body of `if normals is not None:` (or
-        `if normals:`, also as an operand of an `and`) or in the `else` of `if normals is
-        None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
+        `if normals:`, `if init is True:`, also as an operand of an `and`) or in the `else` of
+        `if normals is None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
         return [name for name, given in self._parameter_tests(node) if given]
 
     def omitted_parameters(self, node: cst.CSTNode) -> list[str]:
@@ -703,7 +717,7 @@ class Guards:
                 continue
             if child is parent.body:
                 operands = conjuncts(parent.test)
-                found = [(_presence_tested(test), True) for test in operands]
+                found = [(_presence_tested(test) or _true_tested(test), True) for test in operands]
                 found += [(_absence_tested(test), False) for test in operands]
             elif child is parent.orelse:
                 found = [(_absence_tested(parent.test), True), (_presence_tested(parent.test), False)]
