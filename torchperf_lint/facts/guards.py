@@ -14,6 +14,7 @@ from torchperf_lint.facts.index import (
     ScopeNode,
     SyntaxIndex,
     descendants,
+    descendants_in_scope,
     methods_of,
     statements_of,
 )
@@ -543,17 +544,28 @@ class Guards:
         return "cuda" if device == "cpu" else "cpu"
 
     def initializes_once(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in a lazy initialisation of an attribute (`_initialized_once`
-        of `self.x`): a call runs it the first time only. A local name (`if mask is None:
+        """Whether `node` sits in a lazy initialisation of an attribute or a module global
+        (`_initialized_once` of `self.x`, or of `X` that its function declares `global` or
+        only reads): a call runs it the first time only. A local name (`if mask is None:
         mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
-                if initialized is not None and initialized.startswith("self."):
+                if initialized is not None and (
+                    initialized.startswith("self.") or self._module_global(initialized, parent)
+                ):
                     return True
         return False
+
+    def _module_global(self, name: str, node: cst.CSTNode) -> bool:
+        """`name`, read at `node`, is a global of the module: its function declares it
+        `global`, or does not bind it while the module's code does."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or _declares_global(function, name):
+            return True
+        return not self.scopes.binds(function, name) and self.scopes.binds(None, name)
 
     def _initialized_once(self, branch: cst.If) -> str | None:
         """`x`, for `if x is None:` whose body assigns `x`, directly or in a method of the class it
@@ -570,6 +582,8 @@ class Guards:
             for node in descendants(branch.body)
         ):
             return name
+        if "." not in name:
+            return name if self._global_assigned_by_call(name, branch.body) else None
         cls = self.scopes.enclosing_class(branch) if name.startswith("self.") else None
         if cls is None:
             return None
@@ -586,6 +600,23 @@ class Guards:
             for node in descendants(method.body)
         )
         return name if assigned else None
+
+    def _global_assigned_by_call(self, name: str, body: cst.CSTNode) -> bool:
+        """`body` calls a function of the module (`load_sru_mod()`) that declares `global
+        name` and assigns it."""
+        called = {
+            node.func.value
+            for node in descendants(body)
+            if type(node) is cst.Call and type(node.func) is cst.Name
+        }
+        return any(
+            function.name.value in called
+            and self.scopes.enclosing_function(function) is None
+            and self.scopes.enclosing_class(function) is None
+            and _declares_global(function, name)
+            and self.scopes.binds(function, name)
+            for function in self.index.functions
+        )
 
     def off_default_option(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only when its object was built with a switch turned away from
@@ -1008,6 +1039,14 @@ def iteration_counter(
     if attributes and isinstance(target, cst.Attribute):
         return dotted_name(target)
     return target.value if isinstance(target, cst.Name) else None
+
+
+def _declares_global(function: cst.FunctionDef, name: str) -> bool:
+    """`function` declares `global name` in its own body."""
+    return any(
+        type(node) is cst.Global and any(item.name.value == name for item in node.names)
+        for node in descendants_in_scope(function.body)
+    )
 
 
 def _none_tested(test: cst.BaseExpression) -> str | None:

@@ -660,7 +660,9 @@ class TensorCreatedThenMoved(Rule):
     a per-step function that runs on the first call only, or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
     outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
-    also through a method it calls on `self` that assigns the attribute; what a function that
+    also through a method it calls on `self` that assigns the attribute, or of a module
+    global, also through a function of the module that assigns it after `global KERNEL`
+    (`if KERNEL is None: load_kernel()`); what a function that
     runs a model's `generate(...)` with autograd off prepares for it, also in its loops over
     frames or modalities: the decoding loop runs the model once per token); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
