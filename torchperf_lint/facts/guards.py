@@ -813,26 +813,49 @@ class Guards:
         return default if isinstance(default, bool) else None
 
     def _constructor_literal(self, test: cst.BaseExpression) -> object:
-        """The literal default (`True`, `None`, ...) of the `__init__` parameter that
-        `self.<attr>` is only ever assigned from; `UNKNOWN` when there is none."""
+        """What `self.<attr>` holds in an object built with the defaults, when it is only
+        ever assigned, in `__init__`, one parameter's value or a test of it: the literal
+        default (`True`, `None`, ...) of `self.remap = remap`, or the test's result with it
+        (`False` for `self.use_ema = ema_decay is not None` with `ema_decay=None`, see
+        `_value_with`); `UNKNOWN` when there is none."""
+        switch = self.constructor_switch(test)
+        if switch is None:
+            return UNKNOWN
+        param, value = switch
+        return _value_with(value, param.name.value, literal_value(param.default))
+
+    def constructor_switch(
+        self, test: cst.BaseExpression
+    ) -> tuple[cst.Param, cst.BaseExpression] | None:
+        """(the `__init__` parameter, the value assigned) when `self.<attr>` is only ever
+        assigned, in its class's `__init__`, a value computed from one parameter of it that
+        has a default and nothing else of the function: `self.with_cp = with_cp`,
+        `self.use_ema = ema_decay is not None`."""
         if not isinstance(test, cst.Attribute) or not isinstance(test.value, cst.Name):
-            return UNKNOWN
+            return None
         if test.value.value != "self":
-            return UNKNOWN
+            return None
         cls = self.scopes.enclosing_class(test)
         values = [
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
         ]
-        if len(values) != 1 or not isinstance(values[0], cst.Name):
-            return UNKNOWN
+        if len(values) != 1:
+            return None
         init = self.scopes.enclosing_function(values[0])
         if init is None or init.name.value != "__init__":
-            return UNKNOWN
+            return None
+        read = {
+            node.value for node in (values[0], *descendants(values[0]))
+            if type(node) is cst.Name and self.scopes.is_parameter(node.value, init)
+        }
+        if len(read) != 1:
+            return None
+        name = read.pop()
         for param in (*init.params.params, *init.params.kwonly_params):
-            if param.name.value == values[0].value and param.default is not None:
-                return literal_value(param.default)
-        return UNKNOWN
+            if param.name.value == name and param.default is not None:
+                return param, values[0]
+        return None
 
     def evaluation_only(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a branch of its function that runs only when not training
@@ -1039,6 +1062,57 @@ def iteration_counter(
     if attributes and isinstance(target, cst.Attribute):
         return dotted_name(target)
     return target.value if isinstance(target, cst.Name) else None
+
+
+# The comparisons `_value_with` evaluates.
+_COMPARISONS: dict[type, Callable[[object, object], object]] = {
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+}
+
+
+def _value_with(expression: cst.BaseExpression, name: str, value: object) -> object:
+    """What `expression` gives when the name `name` holds `value` (a literal): the name
+    itself, `bool(name)`, `not` of one of these, or a comparison of the name with a literal
+    (`name is not None`, `name > 0`); `UNKNOWN` for anything else, or when `value` is."""
+    if value is UNKNOWN:
+        return UNKNOWN
+    if type(expression) is cst.Name and expression.value == name:
+        return value
+    if (
+        type(expression) is cst.Call
+        and dotted_name(expression.func) == "bool"
+        and len(expression.args) == 1
+        and not expression.args[0].keyword
+        and not expression.args[0].star
+    ):
+        inner = _value_with(expression.args[0].value, name, value)
+        return UNKNOWN if inner is UNKNOWN else bool(inner)
+    if type(expression) is cst.UnaryOperation and type(expression.operator) is cst.Not:
+        inner = _value_with(expression.expression, name, value)
+        return UNKNOWN if inner is UNKNOWN else not inner
+    if type(expression) is cst.Comparison and len(expression.comparisons) == 1:
+        comparison = expression.comparisons[0]
+        compare = _COMPARISONS.get(type(comparison.operator))
+        other = literal_value(comparison.comparator)
+        if (
+            compare is None
+            or other is UNKNOWN
+            or type(expression.left) is not cst.Name
+            or expression.left.value != name
+        ):
+            return UNKNOWN
+        try:
+            return compare(value, other)
+        except TypeError:  # `None > 0`
+            return UNKNOWN
+    return UNKNOWN
 
 
 def _declares_global(function: cst.FunctionDef, name: str) -> bool:

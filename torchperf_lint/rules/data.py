@@ -682,8 +682,9 @@ class TensorCreatedThenMoved(Rule):
     a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
     function whose every caller passes it; a branch that only objects built with a switch
     away from its default run (`if self.add_zero_attn:` in a `forward` whose class stores
-    `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`, or `if
-    self.remap is not None:` from `__init__(..., remap=None)`);
+    `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`, `if
+    self.remap is not None:` from `__init__(..., remap=None)`, or `if self.use_ema:` after
+    `self.use_ema = ema_decay is not None`);
     loops over a literal collection of constants (`for stride, width in [(1, 32), (2,
     64)]:`), which run a handful of configurations, not steps; the body of a loop of epochs
     around the loop over the loader (`for epoch in range(n):`) outside that loop, where
