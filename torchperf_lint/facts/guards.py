@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from torchperf_lint.conventions import LIBRARY_SWITCHES
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
@@ -104,6 +105,8 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 _NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# How the names of settings objects end (`training_args`, `model_config`).
+_SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
 # Words in the name of a switch that turns on a debugging mode (`args.debug`,
 # `config.sanity_checks`), and words that turn the switch's meaning around
 # (`ignore_sanity_checks`, `no_debug`).
@@ -660,23 +663,32 @@ class Guards:
         return False
 
     def _off_switch(self, test: cst.BaseExpression) -> bool:
-        """`self.<attr>`, set only to off values in its class and turned on nowhere."""
-        if not (
-            isinstance(test, cst.Attribute)
-            and isinstance(test.value, cst.Name)
-            and test.value.value == "self"
-            and test.attr.value not in _TRAINING_FLAGS  # `nn.Module.train()` sets `training`
-        ):
+        """`self.<attr>`, set only to off values in its class and turned on nowhere; or a
+        library's checkpointing switch (`LIBRARY_SWITCHES`) that the file does not set, on
+        a model (`self.model.transformer.grad_checkpointing` of an open_clip model; not on
+        the run's settings: `args.gradient_checkpointing`, `self.config.grad_checkpointing`),
+        where the project neither sets it nor names a method that turns it on."""
+        if not isinstance(test, cst.Attribute):
+            return False
+        attribute = test.attr.value
+        owner = dotted_name(test.value)
+        if owner is None:
             return False
         cls = self.scopes.enclosing_class(test)
         values = [
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
-        ]
+        ] if owner == "self" else []
+        if not values:
+            return (
+                attribute in LIBRARY_SWITCHES
+                and not any(part.lower().endswith(_SETTINGS_SUFFIXES) for part in owner.split("."))
+                and not self.project_switches_on(attribute)
+            )
         return (
-            bool(values)
+            attribute not in _TRAINING_FLAGS  # `nn.Module.train()` sets `training`
             and all(literal_value(value) in (False, None, 0) for value in values)
-            and not self.project_switches_on(test.attr.value)
+            and not self.project_switches_on(attribute)
         )
 
     def predicate_guards(self, node: cst.CSTNode) -> list[str]:

@@ -34,7 +34,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from torchperf_lint.conventions import framework_hook_kind, is_test_file, runs_its_model_per_step
+from torchperf_lint.conventions import (
+    LIBRARY_SWITCHES,
+    framework_hook_kind,
+    is_test_file,
+    runs_its_model_per_step,
+)
 from torchperf_lint.program.modules import ModuleMap
 from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref, Value
 
@@ -45,14 +50,11 @@ MAX_OVERRIDES = 8
 STEP_KINDS = ("train", "eval")
 # The classes outside the project whose subclasses' other methods only the project calls.
 _PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
-# Hugging Face's hook that switches `gradient_checkpointing` on a model's modules, and the
-# names that run it: the `transformers`/`diffusers` methods that call it, and the hook itself.
 # How many functions a loop counter is followed through as a parameter passed on.
 _MAX_PASS_THROUGH = 3
+# Hugging Face's hook that switches `gradient_checkpointing` on a model's modules; the names
+# that run it are that switch's `LIBRARY_SWITCHES`.
 _CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
-_CHECKPOINTING_ENABLERS = frozenset({
-    "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
-})
 _AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 # The methods of `nn.Module` that PyTorch itself calls on a subclass that overrides them.
 _MODULE_CALLBACKS = frozenset({
@@ -597,8 +599,11 @@ class ProgramFacts:
         attribute nothing else sets (a copied model whose `enable` method nothing calls) is
         off in every run. Hugging Face's hook `_set_gradient_checkpointing(module, value)`
         runs only when the project names it or the methods of `transformers`/`diffusers`
-        that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`)."""
-        return frozenset(
+        that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`).
+        A library's switch (`LIBRARY_SWITCHES`) is on when the project names a method of the
+        library that turns it on (`model.set_grad_checkpointing()`) or passes it as a keyword
+        (`from_pretrained(name, gradient_checkpointing=True)`)."""
+        set_by_code = (
             attribute
             for file, summary in self.summaries.items()
             for qualname, function in summary.functions.items()
@@ -607,12 +612,18 @@ class ProgramFacts:
             and not self._checkpointing_hook_never_run(qualname)
             for attribute in function.switches
         )
+        set_by_library = (
+            attribute
+            for attribute, enablers in LIBRARY_SWITCHES.items()
+            if self._mentioned & enablers or attribute in self._keywords_on
+        )
+        return frozenset((*set_by_code, *set_by_library))
 
     def _checkpointing_hook_never_run(self, qualname: str) -> bool:
         """`qualname` is Hugging Face's `_set_gradient_checkpointing` hook and nothing in the
         project names it or a method that calls it."""
         return qualname.rpartition(".")[2] == _CHECKPOINTING_HOOK and not (
-            self._mentioned & _CHECKPOINTING_ENABLERS
+            self._mentioned & LIBRARY_SWITCHES["gradient_checkpointing"]
         )
 
     @cached_property

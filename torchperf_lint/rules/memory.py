@@ -509,7 +509,11 @@ class CheckpointUseReentrant(Rule):
     which sets `self.gradient_checkpointing = False` while no code of the project that may
     run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
     value)` sets it only when the project calls `gradient_checkpointing_enable()` or
-    `enable_gradient_checkpointing()`, or the hook itself), a branch on a parameter off by
+    `enable_gradient_checkpointing()`, or the hook itself), the same switch of a library's
+    model, which the library builds off (`if self.model.transformer.grad_checkpointing:` on an
+    open_clip or timm model, on only after `set_grad_checkpointing()`; Hugging Face's
+    `gradient_checkpointing`, on only after `gradient_checkpointing_enable()`; a test of the
+    run's settings, `args.grad_checkpointing`, is still reported), a branch on a parameter off by
     default that no caller turns on (`if checkpoint_activations:` in `BertEncoder.forward(...,
     checkpoint_activations=False)`, whose callers leave it out, pass `False`, or pass on a
     parameter of their own that none of theirs turns on), and functions nothing can call (no
