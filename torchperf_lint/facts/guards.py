@@ -105,6 +105,8 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 _NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# The values that leave a switch off.
+_OFF_LITERALS = (False, None, 0)
 # How the names of settings objects end (`training_args`, `model_config`).
 _SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
 # Words in the name of a switch that turns on a debugging mode (`args.debug`,
@@ -220,6 +222,12 @@ class Guards:
         counters: Counters,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
         project_switches_on: Callable[[str], bool] = lambda attribute: True,
+        project_never_builds_with: Callable[[cst.FunctionDef, str], bool] = (
+            lambda init, parameter: False
+        ),
+        project_inherits_switch: Callable[[cst.ClassDef, str], bool] = (
+            lambda cls, attribute: False
+        ),
     ) -> None:
         """`counters` are the module's: they do not depend on the program."""
         self.index = index
@@ -230,6 +238,8 @@ class Guards:
         self.project_disables_grad = project_disables_grad
         # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).
         self.project_switches_on = project_switches_on
+        self.project_never_builds_with = project_never_builds_with
+        self.project_inherits_switch = project_inherits_switch
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
         # Per `if`, the operands of its `or` and its first-time tests (`_first_time_operands`).
@@ -663,11 +673,16 @@ class Guards:
         return False
 
     def _off_switch(self, test: cst.BaseExpression) -> bool:
-        """`self.<attr>`, set only to off values in its class and turned on nowhere; or a
-        library's checkpointing switch (`LIBRARY_SWITCHES`) that the file does not set, on
-        a model (`self.model.transformer.grad_checkpointing` of an open_clip model; not on
-        the run's settings: `args.gradient_checkpointing`, `self.config.grad_checkpointing`),
-        where the project neither sets it nor names a method that turns it on."""
+        """`self.<attr>`, set only to off values in its class and turned on nowhere, or
+        stored from a parameter of its `__init__`, off by default, that no code of the
+        project builds the class with turned on (`self.with_cp = with_cp` with
+        `with_cp=False`, `ProgramAnswers.never_built_with`), also by a project base class
+        its own class does not override (`ProgramAnswers.inherits_switch`, and no stored
+        switch of that name may be on: `switched_on`); or a library's checkpointing
+        switch (`LIBRARY_SWITCHES`) that the file does not set, on a model
+        (`self.model.transformer.grad_checkpointing` of an open_clip model; not on the run's
+        settings: `args.gradient_checkpointing`, `self.config.grad_checkpointing`), where the
+        project neither sets it nor names a method that turns it on."""
         if not isinstance(test, cst.Attribute):
             return False
         attribute = test.attr.value
@@ -679,17 +694,41 @@ class Guards:
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
         ] if owner == "self" else []
+        if not values and owner == "self" and cls is not None:
+            if self.project_inherits_switch(cls, attribute):  # a base class's constructor switch
+                return not self.project_switches_on(attribute)
         if not values:
             return (
                 attribute in LIBRARY_SWITCHES
                 and not any(part.lower().endswith(_SETTINGS_SUFFIXES) for part in owner.split("."))
                 and not self.project_switches_on(attribute)
             )
-        return (
-            attribute not in _TRAINING_FLAGS  # `nn.Module.train()` sets `training`
-            and all(literal_value(value) in (False, None, 0) for value in values)
-            and not self.project_switches_on(attribute)
-        )
+        if attribute in _TRAINING_FLAGS or self.project_switches_on(attribute):
+            return False  # `nn.Module.train()` sets `training`
+        if all(literal_value(value) in _OFF_LITERALS for value in values):
+            return True
+        stored = self.stored_switch(test)
+        return stored is not None and self.project_never_builds_with(*stored)
+
+    def stored_switch(self, attribute: cst.BaseExpression) -> tuple[cst.FunctionDef, str] | None:
+        """(`__init__`, the parameter) when `self.<attr>` is a switch its constructor stores
+        from a parameter off by default, and that stays off whenever the parameter is: left
+        out, or passed `False`, `None` or `0` (`self.with_cp = with_cp`, `self.use_bn =
+        bool(norm)`; not `self.use_ema = ema_decay is not None`, which `False` turns on)."""
+        switch = self.constructor_switch(attribute)
+        if switch is None:
+            return None
+        param, value = switch
+        name = param.name.value
+        init = self.scopes.enclosing_function(value)
+        default = literal_value(param.default)
+        if init is None or default not in _OFF_LITERALS:
+            return None
+        for off in (default, *_OFF_LITERALS):
+            held = _value_with(value, name, off)
+            if held is UNKNOWN or held:
+                return None
+        return init, name
 
     def predicate_guards(self, node: cst.CSTNode) -> list[str]:
         """The names of the calls whose result decides whether `node` runs, in its function:

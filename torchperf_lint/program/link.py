@@ -103,7 +103,7 @@ class ProgramFacts:
         self._external_bases: dict[Target, list[str]] = {}
         self._methods: dict[tuple[Target, str], Target | None] = {}
         self._counter_parameters: dict[tuple[Target, str, str], bool] = {}
-        self._switches_off: dict[tuple[Target, str], bool] = {}
+        self._switches_off: dict[tuple[Target, str, bool], bool] = {}
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -602,7 +602,22 @@ class ProgramFacts:
         that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`).
         A library's switch (`LIBRARY_SWITCHES`) is on when the project names a method of the
         library that turns it on (`model.set_grad_checkpointing()`) or passes it as a keyword
-        (`from_pretrained(name, gradient_checkpointing=True)`)."""
+        (`from_pretrained(name, gradient_checkpointing=True)`); a switch a constructor
+        stores (`self.with_cp = with_cp`), when the project may build its class with it on
+        (not `never_built_with`)."""
+        stored = (
+            attribute
+            for file, summary in self.summaries.items()
+            for qualname, function in summary.functions.items()
+            for attribute, parameter in function.stored_switches
+            if not self.never_built_with(Target(file, qualname, "function"), parameter)
+        )
+        return self._set_on | frozenset(stored)
+
+    @cached_property
+    def _set_on(self) -> frozenset[str]:
+        """`switched_on` but for the switches constructors store (`with_cp=False`), which
+        are on only when the project builds their class with them on."""
         set_by_code = (
             attribute
             for file, summary in self.summaries.items()
@@ -1135,11 +1150,45 @@ class ProgramFacts:
     def never_switched_on(self, target: Target, parameter: str) -> bool:
         """Whether `target` has callers outside tests and none turns on `parameter`, off by
         default: each leaves it out, passes it off (["off"]: `False`, `None`), or passes on a
-        parameter of its own, off by default, that no caller of its own turns on (through
-        `_MAX_PASS_THROUGH` functions; a cycle turns nothing on); and no call of the project
-        (tests included, and calls the linker cannot resolve) passes that keyword a value that
-        may be true."""
-        key = (target, parameter)
+        switch of its own that nothing turns on: a parameter of its own, off by default, that
+        no caller of its own turns on (["param"]; also one its `**kwargs` may carry,
+        ["kwargs"]), or its object's constructor switch (["switch"], `never_built_with`),
+        through `_MAX_PASS_THROUGH` functions (a cycle turns nothing on); and no call of the
+        project (tests included, and calls the linker cannot resolve) passes that keyword a
+        value that may be true."""
+        return self._switch_off((target, parameter, True))
+
+    def never_built_with(self, target: Target, parameter: str) -> bool:
+        """Whether no code of the project builds the class whose `__init__` is `target` with
+        `parameter`, a switch off by default (`with_cp=False`), turned on: no call of the
+        project passes that keyword a value that may be true (also in a dict literal or a
+        subscript assignment, `ModuleSummary.keywords_on`), no code
+        sets an attribute of that name to one, and each construction the linker resolves
+        (`BasicBlock(...)`, a subclass's `super().__init__(..., **kwargs)`) leaves it out,
+        passes it off or passes on a switch of its own that nothing turns on, as for
+        `never_switched_on`. Unlike a function's parameter, it needs no construction that
+        the linker resolves: a registry builds a class from a config's `dict(type="ResNet",
+        with_cp=False)`, passing every switch by keyword."""
+        return self._switch_off((target, parameter, False))
+
+    def inherits_switch(self, cls: Target, attribute: str) -> bool:
+        """Whether a project class that `cls` derives from, directly or not, stores
+        `attribute` as a constructor switch (`FunctionSummary.stored_switches`): `self.with_cp`
+        in a subclass of another module's `Bottleneck`."""
+        seen: set[Target] = set()
+        queue = deque(self.bases(cls))
+        while queue and len(seen) <= MAX_DEPTH:
+            base = queue.popleft()
+            if base in seen:
+                continue
+            seen.add(base)
+            init = self.function(Target(base.file, f"{base.qualname}.__init__", "function"))
+            if init is not None and any(stored[0] == attribute for stored in init.stored_switches):
+                return True
+            queue.extend(self.bases(base))
+        return False
+
+    def _switch_off(self, key: tuple[Target, str, bool]) -> bool:
         if key not in self._switches_off:
             self._switches_off[key] = self._never_switched_on(key, frozenset())
         return self._switches_off[key]
@@ -1152,15 +1201,19 @@ class ProgramFacts:
             name for summary in self.summaries.values() for name in summary.keywords_on
         )
 
-    def _never_switched_on(self, key: tuple[Target, str], path: frozenset) -> bool:
-        target, parameter = key
+    def _never_switched_on(self, key: tuple[Target, str, bool], path: frozenset) -> bool:
+        """`never_switched_on` (`needs_callers`) or `never_built_with` of `key`, reached
+        through the pass-throughs of `path`. A parameter that is none of the function's
+        can reach it only in its `**kwargs` (a caller passed them on, ["kwargs"])."""
+        target, parameter, needs_callers = key
         function = self.function(target)
         callers = self._callers.get(target, [])
         if (
             function is None
-            or parameter not in function.off_by_default
+            or parameter in function.parameters and parameter not in function.off_by_default
             or parameter in self._keywords_on
-            or not callers
+            or not needs_callers and parameter in self._set_on
+            or needs_callers and not callers
         ):
             return False
         seen = path | {key}
@@ -1168,11 +1221,24 @@ class ProgramFacts:
             if not self._passes(site, target, [parameter]):
                 continue  # left out: off by default
             argument = _argument(site, function, parameter)
+            if argument is None and parameter not in site.keywords and not _by_position(
+                site, function, parameter
+            ):
+                argument = site.arguments.get("**")  # in the `**kwargs` it unpacks
             if argument == ["off"]:
                 continue
-            if argument is None or argument[0] != "param" or len(seen) > _MAX_PASS_THROUGH:
+            if argument is None or len(seen) > _MAX_PASS_THROUGH:
                 return False
-            forwarded = (Target(file, caller.qualname, "function"), argument[1])
+            caller_target = Target(file, caller.qualname, "function")
+            if argument[0] == "param":
+                forwarded = (caller_target, argument[1], needs_callers)
+            elif argument[0] == "kwargs":
+                forwarded = (caller_target, parameter, needs_callers)
+            elif argument[0] == "switch" and caller.owner is not None:
+                init = Target(file, f"{caller.owner}.__init__", "function")
+                forwarded = (init, argument[1], False)
+            else:
+                return False
             if forwarded not in seen and not self._never_switched_on(forwarded, seen):
                 return False
         return True
@@ -1273,6 +1339,12 @@ class ProgramFacts:
     def _answer_never_switched_on(self, file: str, qualname: str, parameter: str) -> bool:
         return self.never_switched_on(Target(file, qualname, "function"), parameter)
 
+    def _answer_never_built_with(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.never_built_with(Target(file, qualname, "function"), parameter)
+
+    def _answer_inherits_switch(self, file: str, qualname: str, attribute: str) -> bool:
+        return self.inherits_switch(Target(file, qualname, "class"), attribute)
+
     def _answer_periodic_predicate(self, file: str, name: str) -> bool:
         return name in self.periodic_predicates
 
@@ -1315,10 +1387,28 @@ def _argument(site: CallSite, function: FunctionSummary, parameter: str) -> Valu
     (by keyword, or by position: a method called on an instance does not pass `self`)."""
     argument = site.arguments.get(parameter)
     if argument is None and parameter in function.parameters:
-        position = function.parameters.index(parameter)
-        skip_self = function.owner is not None and not site.callee.startswith("def:")
-        argument = site.arguments.get(str(position - 1 if skip_self else position))
+        argument = site.arguments.get(str(_position(site, function, parameter)))
     return argument
+
+
+def _position(site: CallSite, function: FunctionSummary, parameter: str) -> int:
+    """Where `site`, a call of `function`, passes its `parameter` by position: a method
+    called on an instance, or a class called to build one (`def:Block` for `Block.__init__`),
+    does not pass `self`; `Trainer.step(trainer, ...)` does."""
+    position = function.parameters.index(parameter)
+    unbound = site.callee == f"def:{function.qualname}"
+    return position - 1 if function.owner is not None and not unbound else position
+
+
+def _by_position(site: CallSite, function: FunctionSummary, parameter: str) -> bool:
+    """Whether `site`, a call of `function`, passes its `parameter` by position (or may: it
+    unpacks `*args`)."""
+    if site.positional == -1:
+        return True
+    return (
+        parameter in function.parameters
+        and _position(site, function, parameter) < site.positional
+    )
 
 
 def _called(value: list) -> list[Ref]:
