@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.program.link import ProgramFacts, Target
+from torchperf_lint.program.plain import summarize_plain
 from torchperf_lint.program.summarize import summarize
 from torchperf_lint.program.summary import ModuleSummary
 
@@ -493,3 +494,39 @@ def test_modules_only_tests_import_are_test_support() -> None:
     assert linked.tests == {
         "tests/test_boring.py", "tests/test_helpers.py", "helpers.py", "demos/boring.py"
     }
+
+
+def test_a_constructor_switch_is_on_when_any_code_or_config_of_the_project_may_turn_it_on() -> None:
+    backbone = """
+        import torch
+        class Block(torch.nn.Module):
+            def __init__(self, dim, with_cp=False):
+                self.with_cp = with_cp
+        class Stage(torch.nn.Module):
+            def __init__(self, with_cp=False, **kwargs):
+                self.with_cp = with_cp
+                self.block = Block(8, with_cp=self.with_cp)
+        class Net(Stage):
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+    """
+    init = function("backbone.py", "Block.__init__")
+    off = {"backbone.py": backbone, "config.py": "model = dict(type='Net', with_cp=False)\n"}
+    linked = program(off)
+    assert linked.never_built_with(init, "with_cp")
+    assert "with_cp" not in linked.switched_on
+    on = [
+        "model = dict(type='Net', with_cp=True)\n",
+        "model = {'type': 'Net', 'with_cp': 1}\n",
+        "cfg['with_cp'] = flag\n",
+        "cfg.model.with_cp = True\n",
+    ]
+    for config in on:
+        linked = ProgramFacts({
+            "backbone.py": summary(backbone, "backbone.py"), "config.py": summarize_plain(config),
+        })
+        assert not linked.never_built_with(init, "with_cp"), config
+        assert "with_cp" in linked.switched_on, config
+    train = "import torch\nfrom backbone import Stage\nStage(True)\n"
+    by_position = program({**off, "train.py": train})
+    assert not by_position.never_built_with(init, "with_cp")

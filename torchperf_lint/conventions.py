@@ -34,6 +34,20 @@ def is_lightning_name(qualified: str) -> bool:
     return qualified.startswith(_LIGHTNING_ROOTS)
 
 
+# The checkpointing switches that libraries' models set to `False` when they are built, and
+# the methods of those libraries that turn them on: Hugging Face's `gradient_checkpointing`
+# (`gradient_checkpointing_enable()`, diffusers' `enable_gradient_checkpointing()`, both
+# through the hook `_set_gradient_checkpointing`), timm's and open_clip's `grad_checkpointing`
+# (`set_grad_checkpointing()`).
+LIBRARY_SWITCHES: dict[str, frozenset[str]] = {
+    "gradient_checkpointing": frozenset({
+        "gradient_checkpointing_enable", "enable_gradient_checkpointing",
+        "_set_gradient_checkpointing",
+    }),
+    "grad_checkpointing": frozenset({"set_grad_checkpointing"}),
+}
+
+
 # Methods a framework calls on every batch, by the base class that declares them.
 _LIGHTNING_MODULE_HOOKS = {
     "training_step": "train",

@@ -27,6 +27,7 @@ from torchperf_lint.facts import FileFacts
 from torchperf_lint.noqa import NoqaDirectives, may_have_file_directive
 from torchperf_lint.positions import node_positions
 from torchperf_lint.program.link import Answer, ProgramFacts
+from torchperf_lint.program.plain import summarize_plain
 from torchperf_lint.program.summarize import References, summarize
 from torchperf_lint.program.summary import ModuleSummary
 from torchperf_lint.program.view import LinkedProgram
@@ -189,8 +190,9 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
 
 @dataclass
 class TextAnalysis:
-    """The diagnostics of one source text, the file's summary for the program (None when the
-    text was not parsed: it cannot hold PyTorch code), and the program answers they read."""
+    """The diagnostics of one source text, the file's summary for the program (of a text that
+    cannot hold PyTorch code, only the switches it may turn on, `program.plain`; None when it
+    has none), and the program answers they read."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     summary: ModuleSummary | None = None
@@ -215,7 +217,7 @@ def analyse_text(
     does not parse. `edited` holds the file's last parse, for an editor's file: it is
     re-used where it can be, with the same result."""
     if not worth_parsing(text, filename):
-        return TextAnalysis()
+        return TextAnalysis(summary=summarize_plain(text))
     # Comments are tokenized early only when a file-level directive may be there; the
     # line directives are read only for files that have findings.
     noqa = NoqaDirectives.from_source(text) if may_have_file_directive(text) else None

@@ -130,16 +130,20 @@ def summary_job(job: FileJob) -> Analysis:
 
 
 def summarize_file(path: Path) -> ModuleSummary | None:
-    """The summary of the file at `path`; None when it cannot be read or parsed, or cannot
-    hold PyTorch code."""
+    """The summary of the file at `path` (of a file that cannot hold PyTorch code, only the
+    switches it may turn on: `program.plain`); None when it cannot be read or parsed, or
+    has nothing the program reads."""
     from torchperf_lint.engine import parse
     from torchperf_lint.facts import FileFacts
+    from torchperf_lint.program.plain import summarize_plain
     from torchperf_lint.program.summarize import summarize
 
     try:
         text = _python_text(path.read_bytes(), path)
-        if text is None or not worth_parsing(text, path.name):
+        if text is None:
             return None
+        if not worth_parsing(text, path.name):
+            return summarize_plain(text)
         return summarize(FileFacts(parse(text), path))
     except (OSError, SourceError):
         return None

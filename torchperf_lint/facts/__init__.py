@@ -112,6 +112,8 @@ class FileFacts:
             self.counters,
             self.program.disables_grad,
             self.program.switched_on,
+            self.program.never_built_with,
+            self.program.inherits_switch,
         )
 
     @cached_property

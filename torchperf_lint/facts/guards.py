@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
+from torchperf_lint.conventions import LIBRARY_SWITCHES
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
@@ -14,6 +15,7 @@ from torchperf_lint.facts.index import (
     ScopeNode,
     SyntaxIndex,
     descendants,
+    descendants_in_scope,
     methods_of,
     statements_of,
 )
@@ -59,6 +61,20 @@ def _presence_tested(test: cst.BaseExpression) -> str | None:
     return _compared_with_none(test, cst.IsNot)
 
 
+def _true_tested(test: cst.BaseExpression) -> str | None:
+    """The name `test` requires to be `True`: `name is True` or `name == True` (its `else`
+    runs for a `False` passed as well as for a missing one)."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, (cst.Is, cst.Equal))
+        and isinstance(test.left, cst.Name)
+        and literal_value(test.comparisons[0].comparator) is True
+    ):
+        return test.left.value
+    return None
+
+
 def _absence_tested(test: cst.BaseExpression) -> str | None:
     """The name `test` requires to be missing: `name is None`, or `not name`."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -89,6 +105,10 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 _NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# The values that leave a switch off.
+_OFF_LITERALS = (False, None, 0)
+# How the names of settings objects end (`training_args`, `model_config`).
+_SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
 # Words in the name of a switch that turns on a debugging mode (`args.debug`,
 # `config.sanity_checks`), and words that turn the switch's meaning around
 # (`ignore_sanity_checks`, `no_debug`).
@@ -202,6 +222,12 @@ class Guards:
         counters: Counters,
         project_disables_grad: Callable[[cst.BaseExpression], bool] = lambda expression: False,
         project_switches_on: Callable[[str], bool] = lambda attribute: True,
+        project_never_builds_with: Callable[[cst.FunctionDef, str], bool] = (
+            lambda init, parameter: False
+        ),
+        project_inherits_switch: Callable[[cst.ClassDef, str], bool] = (
+            lambda cls, attribute: False
+        ),
     ) -> None:
         """`counters` are the module's: they do not depend on the program."""
         self.index = index
@@ -212,6 +238,8 @@ class Guards:
         self.project_disables_grad = project_disables_grad
         # Whether code of the program sets an attribute to a true value (`ProgramAnswers`).
         self.project_switches_on = project_switches_on
+        self.project_never_builds_with = project_never_builds_with
+        self.project_inherits_switch = project_inherits_switch
         # Per block, its first early exit on the other steps (`_exit_off_period_before`).
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
         # Per `if`, the operands of its `or` and its first-time tests (`_first_time_operands`).
@@ -529,17 +557,28 @@ class Guards:
         return "cuda" if device == "cpu" else "cpu"
 
     def initializes_once(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in a lazy initialisation of an attribute (`_initialized_once`
-        of `self.x`): a call runs it the first time only. A local name (`if mask is None:
+        """Whether `node` sits in a lazy initialisation of an attribute or a module global
+        (`_initialized_once` of `self.x`, or of `X` that its function declares `global` or
+        only reads): a call runs it the first time only. A local name (`if mask is None:
         mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 return False
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
-                if initialized is not None and initialized.startswith("self."):
+                if initialized is not None and (
+                    initialized.startswith("self.") or self._module_global(initialized, parent)
+                ):
                     return True
         return False
+
+    def _module_global(self, name: str, node: cst.CSTNode) -> bool:
+        """`name`, read at `node`, is a global of the module: its function declares it
+        `global`, or does not bind it while the module's code does."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or _declares_global(function, name):
+            return True
+        return not self.scopes.binds(function, name) and self.scopes.binds(None, name)
 
     def _initialized_once(self, branch: cst.If) -> str | None:
         """`x`, for `if x is None:` whose body assigns `x`, directly or in a method of the class it
@@ -556,6 +595,8 @@ class Guards:
             for node in descendants(branch.body)
         ):
             return name
+        if "." not in name:
+            return name if self._global_assigned_by_call(name, branch.body) else None
         cls = self.scopes.enclosing_class(branch) if name.startswith("self.") else None
         if cls is None:
             return None
@@ -572,6 +613,23 @@ class Guards:
             for node in descendants(method.body)
         )
         return name if assigned else None
+
+    def _global_assigned_by_call(self, name: str, body: cst.CSTNode) -> bool:
+        """`body` calls a function of the module (`load_sru_mod()`) that declares `global
+        name` and assigns it."""
+        called = {
+            node.func.value
+            for node in descendants(body)
+            if type(node) is cst.Call and type(node.func) is cst.Name
+        }
+        return any(
+            function.name.value in called
+            and self.scopes.enclosing_function(function) is None
+            and self.scopes.enclosing_class(function) is None
+            and _declares_global(function, name)
+            and self.scopes.binds(function, name)
+            for function in self.index.functions
+        )
 
     def off_default_option(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only when its object was built with a switch turned away from
@@ -615,24 +673,62 @@ class Guards:
         return False
 
     def _off_switch(self, test: cst.BaseExpression) -> bool:
-        """`self.<attr>`, set only to off values in its class and turned on nowhere."""
-        if not (
-            isinstance(test, cst.Attribute)
-            and isinstance(test.value, cst.Name)
-            and test.value.value == "self"
-            and test.attr.value not in _TRAINING_FLAGS  # `nn.Module.train()` sets `training`
-        ):
+        """`self.<attr>`, set only to off values in its class and turned on nowhere, or
+        stored from a parameter of its `__init__`, off by default, that no code of the
+        project builds the class with turned on (`self.with_cp = with_cp` with
+        `with_cp=False`, `ProgramAnswers.never_built_with`), also by a project base class
+        its own class does not override (`ProgramAnswers.inherits_switch`, and no stored
+        switch of that name may be on: `switched_on`); or a library's checkpointing
+        switch (`LIBRARY_SWITCHES`) that the file does not set, on a model
+        (`self.model.transformer.grad_checkpointing` of an open_clip model; not on the run's
+        settings: `args.gradient_checkpointing`, `self.config.grad_checkpointing`), where the
+        project neither sets it nor names a method that turns it on."""
+        if not isinstance(test, cst.Attribute):
+            return False
+        attribute = test.attr.value
+        owner = dotted_name(test.value)
+        if owner is None:
             return False
         cls = self.scopes.enclosing_class(test)
         values = [
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
-        ]
-        return (
-            bool(values)
-            and all(literal_value(value) in (False, None, 0) for value in values)
-            and not self.project_switches_on(test.attr.value)
-        )
+        ] if owner == "self" else []
+        if not values and owner == "self" and cls is not None:
+            if self.project_inherits_switch(cls, attribute):  # a base class's constructor switch
+                return not self.project_switches_on(attribute)
+        if not values:
+            return (
+                attribute in LIBRARY_SWITCHES
+                and not any(part.lower().endswith(_SETTINGS_SUFFIXES) for part in owner.split("."))
+                and not self.project_switches_on(attribute)
+            )
+        if attribute in _TRAINING_FLAGS or self.project_switches_on(attribute):
+            return False  # `nn.Module.train()` sets `training`
+        if all(literal_value(value) in _OFF_LITERALS for value in values):
+            return True
+        stored = self.stored_switch(test)
+        return stored is not None and self.project_never_builds_with(*stored)
+
+    def stored_switch(self, attribute: cst.BaseExpression) -> tuple[cst.FunctionDef, str] | None:
+        """(`__init__`, the parameter) when `self.<attr>` is a switch its constructor stores
+        from a parameter off by default, and that stays off whenever the parameter is: left
+        out, or passed `False`, `None` or `0` (`self.with_cp = with_cp`, `self.use_bn =
+        bool(norm)`; not `self.use_ema = ema_decay is not None`, which `False` turns on)."""
+        switch = self.constructor_switch(attribute)
+        if switch is None:
+            return None
+        param, value = switch
+        name = param.name.value
+        init = self.scopes.enclosing_function(value)
+        default = literal_value(param.default)
+        if init is None or default not in _OFF_LITERALS:
+            return None
+        for off in (default, *_OFF_LITERALS):
+            held = _value_with(value, name, off)
+            if held is UNKNOWN or held:
+                return None
+        return init, name
 
     def predicate_guards(self, node: cst.CSTNode) -> list[str]:
         """The names of the calls whose result decides whether `node` runs, in its function:
@@ -672,8 +768,8 @@ class Guards:
     def required_parameters(self, node: cst.CSTNode) -> list[str]:
         """The parameters of `node`'s function, `None` or `False` by default, that a caller
         must pass for `node` to run: `node` is in the body of `if normals is not None:` (or
-        `if normals:`, also as an operand of an `and`) or in the `else` of `if normals is
-        None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
+        `if normals:`, `if init is True:`, also as an operand of an `and`) or in the `else` of
+        `if normals is None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
         return [name for name, given in self._parameter_tests(node) if given]
 
     def omitted_parameters(self, node: cst.CSTNode) -> list[str]:
@@ -703,7 +799,7 @@ class Guards:
                 continue
             if child is parent.body:
                 operands = conjuncts(parent.test)
-                found = [(_presence_tested(test), True) for test in operands]
+                found = [(_presence_tested(test) or _true_tested(test), True) for test in operands]
                 found += [(_absence_tested(test), False) for test in operands]
             elif child is parent.orelse:
                 found = [(_absence_tested(parent.test), True), (_presence_tested(parent.test), False)]
@@ -768,26 +864,49 @@ class Guards:
         return default if isinstance(default, bool) else None
 
     def _constructor_literal(self, test: cst.BaseExpression) -> object:
-        """The literal default (`True`, `None`, ...) of the `__init__` parameter that
-        `self.<attr>` is only ever assigned from; `UNKNOWN` when there is none."""
+        """What `self.<attr>` holds in an object built with the defaults, when it is only
+        ever assigned, in `__init__`, one parameter's value or a test of it: the literal
+        default (`True`, `None`, ...) of `self.remap = remap`, or the test's result with it
+        (`False` for `self.use_ema = ema_decay is not None` with `ema_decay=None`, see
+        `_value_with`); `UNKNOWN` when there is none."""
+        switch = self.constructor_switch(test)
+        if switch is None:
+            return UNKNOWN
+        param, value = switch
+        return _value_with(value, param.name.value, literal_value(param.default))
+
+    def constructor_switch(
+        self, test: cst.BaseExpression
+    ) -> tuple[cst.Param, cst.BaseExpression] | None:
+        """(the `__init__` parameter, the value assigned) when `self.<attr>` is only ever
+        assigned, in its class's `__init__`, a value computed from one parameter of it that
+        has a default and nothing else of the function: `self.with_cp = with_cp`,
+        `self.use_ema = ema_decay is not None`."""
         if not isinstance(test, cst.Attribute) or not isinstance(test.value, cst.Name):
-            return UNKNOWN
+            return None
         if test.value.value != "self":
-            return UNKNOWN
+            return None
         cls = self.scopes.enclosing_class(test)
         values = [
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
         ]
-        if len(values) != 1 or not isinstance(values[0], cst.Name):
-            return UNKNOWN
+        if len(values) != 1:
+            return None
         init = self.scopes.enclosing_function(values[0])
         if init is None or init.name.value != "__init__":
-            return UNKNOWN
+            return None
+        read = {
+            node.value for node in (values[0], *descendants(values[0]))
+            if type(node) is cst.Name and self.scopes.is_parameter(node.value, init)
+        }
+        if len(read) != 1:
+            return None
+        name = read.pop()
         for param in (*init.params.params, *init.params.kwonly_params):
-            if param.name.value == values[0].value and param.default is not None:
-                return literal_value(param.default)
-        return UNKNOWN
+            if param.name.value == name and param.default is not None:
+                return param, values[0]
+        return None
 
     def evaluation_only(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a branch of its function that runs only when not training
@@ -994,6 +1113,65 @@ def iteration_counter(
     if attributes and isinstance(target, cst.Attribute):
         return dotted_name(target)
     return target.value if isinstance(target, cst.Name) else None
+
+
+# The comparisons `_value_with` evaluates.
+_COMPARISONS: dict[type, Callable[[object, object], object]] = {
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+}
+
+
+def _value_with(expression: cst.BaseExpression, name: str, value: object) -> object:
+    """What `expression` gives when the name `name` holds `value` (a literal): the name
+    itself, `bool(name)`, `not` of one of these, or a comparison of the name with a literal
+    (`name is not None`, `name > 0`); `UNKNOWN` for anything else, or when `value` is."""
+    if value is UNKNOWN:
+        return UNKNOWN
+    if type(expression) is cst.Name and expression.value == name:
+        return value
+    if (
+        type(expression) is cst.Call
+        and dotted_name(expression.func) == "bool"
+        and len(expression.args) == 1
+        and not expression.args[0].keyword
+        and not expression.args[0].star
+    ):
+        inner = _value_with(expression.args[0].value, name, value)
+        return UNKNOWN if inner is UNKNOWN else bool(inner)
+    if type(expression) is cst.UnaryOperation and type(expression.operator) is cst.Not:
+        inner = _value_with(expression.expression, name, value)
+        return UNKNOWN if inner is UNKNOWN else not inner
+    if type(expression) is cst.Comparison and len(expression.comparisons) == 1:
+        comparison = expression.comparisons[0]
+        compare = _COMPARISONS.get(type(comparison.operator))
+        other = literal_value(comparison.comparator)
+        if (
+            compare is None
+            or other is UNKNOWN
+            or type(expression.left) is not cst.Name
+            or expression.left.value != name
+        ):
+            return UNKNOWN
+        try:
+            return compare(value, other)
+        except TypeError:  # `None > 0`
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _declares_global(function: cst.FunctionDef, name: str) -> bool:
+    """`function` declares `global name` in its own body."""
+    return any(
+        type(node) is cst.Global and any(item.name.value == name for item in node.names)
+        for node in descendants_in_scope(function.body)
+    )
 
 
 def _none_tested(test: cst.BaseExpression) -> str | None:

@@ -151,6 +151,19 @@ class ProgramAnswers:
         checkpoint_activations:` never runs)."""
         return False
 
+    def never_built_with(self, init: cst.FunctionDef, parameter: str) -> bool:
+        """Whether no code of the project builds the class of `init` (its `__init__`) with
+        `parameter`, a switch off by default (`with_cp=False`), turned on: no call or config
+        dict of the project passes that keyword a value that may be true, no code sets an
+        attribute of that name to one, and no construction the linker resolves passes it by
+        position (so `if self.with_cp:` after `self.with_cp = with_cp` never runs)."""
+        return False
+
+    def inherits_switch(self, cls: cst.ClassDef, attribute: str) -> bool:
+        """Whether a project class that `cls` derives from stores `attribute` as a switch its
+        constructor takes (`self.with_cp = with_cp` in another module's base class)."""
+        return False
+
     def periodic_predicate(self, name: str) -> bool:
         """Whether a project function called `name` returns a periodic test of its arguments
         (`def should_log(self, step): return step == 1 or step % self.freq == 0`)."""

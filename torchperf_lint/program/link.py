@@ -36,7 +36,12 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from torchperf_lint.conventions import framework_hook_kind, is_test_file, runs_its_model_per_step
+from torchperf_lint.conventions import (
+    LIBRARY_SWITCHES,
+    framework_hook_kind,
+    is_test_file,
+    runs_its_model_per_step,
+)
 from torchperf_lint.program.modules import ModuleMap
 from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref, Value
 
@@ -47,14 +52,11 @@ MAX_OVERRIDES = 8
 STEP_KINDS = ("train", "eval")
 # The classes outside the project whose subclasses' other methods only the project calls.
 _PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "object"})
-# Hugging Face's hook that switches `gradient_checkpointing` on a model's modules, and the
-# names that run it: the `transformers`/`diffusers` methods that call it, and the hook itself.
 # How many functions a loop counter is followed through as a parameter passed on.
 _MAX_PASS_THROUGH = 3
+# Hugging Face's hook that switches `gradient_checkpointing` on a model's modules; the names
+# that run it are that switch's `LIBRARY_SWITCHES`.
 _CHECKPOINTING_HOOK = "_set_gradient_checkpointing"
-_CHECKPOINTING_ENABLERS = frozenset({
-    "gradient_checkpointing_enable", "enable_gradient_checkpointing", _CHECKPOINTING_HOOK,
-})
 # What the dataset a summarized value of these kinds holds (`dataset_samples`): a Hugging
 # Face dataset preprocessed ahead of training, an object read back whole from a file.
 _SAMPLES_OF_VALUES = {"rows": "rows", "loaded": "in_memory"}
@@ -114,7 +116,7 @@ class ProgramFacts:
         # Per call that passes a function it runs (file, ordinal, the function passed): the
         # function it calls, which runs it (`gpu_timer` for `gpu_timer(train_step)`).
         self._runners: dict[tuple[str, int, Target], Target] = {}
-        self._switches_off: dict[tuple[Target, str], bool] = {}
+        self._switches_off: dict[tuple[Target, str, bool], bool] = {}
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -718,8 +720,26 @@ class ProgramFacts:
         attribute nothing else sets (a copied model whose `enable` method nothing calls) is
         off in every run. Hugging Face's hook `_set_gradient_checkpointing(module, value)`
         runs only when the project names it or the methods of `transformers`/`diffusers`
-        that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`)."""
-        return frozenset(
+        that call it (`gradient_checkpointing_enable()`, `enable_gradient_checkpointing()`).
+        A library's switch (`LIBRARY_SWITCHES`) is on when the project names a method of the
+        library that turns it on (`model.set_grad_checkpointing()`) or passes it as a keyword
+        (`from_pretrained(name, gradient_checkpointing=True)`); a switch a constructor
+        stores (`self.with_cp = with_cp`), when the project may build its class with it on
+        (not `never_built_with`)."""
+        stored = (
+            attribute
+            for file, summary in self.summaries.items()
+            for qualname, function in summary.functions.items()
+            for attribute, parameter in function.stored_switches
+            if not self.never_built_with(Target(file, qualname, "function"), parameter)
+        )
+        return self._set_on | frozenset(stored)
+
+    @cached_property
+    def _set_on(self) -> frozenset[str]:
+        """`switched_on` but for the switches constructors store (`with_cp=False`), which
+        are on only when the project builds their class with them on."""
+        set_by_code = (
             attribute
             for file, summary in self.summaries.items()
             for qualname, function in summary.functions.items()
@@ -728,12 +748,18 @@ class ProgramFacts:
             and not self._checkpointing_hook_never_run(qualname)
             for attribute in function.switches
         )
+        set_by_library = (
+            attribute
+            for attribute, enablers in LIBRARY_SWITCHES.items()
+            if self._mentioned & enablers or attribute in self._keywords_on
+        )
+        return frozenset((*set_by_code, *set_by_library))
 
     def _checkpointing_hook_never_run(self, qualname: str) -> bool:
         """`qualname` is Hugging Face's `_set_gradient_checkpointing` hook and nothing in the
         project names it or a method that calls it."""
         return qualname.rpartition(".")[2] == _CHECKPOINTING_HOOK and not (
-            self._mentioned & _CHECKPOINTING_ENABLERS
+            self._mentioned & LIBRARY_SWITCHES["gradient_checkpointing"]
         )
 
     @cached_property
@@ -1258,11 +1284,45 @@ class ProgramFacts:
     def never_switched_on(self, target: Target, parameter: str) -> bool:
         """Whether `target` has callers outside tests and none turns on `parameter`, off by
         default: each leaves it out, passes it off (["off"]: `False`, `None`), or passes on a
-        parameter of its own, off by default, that no caller of its own turns on (through
-        `_MAX_PASS_THROUGH` functions; a cycle turns nothing on); and no call of the project
-        (tests included, and calls the linker cannot resolve) passes that keyword a value that
-        may be true."""
-        key = (target, parameter)
+        switch of its own that nothing turns on: a parameter of its own, off by default, that
+        no caller of its own turns on (["param"]; also one its `**kwargs` may carry,
+        ["kwargs"]), or its object's constructor switch (["switch"], `never_built_with`),
+        through `_MAX_PASS_THROUGH` functions (a cycle turns nothing on); and no call of the
+        project (tests included, and calls the linker cannot resolve) passes that keyword a
+        value that may be true."""
+        return self._switch_off((target, parameter, True))
+
+    def never_built_with(self, target: Target, parameter: str) -> bool:
+        """Whether no code of the project builds the class whose `__init__` is `target` with
+        `parameter`, a switch off by default (`with_cp=False`), turned on: no call of the
+        project passes that keyword a value that may be true (also in a dict literal or a
+        subscript assignment, `ModuleSummary.keywords_on`), no code
+        sets an attribute of that name to one, and each construction the linker resolves
+        (`BasicBlock(...)`, a subclass's `super().__init__(..., **kwargs)`) leaves it out,
+        passes it off or passes on a switch of its own that nothing turns on, as for
+        `never_switched_on`. Unlike a function's parameter, it needs no construction that
+        the linker resolves: a registry builds a class from a config's `dict(type="ResNet",
+        with_cp=False)`, passing every switch by keyword."""
+        return self._switch_off((target, parameter, False))
+
+    def inherits_switch(self, cls: Target, attribute: str) -> bool:
+        """Whether a project class that `cls` derives from, directly or not, stores
+        `attribute` as a constructor switch (`FunctionSummary.stored_switches`): `self.with_cp`
+        in a subclass of another module's `Bottleneck`."""
+        seen: set[Target] = set()
+        queue = deque(self.bases(cls))
+        while queue and len(seen) <= MAX_DEPTH:
+            base = queue.popleft()
+            if base in seen:
+                continue
+            seen.add(base)
+            init = self.function(Target(base.file, f"{base.qualname}.__init__", "function"))
+            if init is not None and any(stored[0] == attribute for stored in init.stored_switches):
+                return True
+            queue.extend(self.bases(base))
+        return False
+
+    def _switch_off(self, key: tuple[Target, str, bool]) -> bool:
         if key not in self._switches_off:
             self._switches_off[key] = self._never_switched_on(key, frozenset())
         return self._switches_off[key]
@@ -1275,15 +1335,19 @@ class ProgramFacts:
             name for summary in self.summaries.values() for name in summary.keywords_on
         )
 
-    def _never_switched_on(self, key: tuple[Target, str], path: frozenset) -> bool:
-        target, parameter = key
+    def _never_switched_on(self, key: tuple[Target, str, bool], path: frozenset) -> bool:
+        """`never_switched_on` (`needs_callers`) or `never_built_with` of `key`, reached
+        through the pass-throughs of `path`. A parameter that is none of the function's
+        can reach it only in its `**kwargs` (a caller passed them on, ["kwargs"])."""
+        target, parameter, needs_callers = key
         function = self.function(target)
         callers = self._callers.get(target, [])
         if (
             function is None
-            or parameter not in function.off_by_default
+            or parameter in function.parameters and parameter not in function.off_by_default
             or parameter in self._keywords_on
-            or not callers
+            or not needs_callers and parameter in self._set_on
+            or needs_callers and not callers
         ):
             return False
         seen = path | {key}
@@ -1291,11 +1355,24 @@ class ProgramFacts:
             if not self._passes(site, target, [parameter]):
                 continue  # left out: off by default
             argument = _argument(site, function, parameter)
+            if argument is None and parameter not in site.keywords and not _by_position(
+                site, function, parameter
+            ):
+                argument = site.arguments.get("**")  # in the `**kwargs` it unpacks
             if argument == ["off"]:
                 continue
-            if argument is None or argument[0] != "param" or len(seen) > _MAX_PASS_THROUGH:
+            if argument is None or len(seen) > _MAX_PASS_THROUGH:
                 return False
-            forwarded = (Target(file, caller.qualname, "function"), argument[1])
+            caller_target = Target(file, caller.qualname, "function")
+            if argument[0] == "param":
+                forwarded = (caller_target, argument[1], needs_callers)
+            elif argument[0] == "kwargs":
+                forwarded = (caller_target, parameter, needs_callers)
+            elif argument[0] == "switch" and caller.owner is not None:
+                init = Target(file, f"{caller.owner}.__init__", "function")
+                forwarded = (init, argument[1], False)
+            else:
+                return False
             if forwarded not in seen and not self._never_switched_on(forwarded, seen):
                 return False
         return True
@@ -1399,6 +1476,12 @@ class ProgramFacts:
     def _answer_never_switched_on(self, file: str, qualname: str, parameter: str) -> bool:
         return self.never_switched_on(Target(file, qualname, "function"), parameter)
 
+    def _answer_never_built_with(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.never_built_with(Target(file, qualname, "function"), parameter)
+
+    def _answer_inherits_switch(self, file: str, qualname: str, attribute: str) -> bool:
+        return self.inherits_switch(Target(file, qualname, "class"), attribute)
+
     def _answer_periodic_predicate(self, file: str, name: str) -> bool:
         return name in self.periodic_predicates
 
@@ -1465,6 +1548,17 @@ def _bound(site: CallSite, function: FunctionSummary) -> int:
     if function.owner is None or first not in (["self"], ["cls"]):
         return 0
     return 0 if first == ["self"] and site.callee == f"def:{function.qualname}" else 1
+
+
+def _by_position(site: CallSite, function: FunctionSummary, parameter: str) -> bool:
+    """Whether `site`, a call of `function`, passes its `parameter` by position (or may: it
+    unpacks `*args`)."""
+    if site.positional == -1:
+        return True
+    return (
+        parameter in function.parameters
+        and function.parameters.index(parameter) - _bound(site, function) < site.positional
+    )
 
 
 def _called(value: list) -> list[Ref]:

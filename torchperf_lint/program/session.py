@@ -42,7 +42,8 @@ class ProgramSession:
 
     @property
     def files(self) -> frozenset[str]:
-        """The files the program holds (those that may hold PyTorch code)."""
+        """The files the program holds (those that may hold PyTorch code, and those that may
+        turn a switch on: `program.plain`)."""
         return frozenset(self._summaries)
 
     @property
@@ -53,8 +54,8 @@ class ProgramSession:
         return self._program
 
     def update(self, file: str, summary: ModuleSummary | None) -> bool:
-        """Give `file` its current summary (None: it leaves the program, deleted or without
-        PyTorch code); True when that changed the program."""
+        """Give `file` its current summary (None: it leaves the program, deleted or with
+        nothing the program reads); True when that changed the program."""
         if self._summaries.get(file) == summary:
             return False
         if summary is None:
@@ -67,8 +68,8 @@ class ProgramSession:
     def analyse(self, file: str, analyse: Callable[[Linker], AnalysisT]) -> AnalysisT:
         """Lint `file` with `analyse(link)`, an engine call that passes the file's summary to
         `link` before the rules run and lints in the program `link` returns: this one, holding
-        that summary. A file that does not parse keeps its last summary; one that cannot hold
-        PyTorch code (no summary) leaves the program."""
+        that summary. A file that does not parse keeps its last summary; one with nothing the
+        program reads (no summary) leaves the program."""
 
         def link(summary: ModuleSummary) -> ProgramFacts:
             self.update(file, summary)

@@ -366,6 +366,13 @@ def _tests_one_value(test: cst.BaseExpression) -> bool:
     )
 
 
+def _stores_parameter(switch: tuple[cst.Param, cst.BaseExpression], name: str) -> bool:
+    """A constructor switch (`Guards.constructor_switch`) that holds its parameter `name`
+    itself (`self.with_cp = with_cp`), not a test of it."""
+    param, value = switch
+    return isinstance(value, cst.Name) and value.value == param.name.value == name
+
+
 def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The names and attributes an assignment target binds (`self.a, self.b = ...`)."""
     if type(target) is cst.Tuple or type(target) is cst.List:
@@ -440,10 +447,12 @@ class _Summarizer:
             function.name.value for function in facts.index.functions
             if self._returns_periodic_test(function)
         })
-        for qualname, attribute in self._switches():
-            switches = summary.functions[qualname].switches
-            if attribute not in switches:
-                switches.append(attribute)
+        for qualname, attribute, parameter in self._switches():
+            function = summary.functions[qualname]
+            if parameter is not None:
+                function.stored_switches.append([attribute, parameter])
+            elif attribute not in function.switches:
+                function.switches.append(attribute)
         self.summary = summary
 
     def _returns_periodic_test(self, function: cst.FunctionDef) -> bool:
@@ -456,10 +465,11 @@ class _Summarizer:
             value is not None and _is_periodic_value(self.facts, value) for value in tests
         )
 
-    def _switches(self) -> Iterator[tuple[str, str]]:
-        """(qualified name of the function, or "" for module code; attribute) for each
-        attribute the file may set to a true value: `obj.flag = value` unless `value` is
-        `False`, `None` or `0`, `setattr(obj, "flag", value)`, and class attributes."""
+    def _switches(self) -> Iterator[tuple[str, str, str | None]]:
+        """(qualified name of the function, or "" for module code; attribute; the parameter
+        of a switch its `__init__` stores, or None) for each attribute the file may set to a
+        true value: `obj.flag = value` unless `value` is `False`, `None` or `0`,
+        `setattr(obj, "flag", value)`, and class attributes."""
         facts = self.facts
         for assignment in facts.index.assigns:
             value = assignment.value
@@ -472,15 +482,18 @@ class _Summarizer:
             in_class_body = facts.scopes.enclosing_class(assignment) is not None and (
                 facts.scopes.enclosing_function(assignment) is None
             )
+            function = self.refs.qualname(facts.scopes.enclosing_function(assignment))
             for target in targets:
                 for element in _assigned_elements(target):
+                    stored = None
                     if isinstance(element, cst.Attribute):
                         name = element.attr.value
+                        stored = facts.guards.stored_switch(element)
                     elif isinstance(element, cst.Name) and in_class_body:
                         name = element.value
                     else:
                         continue
-                    yield self.refs.qualname(facts.scopes.enclosing_function(assignment)), name
+                    yield function, name, None if stored is None else stored[1]
         for call in facts.index.calls:
             if dotted_name(call.func) != "setattr" or len(call.args) != 3:
                 continue
@@ -488,7 +501,7 @@ class _Summarizer:
             if isinstance(attribute, cst.SimpleString) and literal_value(value) not in _OFF_VALUES:
                 name = literal_value(attribute)
                 if isinstance(name, str):
-                    yield self.refs.qualname(facts.scopes.enclosing_function(call)), name
+                    yield self.refs.qualname(facts.scopes.enclosing_function(call)), name, None
 
     def _function(self, function: cst.FunctionDef) -> FunctionSummary:
         facts = self.facts
@@ -616,15 +629,22 @@ class _Summarizer:
         counters = {name for loop in loops for name in self.facts.counters.of_loop(loop)}
         flags = {name for loop in loops for name in self.facts.counters.first_flags(loop)}
         for position, arg in enumerate(call.args):
+            if arg.star == "**":
+                if self._own_keywords(arg.value):
+                    found["**"] = ["kwargs"]  # `super().__init__(depth=50, **kwargs)`
+                continue
             if arg.star:
                 break
             passed = dotted_name(arg.value)
+            switch = self.facts.guards.constructor_switch(arg.value)
             if passed in counters:
                 value: Value | None = ["counter"]  # `train_step(model, iteration)`
             elif passed in flags:
                 value = ["first"]  # `log(loss, is_first_iteration=is_first_iteration)`
             elif self._turned_off(arg.value):
                 value = ["off"]  # `self.bert(ids, checkpoint_activations=False)`
+            elif switch is not None and isinstance(switch[1], cst.Name):
+                value = ["switch", switch[0].name.value]  # `Block(dim, with_cp=self.with_cp)`
             else:
                 value = self._value(arg.value)
                 function = None if value is not None else self.refs.passed_function(arg.value, call)
@@ -636,17 +656,60 @@ class _Summarizer:
         return found
 
     def _keywords_on(self) -> list[str]:
-        """`ModuleSummary.keywords_on`."""
-        scopes = self.facts.scopes
+        """`ModuleSummary.keywords_on`: the keywords of calls, and the keys of dict literals
+        and subscript assignments (`cfg["with_cp"] = True`), given a value that may be true."""
+        facts = self.facts
         found = set()
-        for call in self.facts.index.calls:
+        for call in facts.index.calls:
             for arg in call.args:
                 if arg.keyword is None or self._turned_off(arg.value):
                     continue
-                passed_on = isinstance(arg.value, cst.Name) and scopes.holds_argument(arg.value)
-                if not passed_on:
+                if not self._passed_on(arg.keyword.value, arg.value):
                     found.add(arg.keyword.value)
+        for string in facts.index.strings:
+            key = literal_value(string)
+            value = self._keyed_value(string)
+            if (
+                isinstance(key, str)
+                and key.isidentifier()
+                and value is not None
+                and not self._turned_off(value)
+            ):
+                found.add(key)
         return sorted(found)
+
+    def _passed_on(self, keyword: str, value: cst.BaseExpression) -> bool:
+        """`value`, passed as `keyword`, is a switch of the caller's passed on: a parameter of
+        its function (`with_cp=with_cp`), or its object's constructor switch of that name
+        (`with_cp=self.with_cp` after `self.with_cp = with_cp`)."""
+        if isinstance(value, cst.Name):
+            return self.facts.scopes.holds_argument(value)
+        switch = self.facts.guards.constructor_switch(value)
+        return switch is not None and _stores_parameter(switch, keyword)
+
+    def _keyed_value(self, key: cst.SimpleString) -> cst.BaseExpression | None:
+        """The value a dict literal (`{"with_cp": True}`) or a subscript assignment
+        (`cfg["with_cp"] = True`) gives the string `key`."""
+        parents = self.facts.index.parents
+        parent = parents.get(key)
+        if isinstance(parent, cst.DictElement) and parent.key is key:
+            return parent.value
+        element = parents.get(parent) if isinstance(parent, cst.Index) else None
+        subscript = parents.get(element) if isinstance(element, cst.SubscriptElement) else None
+        target = parents.get(subscript) if isinstance(subscript, cst.Subscript) else None
+        assignment = parents.get(target) if isinstance(target, cst.AssignTarget) else None
+        return assignment.value if isinstance(assignment, cst.Assign) else None
+
+    def _own_keywords(self, expression: cst.BaseExpression) -> bool:
+        """`expression` is the `**kwargs` parameter of its function, never rebound."""
+        function = self.facts.scopes.enclosing_function(expression)
+        star = function.params.star_kwarg if function is not None else None
+        return (
+            isinstance(expression, cst.Name)
+            and isinstance(star, cst.Param)
+            and star.name.value == expression.value
+            and self.facts.scopes.holds_argument(expression)
+        )
 
     def _turned_off(self, expression: cst.BaseExpression) -> bool:
         """`False`, `None` or `0`, or a name of its function bound to nothing else

@@ -50,8 +50,11 @@ Ref = str
 # `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
 # preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), an object
 # read back whole from a file (["loaded"]: `torch.load(path)`, a dataset saved after
-# preprocessing), or a tuple of
-# values (["tuple", [value or None, ...]]: `return loader, dataset`).
+# preprocessing), or a tuple of values (["tuple", [value or None, ...]]: `return loader,
+# dataset`). A switch passed on is a parameter of the caller's (["param", name]), what its
+# `**kwargs` carry (["kwargs"], as the key "**": `super().__init__(depth=50, **kwargs)`), or
+# the caller's object's switch that its `__init__` stores from its parameter `name`
+# (["switch", name]: `with_cp=self.with_cp`).
 Value = list
 
 
@@ -116,8 +119,12 @@ class FunctionSummary:
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     # Attributes it may set to a true value (`obj.use_checkpoint = flag`, `setattr(obj,
-    # "use_checkpoint", True)`, a class attribute `use_checkpoint = True` for module code).
+    # "use_checkpoint", True)`, a class attribute `use_checkpoint = True` for module code),
+    # but the switches of its own object that an `__init__` stores from a parameter of its,
+    # off by default, which are on only when a caller turns that parameter on:
+    # [attribute, parameter] (`self.with_cp = with_cp`, `Guards.stored_switch`).
     switches: list[str] = field(default_factory=list)
+    stored_switches: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -150,9 +157,12 @@ class ModuleSummary:
     # Every identifier the file mentions, other than the names its `def`s and classes define:
     # names, attributes, keywords and identifier strings (`type="ResNet"` in a config).
     mentions: list[str] = field(default_factory=list)
-    # Keywords some call of the file passes a value that may be true, other than a parameter
-    # of its own function passed on (`decode(latents, force_not_quantize=True)`): a switch
-    # off by default that a caller the linker cannot resolve may turn on.
+    # Keywords some call of the file passes a value that may be true, other than a switch
+    # of the caller's passed on (`decode(latents, force_not_quantize=True)`), and the keys
+    # that a dict literal or a subscript assignment gives one (`dict(type="ResNet",
+    # with_cp=True)`, `{"with_cp": True}`, `cfg["with_cp"] = True`): a switch off by default
+    # that a caller the linker cannot resolve, or a registry building a class from a config,
+    # may turn on.
     keywords_on: list[str] = field(default_factory=list)
     # Functions whose every result is a periodic test of their arguments or `False`
     # (`def should_log(self, step): return step == 1 or step % self.log_freq == 0`).

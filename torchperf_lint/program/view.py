@@ -130,6 +130,12 @@ class LinkedAnswers(ProgramAnswers):
     def never_switched_on(self, function: cst.FunctionDef, parameter: str) -> bool:
         return bool(self._ask("never_switched_on", self.refs.qualname(function), parameter))
 
+    def never_built_with(self, init: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("never_built_with", self.refs.qualname(init), parameter))
+
+    def inherits_switch(self, cls: cst.ClassDef, attribute: str) -> bool:
+        return bool(self._ask("inherits_switch", self.refs.qualname(cls), attribute))
+
     def periodic_predicate(self, name: str) -> bool:
         return bool(self._ask("periodic_predicate", name))
 

@@ -664,7 +664,9 @@ class TensorCreatedThenMoved(Rule):
     a per-step function that runs on the first call only, or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
     outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
-    also through a method it calls on `self` that assigns the attribute; what a function that
+    also through a method it calls on `self` that assigns the attribute, or of a module
+    global, also through a function of the module that assigns it after `global KERNEL`
+    (`if KERNEL is None: load_kernel()`); what a function that
     runs a model's `generate(...)` with autograd off prepares for it, also in its loops over
     frames or modalities: the decoding loop runs the model once per token); factories that copy host data (`torch.tensor(...)`, `torch.as_tensor`,
     `torch.from_numpy`, the legacy `torch.LongTensor(...)`), which build on the host and copy
@@ -678,12 +680,15 @@ class TensorCreatedThenMoved(Rule):
     registers and no framework class other than `nn.Module` may call, the `forward` of an
     `autograd.Function` that no file names (it runs only through `Cls.apply`), and a branch
     that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
-    `self.gradient_checkpointing = False`, set to nothing else by any code that may run), and
+    `self.gradient_checkpointing = False`, set to nothing else by any code that may run),
+    a branch on a parameter off by default that no caller turns on (`if init is True:` in
+    `forward(self, x, init=False)`, whose callers, `self.conv(x)`, leave it out), and
     a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
     function whose every caller passes it; a branch that only objects built with a switch
     away from its default run (`if self.add_zero_attn:` in a `forward` whose class stores
-    `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`, or `if
-    self.remap is not None:` from `__init__(..., remap=None)`);
+    `self.add_zero_attn = add_zero_attn` from `__init__(..., add_zero_attn=False)`, `if
+    self.remap is not None:` from `__init__(..., remap=None)`, or `if self.use_ema:` after
+    `self.use_ema = ema_decay is not None`);
     loops over a literal collection of constants (`for stride, width in [(1, 32), (2,
     64)]:`), which run a handful of configurations, not steps; the body of a loop of epochs
     around the loop over the loader (`for epoch in range(n):`) outside that loop, where

@@ -509,14 +509,34 @@ class CheckpointUseReentrant(Rule):
     which sets `self.gradient_checkpointing = False` while no code of the project that may
     run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
     value)` sets it only when the project calls `gradient_checkpointing_enable()` or
-    `enable_gradient_checkpointing()`, or the hook itself), a branch on a parameter off by
+    `enable_gradient_checkpointing()`, or the hook itself), the same switch of a library's
+    model, which the library builds off (`if self.model.transformer.grad_checkpointing:` on an
+    open_clip or timm model, on only after `set_grad_checkpointing()`; Hugging Face's
+    `gradient_checkpointing`, on only after `gradient_checkpointing_enable()`; a test of the
+    run's settings, `args.grad_checkpointing`, is still reported), a branch on a parameter off by
     default that no caller turns on (`if checkpoint_activations:` in `BertEncoder.forward(...,
     checkpoint_activations=False)`, whose callers leave it out, pass `False`, or pass on a
-    parameter of their own that none of theirs turns on), and functions nothing can call (no
-    file of the project,
-    tests included, names them, no decorator registers them, and they override no method of
-    a framework class other than `nn.Module`'s). Test files are checked too: the missing
+    parameter of their own that none of theirs turns on), a branch on a switch a constructor
+    stores from such a parameter (`if self.with_cp and x.requires_grad:` after `self.with_cp
+    = with_cp` in `__init__(..., with_cp=False)`, also in a subclass) that no code of the
+    project builds its class with on: no call or config dict (`dict(type="ResNet",
+    with_cp=True)`, `{"with_cp": True}`, in a config file without PyTorch code too) passes
+    that keyword a value that may be true, no code sets the attribute, and no construction
+    passes it by position or passes on a switch that may be on (`Block(dim,
+    with_cp=self.with_cp)`), and functions nothing can call (no file of the project, tests
+    included, names them, no decorator registers them, and they override no method of a
+    framework class other than `nn.Module`'s). Test files are checked too: the missing
     argument warns there as well.
+
+    A constructor's switch needs no construction the linker resolves, unlike a function's
+    parameter (whose function, with no caller in the project, is reported: it is an API
+    called by position from outside): a registry builds a class from a config's keywords,
+    which the project's files show. A library's classes are judged the same way, as its
+    methods that no file names are: the project's own code, its tests, examples and configs
+    included, is the evidence of what runs. A library whose tests or configs build
+    `BasicBlock(64, 64, with_cp=True)` keeps the finding; one that leaves the switch to its
+    users' own code, to YAML or JSON settings (not read), or to a command line unpacked into
+    the constructor (`Net(**vars(args))` after `add_argument("--with_cp")`), does not.
 
     A `# noqa: TOR003` (TorchFix's code for the same check) silences it too.
 

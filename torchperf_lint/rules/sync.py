@@ -129,7 +129,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     a helper that tests `if step % k == 0 or is_first_iteration:`), in a branch that only objects
     built with a switch away from its default run (`if self.batch_eval: ... else:` in a class
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
-    that defaults to `False`; `if self.remap is not None:` for one that defaults to `None`),
+    that defaults to `False`; `if self.remap is not None:` for one that defaults to `None`;
+    `if self.use_ema:` after `self.use_ema = ema_decay is not None` with `ema_decay=None`,
+    or a switch stored as `bool(flag)` or `threshold > 0`),
     in a loop over a literal collection of constants (`for
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a fit
     of at most 100 steps (`for i in range(training_iter):` with `training_iter = 2 if
