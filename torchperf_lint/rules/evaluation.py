@@ -51,6 +51,13 @@ class FunctionCalls:
                 self._by_name[call.func.value].append(call)
             elif isinstance(call.func, cst.Attribute):
                 self._by_method[call.func.attr.value].append(call)
+        # Functions of the module that differentiate themselves (`def hvp(y, w, v): ...
+        # autograd.grad(y, w, create_graph=True)`): a call of one computes gradients too.
+        self._gradient_helpers = {
+            function.name.value
+            for function in facts.index.functions
+            if any(self._differentiates(call) for call in self.inside[function])
+        }
 
     def computes_gradients(self, function: cst.FunctionDef | None) -> bool:
         """Whether `function` (or module-level code, for None) calls backward, steps an
@@ -59,6 +66,20 @@ class FunctionCalls:
         return any(self.needs_gradients(call) for call in calls)
 
     def needs_gradients(self, call: cst.Call) -> bool:
+        """Whether `call` runs the gradient machinery, itself or through a function of the
+        module that does (`hvp(loss, model.weight, v)`)."""
+        return self._asks_for_gradients(call) or (
+            isinstance(call.func, cst.Name) and call.func.value in self._gradient_helpers
+        )
+
+    def _differentiates(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `torch.autograd.grad(...)`."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            return True
+        return (self.facts.names.call_name(call) or "").startswith(_GRADIENT_FUNCTIONS)
+
+    def _asks_for_gradients(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Attribute):
             if func.attr.value in _GRADIENT_METHODS:
@@ -179,13 +200,16 @@ def _repeated(facts: FileFacts, call: cst.Call) -> bool:
     return False
 
 
-def _is_train_call(call: cst.Call, receiver: str) -> bool:
-    """`receiver.train()` or `receiver.train(True)`, which ends the stretch in eval mode."""
+def _ends_stretch(call: cst.Call, receiver: str) -> bool:
+    """`receiver.train()` or `receiver.train(True)`, which ends the stretch in eval mode, or
+    `receiver.eval()` again, which starts the next one (its finding holds the calls after it)."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "train"):
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("train", "eval")):
         return False
     if dotted_name(func.value) != receiver:
         return False
+    if func.attr.value == "eval":
+        return not call.args
     return not call.args or literal_value(call.args[0].value) is not False
 
 
@@ -206,12 +230,16 @@ class EvalWithoutNoGrad(Rule):
     run or a demo's one prediction, runs once) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
     either (or nested in one), and not in a helper that every caller in the module calls under
-    `no_grad`. Only the calls between `eval()` and the next `model.train()` count.
+    `no_grad`. Only the calls between `eval()` and the next `model.train()` count (or the next
+    `model.eval()`, whose finding they are).
 
     Where the same function (or module-level script, or notebook) computes gradients (it
     calls `backward`, steps an optimizer, calls `torch.autograd.grad`, or switches gradients
     on with `requires_grad_()` or `torch.enable_grad()`), only the calls in an evaluation loop
-    count: a loop after `eval()` whose body computes no gradients. A frozen model in eval mode
+    count: a loop after `eval()` whose body computes no gradients, itself or through a function
+    of the module that does (`hvp(loss, model.weight, v)` with `def hvp(y, w, v): ...
+    torch.autograd.grad(y, w, create_graph=True)`: the loop differentiates the model's
+    output, and `eval()` only switches dropout and batch norm). A frozen model in eval mode
     inside a training step, or an adversarial attack, needs autograd and is left alone. So are
     `forward` and other `nn.Module` methods, helpers without an evaluation loop of their own
     called from a function that computes gradients (a teacher's forward in a training step),
@@ -314,7 +342,7 @@ class EvalWithoutNoGrad(Rule):
         for call in calls.own[function]:
             if calls.order[call] <= start:
                 continue
-            if _is_train_call(call, receiver):
+            if _ends_stretch(call, receiver):
                 break
             if _runs(call, receiver):
                 runs.append(call)
