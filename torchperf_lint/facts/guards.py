@@ -305,13 +305,18 @@ class Guards:
 
     def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """A modulo test (`is_modulo_test`), or a name every value of which is one, also as
-        an operand of a top-level `and`."""
+        an operand of a top-level `and`; a value that narrows the name's own test (`test =
+        step % freq == 0`, then `test = test and acc_step == 0`) keeps it periodic."""
         if is_modulo_test(test):
             return True
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
         if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
-            return self._bound_only_to(test, self.is_periodic_test, depth)
+            values = [
+                value for value in self.scopes.bound_values(test)
+                if not _narrows(value, test.value)
+            ]
+            return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
         return False
 
     def _bound_only_to(
@@ -1379,3 +1384,15 @@ def _truth_of_literal(value: cst.BaseExpression) -> bool | None:
     """Whether a literal is true (`False`, `None`, `0`, `""` are not), or None for no literal."""
     literal = literal_value(value)
     return None if literal is UNKNOWN else bool(literal)
+
+
+def _narrows(value: cst.BaseExpression, name: str) -> bool:
+    """`name and ...` or `... and name`: the test `name` held, made stricter."""
+    return (
+        isinstance(value, cst.BooleanOperation)
+        and isinstance(value.operator, cst.And)
+        and any(
+            isinstance(operand, cst.Name) and operand.value == name
+            for operand in (value.left, value.right)
+        )
+    )

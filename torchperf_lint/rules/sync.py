@@ -115,7 +115,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
     one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
     m == 0 or do_log; if do_metric:`, or a call of a project function that returns such a
-    test: `if step_check(step, n):`, `if not self.metrics.should_log(self.step): return`
+    test: `if step_check(step, n):`, also one that narrows it before returning it, `test =
+    step % freq == 0`, then `test = test and acc_step == 0`, `if not
+    self.metrics.should_log(self.step): return`
     before the read, with `def should_log(self, step): return step == 1 or step % self.freq
     == 0`) or a test of one of the loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
