@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from torchperf_lint.registry import DOC_SECTIONS, DOCS_URL, RuleInfo, catalog_source
+from torchperf_lint.registry import DOC_SECTIONS, DOCS_URL, RuleInfo, catalog_source, usual_message
 
 if TYPE_CHECKING:
     from torchperf_lint.rules.base import Rule
@@ -53,8 +53,8 @@ def missing_sections(rule: AnyRule) -> list[str]:
 
 
 def message_template(rule: AnyRule) -> str:
-    """The rule's message with its per-finding parts shown as `<what>` placeholders."""
-    return re.sub(r"\{(\w+)\}", r"<\1>", rule.message)
+    """The rule's usual message with its per-finding parts shown as `<what>` placeholders."""
+    return re.sub(r"\{(\w+)\}", r"<\1>", usual_message(rule))
 
 
 def render_page(rule: AnyRule) -> str:

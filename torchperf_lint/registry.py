@@ -69,13 +69,19 @@ class RuleInfo(NamedTuple):
 _IMPLEMENTATIONS: dict[str, type[Rule]] = {}
 
 
+def usual_message(rule: type[Rule] | RuleInfo) -> str:
+    """The rule's message with the part a site may give its own of filled in with the usual
+    one (`{advice}`: the rule's `read_advice`); the catalog keeps it so."""
+    return rule.message.replace("{advice}", getattr(rule, "read_advice", "{advice}"))
+
+
 def info_of(rule: type[Rule]) -> RuleInfo:
     """The catalog entry of a rule class (what `catalog.py` is generated from)."""
     return RuleInfo(
         code=rule.code,
         name=rule.name,
         family=rule.__module__.rpartition(".")[2],
-        message=rule.message,
+        message=usual_message(rule),
         default=rule.default,
         fix_applicability=rule.fix_applicability,
         gains_only_on_cuda=rule.gains_only_on_cuda,

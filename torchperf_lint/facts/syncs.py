@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.arguments import argument_value, literal_value
+from torchperf_lint.facts.arguments import argument_value, bound_argument, literal_value
 from torchperf_lint.facts.devices import is_cpu_device, is_dtype
 from torchperf_lint.facts.guards import conjuncts
 from torchperf_lint.facts.index import (
@@ -94,6 +94,28 @@ _LOGGING_METHODS = frozenset({"info", "warning", "warn", "error", "critical", "e
 # A tensor's sizes (`x.size(-1)`, `x.shape[0]`, `x.numel()`): Python ints, read from the
 # tensor's metadata on the host, without waiting for the device.
 _SIZES = frozenset({"size", "shape", "dim", "ndim", "ndimension", "numel", "nelement"})
+# NumPy functions that return an array of indices or values (not a scalar); `choice` and
+# `randint` only with a size (`np.random.randint(0, n, size=b)`).
+_NUMPY_ARRAYS = frozenset({
+    "numpy.arange", "numpy.array", "numpy.asarray", "numpy.argsort", "numpy.flatnonzero",
+    "numpy.concatenate", "numpy.random.permutation",
+})
+# Calls after which PyTorch's factories may build tensors on a GPU, `device=` or not.
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_tensor_type", "torch.set_default_device"})
+# NumPy array methods that return an array.
+_NUMPY_ARRAY_METHODS = frozenset({"reshape", "ravel", "flatten", "copy", "astype", "squeeze"})
+_NUMPY_SIZED_ARRAYS = {
+    "numpy.random.choice": ("a", "size"), "numpy.random.randint": ("low", "high", "size"),
+}
+# Tensor methods whose result lives where their tensor does.
+_DEVICE_KEEPING_METHODS = frozenset({
+    "reshape", "view", "flatten", "permute", "transpose", "contiguous", "detach", "clone",
+    "squeeze", "unsqueeze", "expand", "long", "float", "half", "bfloat16", "int", "bool",
+})
+# A gather whose index is in host memory, and how to stop its index copy from waiting (a
+# read's advice depends on the rule that reports it).
+_INDEXING = "Indexing a device tensor with a host-memory index"
+_INDEX_ADVICE = "build the index on the device (`torch.randperm(n, device=device)`)"
 # Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
 # `append_data`, `writer.add_image`): a frame copied to the host for one of them is the
 # program's output, not a wait to remove.
@@ -137,6 +159,8 @@ class HostSync:
     # The other reads a site of several stands for (the rest of its statement, or of a run of
     # statements in a row), in source order.
     others: tuple[HostSync, ...] = ()
+    # How to stop waiting there, when it is not by reading the value less often.
+    advice: str | None = None
 
     @property
     def part(self) -> str:
@@ -229,6 +253,11 @@ class HostSyncs:
             if self._reads_device(bound)
         )
         found.extend(
+            HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE)
+            for subscript in self.index.subscripts
+            if self._host_index_of(subscript) is not None
+        )
+        found.extend(
             HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,")
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
@@ -239,7 +268,7 @@ class HostSyncs:
             and not self.in_display_loop(site.node)
             and not self._in_assert_message(site.node)
         ]
-        return self._per_statement(found)
+        return self._one_per_index(self._per_statement(found))
 
     def _in_assert_message(self, node: cst.CSTNode) -> bool:
         """In the message of an `assert`, which is computed only when the assertion fails."""
@@ -475,8 +504,12 @@ class HostSyncs:
             for description, count in counts.items()
         )
         what = what or ("One statement" if len(run) == 1 else f"A run of {len(run)} statements")
+        advice = {site.advice for site in sites}
         return HostSync(
-            sites[0].node, f"{what} with {len(sites)} host syncs ({kinds})", tuple(sites[1:])
+            sites[0].node,
+            f"{what} with {len(sites)} host syncs ({kinds})",
+            tuple(sites[1:]),
+            advice.pop() if len(advice) == 1 else None,
         )
 
     def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -1159,6 +1192,155 @@ class HostSyncs:
         ):
             return HostSync(call, f"`.{func.attr.value}()`")
         return None
+
+    # Indexing a device tensor with a host array ---------------------------------------------
+
+    def _host_index_of(self, subscript: cst.Subscript) -> cst.BaseExpression | None:
+        """`mb_inds` in `b_obs[mb_inds]`, with `mb_inds = b_inds[start:end]` of `b_inds =
+        np.arange(n)`, and `b_obs` made on the device: PyTorch copies the index to the device
+        from pageable memory, a blocking copy that waits for every kernel queued before it (as
+        for a NumPy array, for a host tensor such as `torch.randperm(n)[i:i + b]`)."""
+        indexes = [
+            element.slice.value for element in subscript.slice
+            if isinstance(element.slice, cst.Index) and self._is_host_array(element.slice.value)
+        ]
+        return indexes[0] if indexes and self._placed_on_device(subscript.value) else None
+
+    def _one_per_index(self, sites: list[HostSync]) -> list[HostSync]:
+        """The sites of a loop body that only index device tensors with the same host-memory
+        index (`b_obs[mb_inds]`, then `b_logprobs[mb_inds]`, ...) are one site, at the
+        first: one fix, building that index on the device."""
+        groups: dict[tuple[cst.CSTNode | None, str], list[HostSync]] = {}
+        kept: list[HostSync | tuple[cst.CSTNode | None, str]] = []
+        for site in sites:
+            indexes = {
+                self._index_name(gather.node)
+                for gather in (site, *site.others)
+                if isinstance(gather.node, cst.Subscript)
+            }
+            if site.advice is None or len(indexes) != 1 or None in indexes:
+                kept.append(site)
+                continue
+            loops = self.loops.enclosing_loops(site.node)
+            key = (loops[0].node if loops else None, indexes.pop())
+            if key not in groups:
+                kept.append(key)
+            groups.setdefault(key, []).append(site)
+        merged = []
+        for item in kept:
+            if isinstance(item, HostSync):
+                merged.append(item)
+                continue
+            gathers = [gather for site in groups[item] for gather in (site, *site.others)]
+            count = len(gathers)
+            times = "a device tensor" if count == 1 else f"device tensors {count} times"
+            merged.append(HostSync(
+                gathers[0].node,
+                f"Indexing {times} with the host-memory index `{item[1]}`",
+                tuple(gathers[1:]),
+                _INDEX_ADVICE,
+            ))
+        return merged
+
+    def _index_name(self, subscript: cst.Subscript) -> str | None:
+        """The name of the host-memory index of a gather: `mb_inds` in `b_obs[mb_inds]`, also
+        `perm` in `x[perm[i:i + b]]`."""
+        index = self._host_index_of(subscript)
+        while isinstance(index, cst.Subscript):
+            index = index.value
+        return index.value if isinstance(index, cst.Name) else None
+
+    def _is_host_array(self, expression: cst.BaseExpression) -> bool:
+        """An array of positions or a mask in host memory: a NumPy array, or a host tensor
+        (unless the module makes the factories build on a GPU:
+        `torch.set_default_tensor_type("torch.cuda.FloatTensor")`)."""
+        return self._is_numpy_array(expression) or (
+            not self._sets_default_device
+            and self.tensors.is_definitely_tensor(expression)
+            and self.is_host_value(expression)
+        )
+
+    @cached_property
+    def _sets_default_device(self) -> bool:
+        return any(
+            self.names.call_name(call) in _DEFAULT_DEVICE_SETTERS for call in self.index.calls
+        )
+
+    def _is_numpy_array(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """An array NumPy made (`np.arange(n)`, `np.random.permutation(n)`), a slice or a
+        reshaped copy of one (`b_inds[start:end]`, `flat[:, envs].ravel()`), or a name bound
+        only to these."""
+        if isinstance(expression, cst.Call):
+            qualified = self.names.call_name(expression)
+            if qualified in _NUMPY_ARRAYS:
+                return True
+            func = expression.func
+            if qualified is None and isinstance(func, cst.Attribute):
+                return func.attr.value in _NUMPY_ARRAY_METHODS and self._is_numpy_array(
+                    func.value, depth
+                )
+            signature = _NUMPY_SIZED_ARRAYS.get(qualified or "")
+            return signature is not None and isinstance(
+                bound_argument(expression, "size", signature), cst.Arg
+            )
+        if isinstance(expression, cst.Subscript):
+            # A slice, or an array of positions, selects an array; an integer, one element.
+            return all(
+                isinstance(e.slice, cst.Slice) or self._is_numpy_array(e.slice.value, depth)
+                for e in expression.slice
+            ) and self._is_numpy_array(expression.value, depth)
+        return isinstance(expression, cst.Name) and self._name_bound_to(
+            expression, depth, self._is_numpy_array
+        )
+
+    def _placed_on_device(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
+        """A tensor the code shows on the device: moved there (`.to(device)`, `.cuda()`),
+        made there (`torch.zeros(n, device=device)`), a view, conversion or part of one
+        (`obs.reshape(-1)`, `b_actions.long()`, `x[i]`), or a name bound only to these."""
+        if isinstance(expression, cst.Subscript):
+            return self._placed_on_device(expression.value, depth)
+        if isinstance(expression, cst.Call):
+            func = expression.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method == "cuda":
+                    return True
+                if method == "to":
+                    return not (self._converts_only(expression) or self._copies_to_cpu(expression))
+                if method in _DEVICE_KEEPING_METHODS:
+                    return self._placed_on_device(func.value, depth)
+            qualified = self.names.call_name(expression)
+            device = bound_argument(expression, "device")
+            return (
+                qualified is not None
+                and qualified.startswith("torch.")
+                and qualified.removeprefix("torch.") in TENSOR_FACTORIES
+                and isinstance(device, cst.Arg)
+                and not is_cpu_device(device.value, self.names, self.scopes)
+            )
+        return isinstance(expression, cst.Name) and self._name_bound_to(
+            expression, depth, self._placed_on_device
+        )
+
+    def _name_bound_to(
+        self,
+        name: cst.Name,
+        depth: int,
+        holds: Callable[[cst.BaseExpression, int], bool],
+    ) -> bool:
+        """Whether every value that reaches this use of `name` (or, where that is not known,
+        every value bound to it) `holds`."""
+        if depth >= _MAX_HOST_DEPTH:
+            return False
+        sources = self.tensors.reaching_sources(name)
+        if sources is not None:
+            return bool(sources) and all(
+                not is_item and holds(source, depth + 1) for source, is_item in sources
+            )
+        if self._bound_elsewhere(name):
+            return False
+        values = self.scopes.bound_values(name)
+        return bool(values) and all(holds(value, depth + 1) for value in values)
 
     def _is_mask_read(self, subscript: cst.Subscript) -> bool:
         """`t[t > 0]`, `t[mask]`: a tensor indexed by one boolean mask, read (not assigned).

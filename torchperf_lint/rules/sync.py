@@ -19,6 +19,8 @@ class _PerIterationRule(Rule):
 
     # The kind of step (`Step.kind`) whose per-step functions the rule reports.
     step_kind: str
+    # How to stop waiting for a value read (other sites say their own: `HostSync.advice`).
+    read_advice: str
 
     def sites(self, facts: FileFacts) -> list[HostSync]:
         raise NotImplementedError
@@ -44,7 +46,11 @@ class _PerIterationRule(Rule):
                 return
             also_at = tuple((other.node, f"also waits here: {other.part}") for other in site.others)
             yield self.finding(
-                site.node, related=step.path, also_at=also_at, what=site.description
+                site.node,
+                related=step.path,
+                also_at=also_at,
+                what=site.description,
+                advice=site.advice or self.read_advice,
             )
 
 
@@ -78,7 +84,15 @@ class SyncInTrainingLoop(_PerIterationRule):
     `start = starts[i]` of a device tensor: Python converts it to an int; an index tensor,
     `x[ids]`, runs on the device; a name is judged by the binding that reaches it, so
     `for start in range(0, n, m): b[start:start + m]` reads nothing, whatever tensor an
-    earlier `start = torch.clip(...)` held), and an explicit `torch.cuda.synchronize()` (or another backend's)
+    earlier `start = torch.clip(...)` held), a device tensor indexed with an index in host
+    memory (`b_obs[mb_inds]` with `mb_inds = b_inds[start:end]` of `b_inds = np.arange(n)`, a
+    NumPy array, or `x[torch.randperm(n)[:b]]`, a host tensor, unless the module makes the
+    factories build on the GPU, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`;
+    when the code shows the indexed tensor on the device: made with `device=`, moved with
+    `.to(device)` or `.cuda()`, or a view of one, `b_obs = obs.reshape(-1, d)`): PyTorch copies the index to the device from
+    pageable memory, a copy that waits for the GPU; the gathers of a loop body with the same
+    index are one finding, at the first, whose fix is building the index on the device
+    (`torch.randperm(n, device=device)`), and an explicit `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it: `time.time()`,
     or a CUDA event's `start.elapsed_time(end)`, which needs the synchronize). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
@@ -272,10 +286,8 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     code = "TPL201"
     name = "sync-in-training-loop"
-    message = (
-        "{what} on every training step makes the host wait for the GPU; accumulate on the "
-        "device with `.detach()` and read it every N steps"
-    )
+    message = "{what} on every training step makes the host wait for the GPU; {advice}"
+    read_advice = "accumulate on the device with `.detach()` and read it every N steps"
     default = True
     step_kind = "train"
 
@@ -334,10 +346,8 @@ class SyncInEvalLoop(_PerIterationRule):
 
     code = "TPL202"
     name = "sync-in-eval-loop"
-    message = (
-        "{what} on every evaluation batch makes the host wait for the GPU; accumulate on the "
-        "device and read it once after the loop"
-    )
+    message = "{what} on every evaluation batch makes the host wait for the GPU; {advice}"
+    read_advice = "accumulate on the device and read it once after the loop"
     default = False
     step_kind = "eval"
 
@@ -407,8 +417,9 @@ class DataDependentShapeInLoop(_PerIterationRule):
     name = "data-dependent-shape-in-loop"
     message = (
         "{what} in a training loop makes the host wait for the GPU to learn the output size; "
-        "keep shapes fixed (`torch.where`, `masked_fill`, `ignore_index`)"
+        "{advice}"
     )
+    read_advice = "keep shapes fixed (`torch.where`, `masked_fill`, `ignore_index`)"
     default = False
     step_kind = "train"
 
