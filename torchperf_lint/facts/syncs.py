@@ -1200,11 +1200,14 @@ class HostSyncs:
         np.arange(n)`, and `b_obs` made on the device: PyTorch copies the index to the device
         from pageable memory, a blocking copy that waits for every kernel queued before it (as
         for a NumPy array, for a host tensor such as `torch.randperm(n)[i:i + b]`)."""
-        indexes = [
+        candidates = [
             element.slice.value for element in subscript.slice
-            if isinstance(element.slice, cst.Index) and self._is_host_array(element.slice.value)
+            if type(element.slice) is cst.Index
+            and type(element.slice.value) in (cst.Name, cst.Subscript, cst.Call)
         ]
-        return indexes[0] if indexes and self._placed_on_device(subscript.value) else None
+        if not candidates or not self._placed_on_device(subscript.value):
+            return None
+        return next((index for index in candidates if self._is_host_array(index)), None)
 
     def _one_per_index(self, sites: list[HostSync]) -> list[HostSync]:
         """The sites of a loop body that only index device tensors with the same host-memory
