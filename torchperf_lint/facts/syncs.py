@@ -100,13 +100,13 @@ _NUMPY_ARRAYS = frozenset({
     "numpy.arange", "numpy.array", "numpy.asarray", "numpy.argsort", "numpy.flatnonzero",
     "numpy.concatenate", "numpy.random.permutation",
 })
-# Calls after which PyTorch's factories may build tensors on a GPU, `device=` or not.
-_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_tensor_type", "torch.set_default_device"})
 # NumPy array methods that return an array.
 _NUMPY_ARRAY_METHODS = frozenset({"reshape", "ravel", "flatten", "copy", "astype", "squeeze"})
 _NUMPY_SIZED_ARRAYS = {
     "numpy.random.choice": ("a", "size"), "numpy.random.randint": ("low", "high", "size"),
 }
+# Calls after which PyTorch's factories may build tensors on a GPU, `device=` or not.
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_tensor_type", "torch.set_default_device"})
 # Tensor methods whose result lives where their tensor does.
 _DEVICE_KEEPING_METHODS = frozenset({
     "reshape", "view", "flatten", "permute", "transpose", "contiguous", "detach", "clone",
@@ -253,9 +253,7 @@ class HostSyncs:
             if self._reads_device(bound)
         )
         found.extend(
-            HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE)
-            for subscript in self.index.subscripts
-            if self._host_index_of(subscript) is not None
+            HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE) for subscript in self._host_indexes
         )
         found.extend(
             HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,")
@@ -1195,6 +1193,17 @@ class HostSyncs:
 
     # Indexing a device tensor with a host array ---------------------------------------------
 
+    @cached_property
+    def _host_indexes(self) -> dict[cst.Subscript, cst.BaseExpression]:
+        """Each gather from a device tensor with an index in host memory, with that index
+        (`_host_index_of`)."""
+        found = {}
+        for subscript in self.index.subscripts:
+            index = self._host_index_of(subscript)
+            if index is not None:
+                found[subscript] = index
+        return found
+
     def _host_index_of(self, subscript: cst.Subscript) -> cst.BaseExpression | None:
         """`mb_inds` in `b_obs[mb_inds]`, with `mb_inds = b_inds[start:end]` of `b_inds =
         np.arange(n)`, and `b_obs` made on the device: PyTorch copies the index to the device
@@ -1216,12 +1225,8 @@ class HostSyncs:
         groups: dict[tuple[cst.CSTNode | None, str], list[HostSync]] = {}
         kept: list[HostSync | tuple[cst.CSTNode | None, str]] = []
         for site in sites:
-            indexes = {
-                self._index_name(gather.node)
-                for gather in (site, *site.others)
-                if isinstance(gather.node, cst.Subscript)
-            }
-            if site.advice is None or len(indexes) != 1 or None in indexes:
+            indexes = {self._index_name(gather.node) for gather in (site, *site.others)}
+            if len(indexes) != 1 or None in indexes:
                 kept.append(site)
                 continue
             loops = self.loops.enclosing_loops(site.node)
@@ -1245,10 +1250,10 @@ class HostSyncs:
             ))
         return merged
 
-    def _index_name(self, subscript: cst.Subscript) -> str | None:
+    def _index_name(self, node: cst.CSTNode) -> str | None:
         """The name of the host-memory index of a gather: `mb_inds` in `b_obs[mb_inds]`, also
-        `perm` in `x[perm[i:i + b]]`."""
-        index = self._host_index_of(subscript)
+        `perm` in `x[perm[i:i + b]]`; None for any other site."""
+        index = self._host_indexes.get(node)
         while isinstance(index, cst.Subscript):
             index = index.value
         return index.value if isinstance(index, cst.Name) else None

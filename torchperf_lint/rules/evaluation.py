@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from functools import cached_property
 
 import libcst as cst
 
@@ -25,7 +26,6 @@ INFERENCE_MODE_DOCS = "https://pytorch.org/docs/stable/generated/torch.autograd.
 # Calls that need autograd to record: whoever makes them is computing gradients on purpose
 # (training, adversarial examples, saliency maps), even with the model in eval mode.
 _GRADIENT_FUNCTIONS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.")
-_GRADIENT_METHODS = frozenset({"backward", "requires_grad_"})
 _GRAD_ENABLING = frozenset({"torch.enable_grad"})
 
 
@@ -51,13 +51,6 @@ class FunctionCalls:
                 self._by_name[call.func.value].append(call)
             elif isinstance(call.func, cst.Attribute):
                 self._by_method[call.func.attr.value].append(call)
-        # Functions of the module that differentiate themselves (`def hvp(y, w, v): ...
-        # autograd.grad(y, w, create_graph=True)`): a call of one computes gradients too.
-        self._gradient_helpers = {
-            function.name.value
-            for function in facts.index.functions
-            if any(self._differentiates(call) for call in self.inside[function])
-        }
 
     def computes_gradients(self, function: cst.FunctionDef | None) -> bool:
         """Whether `function` (or module-level code, for None) calls backward, steps an
@@ -72,6 +65,16 @@ class FunctionCalls:
             isinstance(call.func, cst.Name) and call.func.value in self._gradient_helpers
         )
 
+    @cached_property
+    def _gradient_helpers(self) -> frozenset[str]:
+        """The functions of the module that differentiate themselves (`def hvp(y, w, v): ...
+        autograd.grad(y, w, create_graph=True)`): a call of one computes gradients too."""
+        return frozenset(
+            function.name.value
+            for function in self.facts.index.functions
+            if any(self._differentiates(call) for call in self.inside[function])
+        )
+
     def _differentiates(self, call: cst.Call) -> bool:
         """`loss.backward()`, `torch.autograd.grad(...)`."""
         func = call.func
@@ -80,14 +83,18 @@ class FunctionCalls:
         return (self.facts.names.call_name(call) or "").startswith(_GRADIENT_FUNCTIONS)
 
     def _asks_for_gradients(self, call: cst.Call) -> bool:
+        """Differentiates, steps an optimizer, or switches gradients on (`requires_grad_()`,
+        `torch.enable_grad()`, `requires_grad=flag`)."""
+        if self._differentiates(call):
+            return True
         func = call.func
         if isinstance(func, cst.Attribute):
-            if func.attr.value in _GRADIENT_METHODS:
+            if func.attr.value == "requires_grad_":
                 return True
             if func.attr.value == "step" and self.facts.loops.is_optimizer_or_scaler(func.value):
                 return True
         name = self.facts.names.call_name(call) or ""
-        if name.startswith(_GRADIENT_FUNCTIONS) or name in _GRAD_ENABLING:
+        if name in _GRAD_ENABLING:
             return True
         if name == "torch.set_grad_enabled":
             return not (call.args and literal_value(call.args[0].value) is False)

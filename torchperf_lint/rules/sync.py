@@ -89,10 +89,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     NumPy array, or `x[torch.randperm(n)[:b]]`, a host tensor, unless the module makes the
     factories build on the GPU, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`;
     when the code shows the indexed tensor on the device: made with `device=`, moved with
-    `.to(device)` or `.cuda()`, or a view of one, `b_obs = obs.reshape(-1, d)`): PyTorch copies the index to the device from
-    pageable memory, a copy that waits for the GPU; the gathers of a loop body with the same
-    index are one finding, at the first, whose fix is building the index on the device
-    (`torch.randperm(n, device=device)`), and an explicit `torch.cuda.synchronize()` (or another backend's)
+    `.to(device)` or `.cuda()`, or a view of one, `b_obs = obs.reshape(-1, d)`): PyTorch
+    copies the index to the device from pageable memory, a copy that waits for the GPU; the
+    gathers of a loop body with the same index are one finding, at the first, whose fix is
+    building the index on the device (`torch.randperm(n, device=device)`), and an explicit
+    `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it: `time.time()`,
     or a CUDA event's `start.elapsed_time(end)`, which needs the synchronize). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
