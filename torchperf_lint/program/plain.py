@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from torchperf_lint.program.summary import FunctionSummary, ModuleSummary
-
-_OFF_VALUES = (False, None, 0)
+from torchperf_lint.program.summary import OFF_VALUES, FunctionSummary, ModuleSummary
 
 
 def summarize_plain(text: str) -> ModuleSummary | None:
@@ -53,7 +51,7 @@ def summarize_plain(text: str) -> ModuleSummary | None:
 
 
 def _may_be_true(value: ast.expr) -> bool:
-    return not (isinstance(value, ast.Constant) and value.value in _OFF_VALUES)
+    return not (isinstance(value, ast.Constant) and value.value in OFF_VALUES)
 
 
 def _identifier(node: ast.expr | None) -> bool:

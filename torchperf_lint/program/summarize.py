@@ -19,6 +19,7 @@ from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.program.summary import (
+    OFF_VALUES,
     CallSite,
     ClassSummary,
     FunctionSummary,
@@ -29,8 +30,6 @@ from torchperf_lint.program.summary import (
 )
 
 _DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
-# Values that leave a switch off: `self.gradient_checkpointing = False`.
-_OFF_VALUES = (False, None, 0)
 _BUILTINS = frozenset(dir(builtins))
 _GRAD_WRAPPED = frozenset({"torch.no_grad", "torch.inference_mode"})
 _GRAD_WRAPPED_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in _GRAD_WRAPPED)
@@ -473,7 +472,7 @@ class _Summarizer:
         facts = self.facts
         for assignment in facts.index.assigns:
             value = assignment.value
-            if value is None or literal_value(value) in _OFF_VALUES:
+            if value is None or literal_value(value) in OFF_VALUES:
                 continue  # `flag: bool` declares; `self.flag = False` leaves it off
             if isinstance(assignment, cst.Assign):
                 targets = [target.target for target in assignment.targets]
@@ -498,7 +497,7 @@ class _Summarizer:
             if dotted_name(call.func) != "setattr" or len(call.args) != 3:
                 continue
             attribute, value = call.args[1].value, call.args[2].value
-            if isinstance(attribute, cst.SimpleString) and literal_value(value) not in _OFF_VALUES:
+            if isinstance(attribute, cst.SimpleString) and literal_value(value) not in OFF_VALUES:
                 name = literal_value(attribute)
                 if isinstance(name, str):
                     yield self.refs.qualname(facts.scopes.enclosing_function(call)), name, None
@@ -511,7 +510,7 @@ class _Summarizer:
         off_by_default = [
             p.name.value
             for p in every_parameter
-            if p.default is not None and literal_value(p.default) in _OFF_VALUES
+            if p.default is not None and literal_value(p.default) in OFF_VALUES
         ]
         decorators = []
         grad_off = False
@@ -714,12 +713,12 @@ class _Summarizer:
     def _turned_off(self, expression: cst.BaseExpression) -> bool:
         """`False`, `None` or `0`, or a name of its function bound to nothing else
         (`checkpoint_activations = False` before the call)."""
-        if literal_value(expression) in _OFF_VALUES:
+        if literal_value(expression) in OFF_VALUES:
             return True
         if not isinstance(expression, cst.Name):
             return False
         values = self.facts.scopes.bound_values(expression)
-        return bool(values) and all(literal_value(value) in _OFF_VALUES for value in values)
+        return bool(values) and all(literal_value(value) in OFF_VALUES for value in values)
 
     def _value(self, expression: cst.BaseExpression, depth: int = 0) -> Value | None:
         facts = self.facts
