@@ -1,5 +1,5 @@
-"""What a file or a method is by its name alone: test files, and the methods frameworks run on
-every step. Free of LibCST: the program linker reads these for cached summaries too.
+"""What a file or a method is by its name alone: test files, the methods frameworks run on
+every step, and the switches libraries leave off. Free of LibCST: the program linker reads these for cached summaries too.
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ LIBRARY_SWITCHES: dict[str, frozenset[str]] = {
     }),
     "grad_checkpointing": frozenset({"set_grad_checkpointing"}),
 }
+# The values that leave a switch off (`self.gradient_checkpointing = False`, `with_cp=None`);
+# any other value may turn it on.
+OFF_VALUES = (False, None, 0)
 
 
 # Methods a framework calls on every batch, by the base class that declares them.

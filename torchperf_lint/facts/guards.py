@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from torchperf_lint.conventions import LIBRARY_SWITCHES
+from torchperf_lint.conventions import LIBRARY_SWITCHES, OFF_VALUES
 from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
@@ -105,8 +105,6 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 _NAME_DEPTH = 3
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
-# The values that leave a switch off.
-_OFF_LITERALS = (False, None, 0)
 # How the names of settings objects end (`training_args`, `model_config`).
 _SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
 # Words in the name of a switch that turns on a debugging mode (`args.debug`,
@@ -710,7 +708,7 @@ class Guards:
             )
         if attribute in _TRAINING_FLAGS or self.project_switches_on(attribute):
             return False  # `nn.Module.train()` sets `training`
-        if all(literal_value(value) in _OFF_LITERALS for value in values):
+        if all(literal_value(value) in OFF_VALUES for value in values):
             return True
         stored = self.stored_switch(test)
         return stored is not None and self.project_never_builds_with(*stored)
@@ -727,9 +725,9 @@ class Guards:
         name = param.name.value
         init = self.scopes.enclosing_function(value)
         default = literal_value(param.default)
-        if init is None or default not in _OFF_LITERALS:
+        if init is None or default not in OFF_VALUES:
             return None
-        for off in (default, *_OFF_LITERALS):
+        for off in (default, *OFF_VALUES):
             held = _value_with(value, name, off)
             if held is UNKNOWN or held:
                 return None

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from torchperf_lint.program.summary import OFF_VALUES, FunctionSummary, ModuleSummary
+from torchperf_lint.conventions import OFF_VALUES
+from torchperf_lint.program.summary import FunctionSummary, ModuleSummary
 
 
 def summarize_plain(text: str) -> ModuleSummary | None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from torchperf_lint.conventions import OFF_VALUES
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.dataloaders import DESERIALIZERS, MISSING
@@ -19,7 +20,6 @@ from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.program.summary import (
-    OFF_VALUES,
     CallSite,
     ClassSummary,
     FunctionSummary,

@@ -56,9 +56,6 @@ Ref = str
 # the caller's object's switch that its `__init__` stores from its parameter `name`
 # (["switch", name]: `with_cp=self.with_cp`).
 Value = list
-# Values that leave a switch off (`self.gradient_checkpointing = False`, `with_cp=None`):
-# a summary's `keywords_on` and `switches` hold what is given any other value.
-OFF_VALUES = (False, None, 0)
 
 
 @dataclass
