@@ -24,25 +24,42 @@ def is_cuda_literal(node: cst.BaseExpression) -> bool:
 
 
 def mentions_cuda_device(node: cst.BaseExpression, scopes: Scopes, depth: int = 0) -> bool:
-    """A CUDA literal, a conditional with one in a branch, or a name bound to either."""
-    if is_cuda_literal(node):
+    """A CUDA device name (`_names_cuda_device`), a conditional with one in a branch, a call
+    given one first (`torch.device("cuda:" + str(args.gpu))`), or a name bound to any of
+    these."""
+    if _names_cuda_device(node):
         return True
     if isinstance(node, cst.IfExp):
-        return is_cuda_literal(node.body) or is_cuda_literal(node.orelse)
-    if isinstance(node, cst.Call) and node.args and depth < 3:
-        # torch.device("cuda"), torch.device(f"cuda:{rank}") style wrappers.
-        return mentions_cuda_device(node.args[0].value, scopes, depth + 1) or _is_cuda_fstring(
-            node.args[0].value
+        return any(
+            _names_cuda_device(branch) or depth < 3 and mentions_cuda_device(branch, scopes, depth + 1)
+            for branch in (node.body, node.orelse)
         )
-    if isinstance(node, (cst.Name, cst.Attribute)) and depth < 3:
+    if depth >= 3:
+        return False
+    if isinstance(node, cst.Call) and node.args:
+        return mentions_cuda_device(node.args[0].value, scopes, depth + 1)
+    if isinstance(node, (cst.Name, cst.Attribute)):
         return any(mentions_cuda_device(v, scopes, depth + 1) for v in scopes.bound_values(node))
-    return _is_cuda_fstring(node)
+    return False
 
 
-def _is_cuda_fstring(node: cst.BaseExpression) -> bool:
+def _names_cuda_device(node: cst.BaseExpression) -> bool:
+    """A string that names a CUDA device, literal or built at run time from a literal that
+    starts with one: `"cuda:0"`, `f"cuda:{rank}"`, `"cuda:" + str(args.gpu)`, `"cuda:%d" %
+    rank`, `"cuda:{}".format(rank)`."""
+    if is_cuda_literal(node):
+        return True
     if isinstance(node, cst.FormattedString) and node.parts:
         first = node.parts[0]
         return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
+        return _names_cuda_device(node.left)
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+    ):
+        return _names_cuda_device(node.func.value)
     return False
 
 
@@ -196,8 +213,8 @@ def is_accelerator_target(value: cst.BaseExpression, names: NameResolver, scopes
     `torch.device(...)` of anything but the CPU, or a name that is neither a dtype nor the
     CPU (`device`, `args.device`, `rank`)."""
     literal = literal_value(value)
-    if isinstance(literal, str):
-        return is_cuda_literal(value)
+    if isinstance(literal, str) or _names_cuda_device(value):
+        return _names_cuda_device(value)
     if isinstance(literal, int) and not isinstance(literal, bool):
         return True
     if is_dtype(value, names) or is_cpu_device(value, names, scopes):
