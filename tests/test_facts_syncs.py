@@ -154,6 +154,27 @@ def test_host_values(code: str, host: bool) -> None:
     assert facts.host_syncs.is_host_value(expression_at(facts, code)) is host
 
 
+def test_attributes_bound_only_to_host_tensors_are_host_values() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "class Data(torch.nn.Module):\n"
+        "    def __init__(self, split, decay):\n"
+        "        super().__init__()\n"
+        "        self.index = torch.from_numpy(split)\n"
+        "        self.index = self.index\n"
+        "        self.moved = torch.from_numpy(split)\n"
+        "        self.register_buffer('decay', torch.tensor(decay))\n"
+        "    def step(self, device):\n"
+        "        self.moved = self.moved.to(device)\n"
+        "        return self.index.sum(), self.moved.sum(), self.decay.sum()\n"
+    )
+    syncs = facts.host_syncs
+    assert syncs.is_host_value(expression_at(facts, "self.index.sum()"))
+    # Rebound to a copy on the device, or a buffer, which moves with its module.
+    assert not syncs.is_host_value(expression_at(facts, "self.moved.sum()"))
+    assert not syncs.is_host_value(expression_at(facts, "self.decay.sum()"))
+
+
 def test_what_rpc_receives_from_another_process_is_a_host_value() -> None:
     facts = facts_of(
         "import torch\n"

@@ -16,8 +16,14 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.facts.arguments import argument_value, bound_argument, literal_value
-from torchperf_lint.facts.devices import is_cpu_device, is_dtype
+from torchperf_lint.facts.arguments import (
+    SIGNATURES,
+    UNKNOWN,
+    argument_value,
+    bound_argument,
+    literal_value,
+)
+from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, is_dtype
 from torchperf_lint.facts.guards import conjuncts
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
@@ -536,6 +542,29 @@ class HostSyncs:
         identifier = last_identifier(call.func) or ""
         return identifier in WAITING_METHODS or "sync" in identifier.lower()
 
+    def is_blocking_move(self, call: cst.Call) -> bool:
+        """`x.to(device)` or `x.cuda()` to an accelerator without `non_blocking=`: a copy from
+        host memory that PyTorch follows with a synchronisation of the stream."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return False
+        signature = SIGNATURES["Tensor.cuda" if func.attr.value == "cuda" else "Tensor.to"]
+        non_blocking = bound_argument(call, "non_blocking", signature)
+        if non_blocking is UNKNOWN or non_blocking is not None:
+            return False
+        if func.attr.value == "cuda":
+            return True
+        device = bound_argument(call, "device", signature)
+        if not isinstance(device, cst.Arg):
+            return False
+        return is_accelerator_target(device.value, self.names, self.scopes)
+
+    def uploads_and_waits(self, call: cst.Call) -> bool:
+        """A blocking move (`is_blocking_move`) of a value in host memory (`x_train =
+        torch.from_numpy(x).to(device)`): the host waits until the stream has run all
+        the work queued before it, and the copy."""
+        return self.is_blocking_move(call) and not self.may_be_device_tensor(call.func.value)
+
     def may_be_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         """Whether a `.item()`-style call on `receiver` may read a device tensor.
 
@@ -629,6 +658,8 @@ class HostSyncs:
             return self._returns_host_value(expression, depth)
         if isinstance(expression, cst.Attribute) and expression.attr.value in _SIZES:
             return True  # `x.shape`, `x.ndim`: Python ints, also for a device tensor
+        if isinstance(expression, cst.Attribute) and depth < _MAX_HOST_DEPTH:
+            return self._host_attribute(expression, depth, containers)
         if isinstance(expression, cst.Name) and depth < _MAX_HOST_DEPTH:
             sources = self.tensors.reaching_sources(expression)
             if sources is not None:
@@ -650,6 +681,22 @@ class HostSyncs:
                 self.is_host_value(value, depth + 1, containers) for value in values
             )
         return False
+
+    def _host_attribute(self, attribute: cst.Attribute, depth: int, containers: bool) -> bool:
+        """`self.train_idx` when the module binds it only to host values (`self.train_idx =
+        torch.from_numpy(split)`; `self.train_idx = self.train_idx` keeps it): a tensor an
+        object holds stays where it was built, as `.cuda()` of a module moves only its
+        parameters and buffers (`self.register_buffer("decay", torch.tensor(0.999))` is not
+        one)."""
+        name = dotted_name(attribute)
+        if name is None or not name.startswith("self."):
+            return False
+        values = [value for value in self.scopes.bound_values(attribute) if dotted_name(value) != name]
+        if any(type(self.index.parents.get(value)) is cst.Arg for value in values):
+            return False  # registered as a buffer
+        return bool(values) and all(
+            self.is_host_value(value, depth + 1, containers) for value in values
+        )
 
     def _host_tensor_updated_in_place(self, values: list[cst.BaseExpression]) -> bool:
         """A name bound only to tensors built in host memory and then updated with augmented

@@ -19,7 +19,6 @@ from torchperf_lint.facts.arguments import (
 from torchperf_lint.facts.dataloaders import DataLoaderConstruction
 from torchperf_lint.facts.devices import (
     creates_cuda_tensor,
-    is_accelerator_target,
     is_cpu_device,
     is_dtype,
 )
@@ -34,7 +33,6 @@ DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loadin
 PIN_DOCS = "https://pytorch.org/docs/stable/data.html#memory-pinning"
 
 TO_SIGNATURE = SIGNATURES["Tensor.to"]
-CUDA_SIGNATURE = SIGNATURES["Tensor.cuda"]
 
 # What the fix proposes: enough workers to overlap loading with compute on most machines,
 # without the oversubscription of one worker per core on a many-core box.
@@ -559,7 +557,7 @@ class BlockingHostToDeviceCopy(Rule):
             if not loop.is_training and self._waits_every_iteration(facts, loop):
                 continue
             for call in loop.own_calls:
-                if not self._is_host_to_device(facts, call):
+                if not facts.host_syncs.is_blocking_move(call):
                     continue
                 if not self._copies_a_batch(facts, call, loop):
                     continue
@@ -597,21 +595,6 @@ class BlockingHostToDeviceCopy(Rule):
             for site in facts.host_syncs.device_reads
         )
 
-    @staticmethod
-    def _is_host_to_device(facts: FileFacts, call: cst.Call) -> bool:
-        func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
-            return False
-        signature = CUDA_SIGNATURE if func.attr.value == "cuda" else TO_SIGNATURE
-        non_blocking = bound_argument(call, "non_blocking", signature)
-        if non_blocking is UNKNOWN or non_blocking is not None:
-            return False
-        if func.attr.value == "cuda":
-            return True
-        device = bound_argument(call, "device", signature)
-        if not isinstance(device, cst.Arg):
-            return False
-        return is_accelerator_target(device.value, facts.names, facts.scopes)
 
 
 # Factories that compute their values on the device when given `device=`. Factories that copy

@@ -87,13 +87,18 @@ class CudaTimingWithoutSync(Rule):
     `time.monotonic()` that contains CUDA work (a call of a model object or a `torch.*`
     call, `backward`, an optimizer step) and whose end is read with no synchronisation after
     that work: `torch.cuda.synchronize()` (or any backend's, such as `torch.mps.synchronize()`),
-    `event.synchronize()`, a host sync such as `.item()` or `.cpu()` on a result, or
-    `torch.save`, which copies the tensors to the host. A wait is never counted as work, and a
+    `event.synchronize()`, a host sync such as `.item()` or `.cpu()` on a result,
+    `torch.save`, which copies the tensors to the host, or a blocking copy of host memory to
+    the GPU (`torch.from_numpy(x).to(device)` without `non_blocking=True`), which PyTorch
+    follows with a synchronisation of the stream. A wait is never counted as work, and a
     method whose name merely contains "model" (`self.build_model(cfg)`) is not a model call.
     Nor is work on tensors known to be in host memory: what `torch.distributed.rpc` received
     from another process (`rref.to_here()`, `rpc.rpc_sync(...)`, `fut.wait()` of an
     `rpc.rpc_async` future), whose remote work is complete, and what is computed from it
-    (`torch.stack` of the received values); nor is switching a module's mode
+    (`torch.stack` of the received values), or what an object holds when every value it is
+    given is built in host memory (a data module's `self.train_idx =
+    torch.from_numpy(split)` and its `self.train_idx.share_memory_()`: a timed dataset read,
+    not GPU work; a registered buffer moves with its module and counts); nor is switching a module's mode
     (`policy.train()`, `model.eval()`), which queues nothing and waits for nothing, so an
     evaluation rollout timed up to `policy.train()` is timed up to the rollout's own waits.
     Nor is an interval in the CPU branch of a device dispatch (`elif device_type == "cpu":`
@@ -266,9 +271,12 @@ class CudaTimingWithoutSync(Rule):
     @staticmethod
     def _waits(facts: FileFacts, node: cst.CSTNode) -> bool:
         """A call that always makes the host wait: any `synchronize()`, a host read, a barrier,
-        or `torch.save` (which copies the tensors to the host)."""
+        `torch.save` (which copies the tensors to the host), or a blocking copy of host
+        memory to the device (`torch.from_numpy(x).to(device)`)."""
         return isinstance(node, cst.Call) and (
-            facts.host_syncs.always_waits(node) or facts.names.call_name(node) in _HOST_COPIES
+            facts.host_syncs.always_waits(node)
+            or facts.names.call_name(node) in _HOST_COPIES
+            or facts.host_syncs.uploads_and_waits(node)
         )
 
     def _may_synchronise(self, facts: FileFacts, node: cst.CSTNode) -> bool:
