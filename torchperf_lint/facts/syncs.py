@@ -565,6 +565,30 @@ class HostSyncs:
         the work queued before it, and the copy."""
         return self.is_blocking_move(call) and not self.may_be_device_tensor(call.func.value)
 
+    def wait_just_before(self, move: cst.Call) -> cst.Call | None:
+        """The call that has just made the host wait for the device when `move`
+        (`x.to(device)`) runs, with nothing queued since, or None: a read of a device value
+        in what it moves (`torch.zeros(batch[-1].item() + 1).to(device)`), or, when `move`
+        is the value of its statement, the statement before it in the block, a blocking
+        upload of host memory (`feats = host_feats[i].to(device)`), a host read or a
+        synchronize. The copy of `move` then waits for nothing but itself."""
+        for node in descendants(move.func):
+            if type(node) is cst.Call and self._call_sync(node) is not None:
+                return node
+        line = self._line_of(move)
+        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+            return None
+        lines = statements_of(self.index.parents.get(line))
+        position = next(index for index, statement in enumerate(lines) if statement is line)
+        previous = _statement_value(lines[position - 1]) if position else None
+        if type(previous) is cst.Call and (
+            self.uploads_and_waits(previous)
+            or self._call_sync(previous) is not None
+            or previous in self._explicit_synchronizations
+        ):
+            return previous
+        return None
+
     def may_be_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         """Whether a `.item()`-style call on `receiver` may read a device tensor.
 
@@ -1412,6 +1436,14 @@ class HostSyncs:
             return False
         index = subscript.slice[0].slice.value
         return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
+
+
+def _statement_value(line: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value of a line holding one assignment or expression (`x = value`, `value`)."""
+    if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
+        return None
+    statement = line.body[0]
+    return statement.value if type(statement) in (cst.Assign, cst.AnnAssign, cst.Expr) else None
 
 
 def _forces_a_copy(call: cst.Call) -> bool:

@@ -676,9 +676,14 @@ class TensorCreatedThenMoved(Rule):
     64)]:`), which run a handful of configurations, not steps; the body of a loop of epochs
     around the loop over the loader (`for epoch in range(n):`) outside that loop, where
     sampling a few images from the model after each epoch runs once per epoch;
-    and loops that show or save a frame they copy to the host on every iteration
+    loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
-    copy adds nothing. Test files are not checked.
+    copy adds nothing; and a move right after the host waited for the device, with nothing
+    queued since: what it moves reads a device value first (`torch.zeros(batch[-1].item() +
+    1).to(device)`), or the statement before it is a host read, a synchronize or a blocking
+    copy of host memory to the device (`feats = host_feats[i].to(device)`, then `mask =
+    torch.ones(feats.shape[:-1]).to(device)`), not itself a factory's move: the copy waits
+    for nothing but itself. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -746,10 +751,25 @@ class TensorCreatedThenMoved(Rule):
             target = self._device_target(facts, call)
             if target is None or not facts.steps.runs_per_step(call):
                 continue
-            if facts.host_syncs.in_display_loop(call):
-                continue  # the loop waits for the frame it shows: a small copy adds nothing
+            if facts.host_syncs.in_display_loop(call) or self._waits_anyway(facts, call):
+                continue  # the host waits for the device anyway: a small copy adds nothing
             fix = self._fix(facts, call, factory, kind, *target) if kind is not None else None
             yield self.finding(reported, fix)
+
+    @staticmethod
+    def _waits_anyway(facts: FileFacts, move: cst.Call) -> bool:
+        """The host has just waited for the device (`HostSyncs.wait_just_before`), not by
+        moving a tensor a factory made (`torch.randint(0, b, (n,)).sort()[0].to(d)`): its
+        own fix would leave this copy the wait, and an empty placeholder
+        (`torch.empty(0).to(d)`) copies nothing and waits for nothing."""
+        wait = facts.host_syncs.wait_just_before(move)
+        if wait is None:
+            return False
+        moved = wait.func.value if isinstance(wait.func, cst.Attribute) else wait
+        return not any(
+            isinstance(node, cst.Call) and _factory_kind(facts, node) is not None
+            for node in (moved, *descendants(moved))
+        )
 
     def _fix(
         self,
