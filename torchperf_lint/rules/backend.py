@@ -612,8 +612,10 @@ class DataParallel(Rule):
     It stays silent where `DataParallel` is a fallback or costs nothing worth the move: in a
     module that also builds `DistributedDataParallel` (or `FullyShardedDataParallel`), which
     is then the choice for real runs; when the wrapped model only runs with autograd off
-    (inference, such as a metric's feature extractor) or the module trains nowhere; and in
-    test files.
+    (inference, such as a metric's feature extractor), or the function that wraps it switches
+    it to eval mode, never back, and trains nothing (a sampling entry point that wraps a
+    checkpoint and hands it to its samplers), or the module trains nowhere; and in test
+    files.
 
     ## Why is this bad?
     `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
@@ -674,7 +676,9 @@ def _trains(facts: FileFacts) -> bool:
 
 
 def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
-    """The name the wrapped model is bound to is called, and only with autograd off."""
+    """The name the wrapped model is bound to is called, and only with autograd off; or the
+    function that wraps it switches it to eval mode and never back, and trains nothing
+    itself (`model = nn.DataParallel(model)`, `model.eval()`, `self.sample_fid(model)`)."""
     node: cst.CSTNode = wrapper
     parent = facts.index.parents.get(node)
     while isinstance(parent, (cst.Attribute, cst.Call)) and not isinstance(parent, cst.Arg):
@@ -683,7 +687,31 @@ def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
         return False
     names = {dotted_name(target.target) for target in parent.targets} - {None}
     runs = [call for call in facts.index.calls if dotted_name(call.func) in names]
+    function = facts.scopes.enclosing_function(wrapper)
+    local = all("." not in name for name in names)  # not `self.net`, which other methods run
+    own_runs = [run for run in runs if facts.scopes.enclosing_function(run) is function]
+    if local and not own_runs and _only_evaluated(facts, names, function):
+        return True
     return bool(runs) and all(facts.guards.grad_maybe_disabled(run) for run in runs)
+
+
+def _only_evaluated(facts: FileFacts, names: set[str], function: cst.FunctionDef | None) -> bool:
+    """`function` switches the model it holds in the local variables `names` to eval mode
+    and never to training mode, and neither backpropagates nor steps an optimizer."""
+    if function is None:
+        return False
+    modes = set()
+    for call in facts.index.calls:
+        if facts.scopes.enclosing_function(call) is not function or not isinstance(
+            call.func, cst.Attribute
+        ):
+            continue
+        method = call.func.attr.value
+        if method == "backward" or facts.loops.is_training_step(call, method):
+            return False
+        if method in ("eval", "train") and dotted_name(call.func.value) in names:
+            modes.add(method)
+    return modes == {"eval"}
 
 
 class BatchSizeNotPowerOfTwo(Rule):
