@@ -101,9 +101,11 @@ class DataLoaderNoWorkers(Rule):
     parameter, that no loop encloses and that trains nothing), and a loader a class's
     `test_dataloader` or `predict_dataloader` hook builds (also a private method assigned
     to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
-    `trainer.test()` or `trainer.predict()`, one pass); and a loader whose sampler
+    `trainer.test()` or `trainer.predict()`, one pass); a loader whose sampler
     draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
-    length=3)`, to plot them). A loader read inside a loop (each epoch), before any training,
+    length=3)`, to plot them); and a loader built in a branch of its function that no
+    caller takes (`if deterministic:` in `load_data(..., deterministic=False)`, whose every
+    caller leaves it out). A loader read inside a loop (each epoch), before any training,
     or by a framework every step (a Lightning `Trainer.fit`, `accelerator.prepare`) is still
     reported. It is silent
     too where loading must stay in the training process: a dataset built from the running
@@ -223,7 +225,7 @@ class DataLoaderNoPinMemory(Rule):
     TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
-    sampler draws a handful of samples); for `DataLoader([])`, a stand-in that
+    sampler draws a handful of samples; no caller takes the branch that builds it); for `DataLoader([])`, a stand-in that
     yields no batch; when the dataset is a class of the module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a range of indices
@@ -337,11 +339,14 @@ class DataLoaderNoPinMemory(Rule):
 def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
     """Nothing reads the loader once per step: nothing reads it at all, sentence-transformers'
     `fit` converts it into a dataset and trains from its own loader, it is only read in one
-    pass after training (an embedding pass, a final test, a `test_dataloader` hook's), or its
-    sampler draws a handful of samples."""
+    pass after training (an embedding pass, a final test, a `test_dataloader` hook's), its
+    sampler draws a handful of samples, or it is built in a branch of its function that no
+    caller takes (`if deterministic:` with `deterministic=False`, which every caller leaves
+    out: `Steps.callers_never_take`)."""
     loaders = facts.dataloaders
     return (
-        loaders.never_read(loader, facts.ipython_names)
+        facts.steps.callers_never_take(loader.call)
+        or loaders.never_read(loader, facts.ipython_names)
         or loaders.built_for_a_final_pass(loader)
         or loaders.converted_by_sentence_transformers(loader)
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
