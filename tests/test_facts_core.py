@@ -13,6 +13,7 @@ from torchperf_lint.engine import LintSettings, lint_text
 from torchperf_lint.facts import FileFacts, is_test_file
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, UNKNOWN, argument_value
 from torchperf_lint.facts.index import build_index, descendants
+from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.facts.program import Program, ProgramAnswers
 from torchperf_lint.fixes import fix_text
 from torchperf_lint.rules import BY_CODE
@@ -215,6 +216,29 @@ def _reaching(body: str) -> list[str] | None:
 )
 def test_the_bindings_that_reach_a_use(body: str, expected: list[str] | None) -> None:
     assert _reaching(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body, shown",
+    [
+        ("x = None\nif a:\n    x = 2\nuse(x)", True),
+        ("x: int = 1\nx += 1\nuse(x)", True),
+        ("x, y = 1, 2\nuse(x)", True),
+        # Unpacked from a value the module does not spell out, a loop or `with` target, a walrus.
+        ("if a:\n    x, y = [split(i) for i in a]\nelse:\n    x = None\nuse(x)", False),
+        ("x = None\nfor x in a:\n    pass\nuse(x)", False),
+        ("x = None\nwith a as x:\n    pass\nuse(x)", False),
+        ("x = None\nif (x := a):\n    pass\nuse(x)", False),
+    ],
+)
+def test_whether_the_module_shows_every_value_bound_to_a_name(body: str, shown: bool) -> None:
+    facts = facts_of("def f(a):\n" + textwrap.indent(body, "    "))
+    use = next(call for call in facts.index.calls if dotted_name(call.func) == "use")
+    assert facts.scopes.shows_every_binding(use.args[0].value) is shown
+    # A parameter may hold what any caller passes.
+    facts = facts_of("def f(x=None):\n    x = None\n    use(x)")
+    use = next(call for call in facts.index.calls if dotted_name(call.func) == "use")
+    assert not facts.scopes.shows_every_binding(use.args[0].value)
 
 
 def test_a_for_loops_iterable_runs_once_and_a_while_test_every_iteration() -> None:

@@ -155,6 +155,26 @@ class Scopes:
             return local
         return self._bindings.get((None, name), [])
 
+    def shows_every_binding(self, name: cst.Name) -> bool:
+        """Whether `bound_values` holds every value `name` may have where it is read: its
+        function binds it only by assignments the module shows, not as a parameter, a loop,
+        `with` or walrus target, or an element of an unpacked value (`train, test = [...]`)."""
+        function = self.enclosing_function(name)
+        if self.is_parameter(name.value, function):
+            return False
+        scope = function if (function, name.value) in self._binding_sites else None
+        for site in self._binding_sites.get((scope, name.value), ()):
+            if type(site) in (cst.AnnAssign, cst.AugAssign):
+                continue
+            if type(site) is not cst.AssignTarget:
+                return False
+            if isinstance(site.target, (cst.Tuple, cst.List)) and not any(
+                dotted_name(target) == name.value
+                for target, _ in _element_pairs([site.target], self.parents[site].value)
+            ):
+                return False  # `train, test = splits`: no value of its own is shown
+        return True
+
     def is_augmented(self, value: cst.BaseExpression) -> bool:
         """Whether `value`, one of `bound_values`, stands for an augmented assignment
         (`x += y`, given as `x + y`), which updates a tensor in place."""

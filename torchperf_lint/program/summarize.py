@@ -712,13 +712,19 @@ class _Summarizer:
 
     def _turned_off(self, expression: cst.BaseExpression) -> bool:
         """`False`, `None` or `0`, or a name of its function bound to nothing else
-        (`checkpoint_activations = False` before the call)."""
+        (`checkpoint_activations = False` before the call; not `dataset_test = None` on one
+        path and unpacked from a list of splits on the other)."""
         if literal_value(expression) in OFF_VALUES:
             return True
         if not isinstance(expression, cst.Name):
             return False
-        values = self.facts.scopes.bound_values(expression)
-        return bool(values) and all(literal_value(value) in OFF_VALUES for value in values)
+        scopes = self.facts.scopes
+        values = scopes.bound_values(expression)
+        return (
+            bool(values)
+            and all(literal_value(value) in OFF_VALUES for value in values)
+            and scopes.shows_every_binding(expression)
+        )
 
     def _value(self, expression: cst.BaseExpression, depth: int = 0) -> Value | None:
         facts = self.facts
