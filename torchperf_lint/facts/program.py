@@ -156,7 +156,9 @@ class ProgramAnswers:
         `parameter`, a switch off by default (`with_cp=False`), turned on: no call or config
         dict of the project passes that keyword a value that may be true, no code sets an
         attribute of that name to one, and no construction the linker resolves passes it by
-        position (so `if self.with_cp:` after `self.with_cp = with_cp` never runs)."""
+        position (so `if self.with_cp:` after `self.with_cp = with_cp` never runs). Unlike
+        `never_switched_on`, it needs no caller: asked of another function (a `forward`), it
+        says whether any code of the project may call it with the switch on."""
         return False
 
     def inherits_switch(self, cls: cst.ClassDef, attribute: str) -> bool:

@@ -235,7 +235,10 @@ class Steps:
         leave out an optional parameter (`if x_mask is None: x_mask = torch.ones(...)`) of a
         function whose every caller passes it, or the branch of a switch off by default
         (`if checkpoint_activations:` with `checkpoint_activations=False`) that no caller
-        turns on (`ProgramAnswers.never_switched_on`)."""
+        turns on (`ProgramAnswers.never_switched_on`); in a module's `forward`, also when no
+        code of the project calls it with the switch on, though none may call it at all
+        (`if init is True:` in `forward(self, x, init=False)`: a model builds it with the
+        defaults and calls it as `layer(x)`; `ProgramAnswers.never_built_with`)."""
         function = self.scopes.enclosing_function(node)
         if function is None:
             return False
@@ -244,6 +247,7 @@ class Steps:
             for parameter in self.guards.omitted_parameters(node)
         ) or any(
             self.program.never_switched_on(function, parameter)
+            or self.is_forward(function) and self.program.never_built_with(function, parameter)
             for parameter in self.guards.required_parameters(node)
         )
 

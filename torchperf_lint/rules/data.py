@@ -670,7 +670,8 @@ class TensorCreatedThenMoved(Rule):
     that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run),
     a branch on a parameter off by default that no caller turns on (`if init is True:` in
-    `forward(self, x, init=False)`, whose callers, `self.conv(x)`, leave it out), and
+    `forward(self, x, init=False)`, whose callers, `self.conv(x)`, leave it out, or which no code
+    of the project calls with `init=` at all), and
     a fallback for callers that leave out an optional parameter (`if x_mask is None:`) of a
     function whose every caller passes it; a branch that only objects built with a switch
     away from its default run (`if self.add_zero_attn:` in a `forward` whose class stores
