@@ -579,7 +579,7 @@ class HostSyncs:
         if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
             return None
         lines = statements_of(self.index.parents.get(line))
-        position = next(index for index, statement in enumerate(lines) if statement is line)
+        position = lines.index(line) if line in lines else 0
         previous = _statement_value(lines[position - 1]) if position else None
         if type(previous) is cst.Call and (
             self.uploads_and_waits(previous)

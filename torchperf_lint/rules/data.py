@@ -225,8 +225,9 @@ class DataLoaderNoPinMemory(Rule):
     TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
-    sampler draws a handful of samples; no caller takes the branch that builds it); for `DataLoader([])`, a stand-in that
-    yields no batch; when the dataset is a class of the module whose
+    sampler draws a handful of samples; no caller takes the branch that builds it); for
+    `DataLoader([])`, a stand-in that yields no batch; when the dataset is a class of the
+    module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a range of indices
     (`torch.arange(n)`, `TensorDataset(torch.arange(len(bins)))`: a few integers per batch,
