@@ -175,6 +175,23 @@ def test_attributes_bound_only_to_host_tensors_are_host_values() -> None:
     assert not syncs.is_host_value(expression_at(facts, "self.decay.sum()"))
 
 
+def test_a_list_filled_with_host_values_joins_into_a_host_tensor() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def features(model, loader):\n"
+        "    feats = []\n"
+        "    raw = []\n"
+        "    for x in loader:\n"
+        "        out = model(x)\n"
+        "        feats.append(out.cpu())\n"
+        "        raw.append(out)\n"
+        "    return torch.cat(feats), torch.cat(raw)\n"
+    )
+    syncs = facts.host_syncs
+    assert syncs.is_host_value(expression_at(facts, "torch.cat(feats)"))
+    assert not syncs.is_host_value(expression_at(facts, "torch.cat(raw)"))
+
+
 def test_what_rpc_receives_from_another_process_is_a_host_value() -> None:
     facts = facts_of(
         "import torch\n"

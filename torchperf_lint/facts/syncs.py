@@ -801,7 +801,39 @@ class HostSyncs:
             )
         if isinstance(expression, (cst.ListComp, cst.GeneratorExp)):
             return self.is_host_value(expression.elt, depth, containers=False)
+        if isinstance(expression, cst.Name) and self._collects_host_values(expression, depth):
+            return True
         return self.is_host_value(expression, depth, containers=False)
+
+    def _collects_host_values(self, name: cst.Name, depth: int) -> bool:
+        """`feats` bound to an empty list that its function fills with host values only:
+        `feats = []`, then `feats.append(feat.cpu())` in a loop (`torch.cat(feats)`)."""
+        sources = self.tensors.reaching_sources(name)
+        if not sources or depth >= _MAX_HOST_DEPTH or not all(
+            type(source) is cst.List and not source.elements and not is_item
+            for source, is_item in sources
+        ):
+            return False
+        appended = self._appended.get((self.scopes.enclosing_function(name), name.value), [])
+        return bool(appended) and all(
+            self.is_host_value(value, depth + 1, containers=False) for value in appended
+        )
+
+    @cached_property
+    def _appended(self) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
+        """Per (function, list name), what `name.append(value)` calls there append."""
+        found: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
+        for call in self.index.calls:
+            func = call.func
+            if (
+                type(func) is cst.Attribute
+                and func.attr.value == "append"
+                and type(func.value) is cst.Name
+                and len(call.args) == 1
+            ):
+                key = (self.scopes.enclosing_function(call), func.value.value)
+                found.setdefault(key, []).append(call.args[0].value)
+        return found
 
     def _received_over_rpc(self, call: cst.Call) -> bool:
         """`rpc.rpc_sync(worker, fn)`, `rref.to_here()` of a remote reference, or `fut.wait()`
