@@ -341,6 +341,9 @@ def test_the_counters_of_a_loop_are_what_its_body_counts_outside_nested_scopes()
             step += 1
             n = i + 1
             m = n // 4
+            ni = i + nb * epoch
+            total = epoch * len(loader) + i
+            mixed = i * 2
             def hook():
                 hidden += 1
             for j in range(3):
@@ -355,11 +358,35 @@ def test_the_counters_of_a_loop_are_what_its_body_counts_outside_nested_scopes()
         """
     )
     outer, nested, by_attribute, forever = facts.index.loops
-    assert facts.counters.of_loop(outer) == {"i", "step", "n", "m", "inner"}
+    # Counted over all epochs: an offset that holds through the loop; not a multiple.
+    assert facts.counters.of_loop(outer) == {"i", "step", "n", "m", "ni", "total", "inner"}
     assert facts.counters.of_loop(nested) == {"j", "inner"}
     assert facts.counters.of_loop(forever) == {"self.step"}
     assert facts.counters.of_class(facts.index.classes[0]) == {"self.it", "self.step"}
     assert by_attribute.target.attr.value == "it"
+
+
+def test_a_progress_bar_over_an_enumerate_counts_with_its_first_target() -> None:
+    facts = facts_of(
+        """
+        pbar = enumerate(loader)
+        if rank == 0:
+            pbar = tqdm(pbar, total=n)
+        for i, batch in pbar:
+            pass
+        for j, batch in tqdm(enumerate(loader)):
+            pass
+        def resume(bar):
+            bar = tqdm(bar)
+            for k, batch in bar:
+                pass
+        """
+    )
+    wrapped, around, rewrapped_parameter = facts.index.loops
+    assert facts.counters.of_loop(wrapped) == {"i"}
+    assert facts.counters.of_loop(around) == {"j"}
+    # Only rewrapped, never shown to be an `enumerate`: its pairs may be anything.
+    assert facts.counters.of_loop(rewrapped_parameter) == set()
 
 
 def test_the_facts_of_a_file_in_its_program_share_what_reads_no_program() -> None:

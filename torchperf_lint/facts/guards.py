@@ -186,10 +186,12 @@ class Counters:
     def of_loop(self, loop: cst.For | cst.While) -> frozenset[str]:
         """The names that count `loop`'s iterations: its own counter (`loop_counter`), the
         names its body increments by a literal (`step += 1`, `self.it = self.it + 1`), and the
-        names its body binds to a counter plus or minus a literal or divided by a number
-        (`batch_count = i + 1`, `i_accum = i // accum_freq`)."""
+        names its body binds to a counter plus or minus a literal or an offset of names,
+        or divided by a number (`batch_count = i + 1`, `ni = i + nb * epoch`, `i_accum = i //
+        accum_freq`)."""
         if loop not in self._counters:
-            counters = {counter} if (counter := loop_counter(loop)) is not None else set()
+            counter = loop_counter(loop) or self._enumerated_counter(loop)
+            counters = {counter} if counter is not None else set()
             offsets = []
             # The assignments of the loop's body, not those of a `def` or class in it.
             for node in self.index.inside(self.index.assigns, loop.body):
@@ -201,12 +203,41 @@ class Counters:
                 elif type(node) is cst.Assign and len(node.targets) == 1:
                     offsets.append(node)
             for assignment in offsets:  # in source order: `n = i + 1` then `m = n - 1`
-                base = _counted_from(assignment.value)
+                bases = _counted_from(assignment.value)
                 target = dotted_name(assignment.targets[0].target)
-                if base in counters and target is not None:
+                if target is not None and any(base in counters for base in bases):
                     counters.add(target)
             self._counters[loop] = frozenset(counters)
         return self._counters[loop]
+
+
+    def _enumerated_counter(self, loop: cst.For | cst.While) -> str | None:
+        """`i` in `for i, batch in pbar:` after `pbar = enumerate(loader)` (and `pbar =
+        tqdm(pbar)`), or in `for i, batch in tqdm(enumerate(loader)):`: a progress bar
+        wrapping an `enumerate` yields its pairs."""
+        if type(loop) is not cst.For or not isinstance(loop.target, (cst.Tuple, cst.List)):
+            return None
+        first = loop.target.elements[0].value if loop.target.elements else None
+        if type(first) is not cst.Name or not self._enumerates(loop.iter):
+            return None
+        return first.value
+
+    def _enumerates(self, iterated: cst.BaseExpression, depth: int = 0) -> bool:
+        """`enumerate(...)`, a call given one first (`tqdm(enumerate(loader))`), or a name
+        bound only to these, or to a call given the name itself (`pbar = tqdm(pbar)`), and to
+        one of these at least."""
+        if type(iterated) is cst.Name and depth < 3:
+            values = [
+                value for value in self.scopes.bound_values(iterated)
+                if not _wraps_name(value, iterated.value)
+            ]
+            return bool(values) and all(self._enumerates(value, depth + 1) for value in values)
+        if type(iterated) is not cst.Call or not iterated.args:
+            return False
+        if dotted_name(iterated.func) == "enumerate":
+            return True
+        first = iterated.args[0]
+        return first.keyword is None and not first.star and self._enumerates(first.value, depth)
 
 
 class Guards:
@@ -1233,16 +1264,46 @@ def _increment(node: cst.CSTNode) -> str | None:
     return dotted_name(target) if _is_count(step) else None
 
 
-def _counted_from(expression: cst.BaseExpression) -> str | None:
-    """`name` in `name + 1`, `name - 1` (an integer literal offset) or `name // k` (the
-    optimizer steps of an accumulating loop: each value holds for `k` iterations)."""
+def _counted_from(expression: cst.BaseExpression) -> list[str | None]:
+    """The names `expression` may count from: `name` in `name + 1`, `name - 1` (an integer literal offset), `name + nb * epoch` or
+    `epoch * len(loader) + name` (an offset of names that holds through the loop: the
+    iteration counted over all epochs) or `name // k` (the optimizer steps of an
+    accumulating loop: each value holds for `k` iterations)."""
     if not isinstance(expression, cst.BinaryOperation):
-        return None
+        return []
     if isinstance(expression.operator, cst.FloorDivide):
-        return dotted_name(expression.left)
-    if isinstance(expression.operator, (cst.Add, cst.Subtract)) and _is_count(expression.right):
-        return dotted_name(expression.left)
-    return None
+        return [dotted_name(expression.left)]
+    found = []
+    if isinstance(expression.operator, (cst.Add, cst.Subtract)) and _is_offset(expression.right):
+        found.append(dotted_name(expression.left))
+    if isinstance(expression.operator, cst.Add) and _is_offset(expression.left):
+        found.append(dotted_name(expression.right))
+    return found
+
+
+def _wraps_name(value: cst.BaseExpression, name: str) -> bool:
+    """`tqdm(pbar, total=n)` for `pbar`: a call given the name itself first."""
+    return (
+        type(value) is cst.Call
+        and bool(value.args)
+        and value.args[0].keyword is None
+        and dotted_name(value.args[0].value) == name
+    )
+
+
+def _is_offset(expression: cst.BaseExpression) -> bool:
+    """An integer literal, a name or attribute, `len(...)`, or a sum or product of these:
+    `1`, `start_iter`, `nb * epoch`, `epoch * len(loader)`."""
+    if _is_count(expression) or isinstance(expression, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(expression, cst.Call):
+        return dotted_name(expression.func) == "len"
+    return (
+        isinstance(expression, cst.BinaryOperation)
+        and isinstance(expression.operator, (cst.Add, cst.Multiply))
+        and _is_offset(expression.left)
+        and _is_offset(expression.right)
+    )
 
 
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:

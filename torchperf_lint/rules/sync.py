@@ -137,7 +137,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     == 0`) or a test of one of the loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
     `if 0 <= step <= 2:`,
-    `batch_count = i + 1; if batch_count == num_batches:`), also in a function the loop
+    `batch_count = i + 1; if batch_count == num_batches:`, `ni = i + nb * epoch; if ni < 3:`;
+    the counter of `for i, batch in pbar:` after `pbar = tqdm(enumerate(loader))` too),
+    also in a function the loop
     calls with its counter (`collect(model, iteration, rollouts)` from `while iteration <
     n: ... iteration += 1`, every caller passing one) and a test of that parameter (`if
     iteration == state.last + k:`, also `if rollouts is None or iteration == ...:`, whose
