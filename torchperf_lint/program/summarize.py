@@ -188,6 +188,31 @@ class References:
                 return f"argument:{func.attr.value}:{parameter}"
         return None
 
+    def dispatched(self, call: cst.Call) -> list[Ref]:
+        """The project functions a call through a table may run: `table[key](...)` where
+        `table` is a dict literal, or a name its function binds only to one, whose values
+        are methods of `self` or the project's functions (`model_func = {"TransE":
+        self.TransE, "RotatE": self.RotatE}`, then `model_func[self.model_name](head, tail)`)."""
+        func = call.func
+        if type(func) is not cst.Subscript:
+            return []
+        if type(func.value) is cst.Dict:
+            tables = [func.value]
+        elif type(func.value) is cst.Name:
+            bound = self.scopes.bound_values(func.value)
+            tables = [value for value in bound if type(value) is cst.Dict]
+        else:
+            return []
+        refs = []
+        for table in tables:
+            for element in table.elements:
+                if type(element) is not cst.DictElement:
+                    return []  # `**other`: entries this module does not show
+                ref = self.passed_function(element.value, call)
+                if ref is not None:
+                    refs.append(ref)
+        return sorted(set(refs))
+
     def called_parameter(self, call: cst.Call) -> Ref | None:
         """`argument:__call__:gpu_timer:closure` for `closure()` in `def gpu_timer(closure):`,
         a call of a parameter its function never rebinds: it runs what each caller passes (a
@@ -570,7 +595,8 @@ class _Summarizer:
         callee = self.refs.callee(call) or self.refs.called_parameter(call)
         if callee is not None and is_external(callee):
             callee = None
-        if callee is None and closure is None:
+        dispatched = [] if callee is not None else self.refs.dispatched(call)
+        if callee is None and closure is None and not dispatched:
             return
         if loop is not None:
             # Sparse within its loop, or the loop itself runs on few steps (after `if not
@@ -607,6 +633,8 @@ class _Summarizer:
         )
         if callee is not None:
             owner.calls.append(site)
+        # `{"TransE": self.TransE, ...}[self.model_name](head, tail)` may run any of them.
+        owner.calls.extend(replace(site, callee=ref) for ref in dispatched)
         if closure is not None:  # `optimizer.step(closure)` runs `closure()`, with no argument
             owner.calls.append(
                 replace(site, callee=closure, arguments={}, positional=0, keywords=[])

@@ -117,7 +117,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     subclass's override of what its base class's step calls, `self.shared_step(batch)`; a
     function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
     gpu_timer(closure): ... closure()`, or to an optimizer's step, `optimizer.step(closure)`:
-    a passed `train_step` that steps the optimizer makes the loop a training loop), a
+    a passed `train_step` that steps the optimizer makes the loop a training loop; each
+    function of a table the loop calls through, `LOGGERS[how](loss)` with `LOGGERS =
+    {"print": log_value, "none": log_nothing}`, or `{"TransE": self.TransE, ...}[name](x)`), a
     framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
     The finding names the call path. A call in a branch that needs an optional parameter
