@@ -1,5 +1,6 @@
 """What a file or a method is by its name alone: test files, the methods frameworks run on
-every step, and the switches libraries leave off. Free of LibCST: the program linker reads these for cached summaries too.
+every step, and the switches libraries leave off. Free of LibCST: the program linker reads
+these for cached summaries too.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ def mentions_cuda_device(node: cst.BaseExpression, scopes: Scopes, depth: int = 
         return True
     if isinstance(node, cst.IfExp):
         return any(
-            _names_cuda_device(branch) or depth < 3 and mentions_cuda_device(branch, scopes, depth + 1)
+            _names_cuda_device(branch)
+            or depth < 3 and mentions_cuda_device(branch, scopes, depth + 1)
             for branch in (node.body, node.orelse)
         )
     if depth >= 3:
@@ -212,9 +213,11 @@ def is_accelerator_target(value: cst.BaseExpression, names: NameResolver, scopes
     """A `.to()` argument that moves to an accelerator: a CUDA literal, a device index,
     `torch.device(...)` of anything but the CPU, or a name that is neither a dtype nor the
     CPU (`device`, `args.device`, `rank`)."""
+    if _names_cuda_device(value):
+        return True
     literal = literal_value(value)
-    if isinstance(literal, str) or _names_cuda_device(value):
-        return _names_cuda_device(value)
+    if isinstance(literal, str):
+        return False  # `"cpu"`, `"mps"`
     if isinstance(literal, int) and not isinstance(literal, bool):
         return True
     if is_dtype(value, names) or is_cpu_device(value, names, scopes):

@@ -210,7 +210,6 @@ class Counters:
             self._counters[loop] = frozenset(counters)
         return self._counters[loop]
 
-
     def _enumerated_counter(self, loop: cst.For | cst.While) -> str | None:
         """`i` in `for i, batch in pbar:` after `pbar = enumerate(loader)` (and `pbar =
         tqdm(pbar)`), or in `for i, batch in tqdm(enumerate(loader)):`: a progress bar
@@ -341,21 +340,23 @@ class Guards:
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
         if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
-            values = [
-                value for value in self.scopes.bound_values(test)
-                if not _narrows(value, test.value)
-            ]
-            return bool(values) and all(self.is_periodic_test(value, depth + 1) for value in values)
+            return self._bound_only_to(test, self.is_periodic_test, depth, besides=_narrows)
         return False
 
     def _bound_only_to(
-        self, name: cst.Name, passes: Callable[[cst.BaseExpression, int], bool], depth: int
+        self,
+        name: cst.Name,
+        passes: Callable[[cst.BaseExpression, int], bool],
+        depth: int,
+        besides: Callable[[cst.BaseExpression, str], bool] = lambda value, name: False,
     ) -> bool:
         """Whether `name` is bound, and every value it is bound to `passes` (given the depth
         of names followed so far): a name bound to a sparse test, also through other names,
         `_NAME_DEPTH` deep (`last = i == n - 1`, `is_log_step = i % k == 0 or last`,
-        `is_metric_step = i % m == 0 or is_log_step`)."""
-        values = self.scopes.bound_values(name)
+        `is_metric_step = i % m == 0 or is_log_step`). Values `besides` says derive from the
+        name itself (`_narrows`) are left out."""
+        bound = self.scopes.bound_values(name)
+        values = [value for value in bound if not besides(value, name.value)]
         return bool(values) and all(passes(value, depth + 1) for value in values)
 
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:
@@ -1265,10 +1266,10 @@ def _increment(node: cst.CSTNode) -> str | None:
 
 
 def _counted_from(expression: cst.BaseExpression) -> list[str | None]:
-    """The names `expression` may count from: `name` in `name + 1`, `name - 1` (an integer literal offset), `name + nb * epoch` or
-    `epoch * len(loader) + name` (an offset of names that holds through the loop: the
-    iteration counted over all epochs) or `name // k` (the optimizer steps of an
-    accumulating loop: each value holds for `k` iterations)."""
+    """The names `expression` may count from: `name` in `name + 1`, `name - 1` (an integer
+    literal offset), `name + nb * epoch` or `epoch * len(loader) + name` (an offset of names
+    that holds through the loop: the iteration counted over all epochs) or `name // k` (the
+    optimizer steps of an accumulating loop: each value holds for `k` iterations)."""
     if not isinstance(expression, cst.BinaryOperation):
         return []
     if isinstance(expression.operator, cst.FloorDivide):

@@ -405,18 +405,19 @@ class HostSyncs:
         synchronizations = set(self._explicit_synchronizations)
         if not synchronizations or site.node in synchronizations:
             return False
-        line = self._line_of(site.node)
-        block = self.index.parents.get(line)
-        lines = statements_of(block)
-        if line not in lines:
-            return False
-        for previous in reversed(lines[: lines.index(line)]):
+        for previous in reversed(self._statements_before(self._line_of(site.node))):
             calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
             if any(call in synchronizations for call in calls):
                 return True
             if any(self.tensors.is_tensor(call) for call in calls):
                 return False
         return False
+
+    def _statements_before(self, line: cst.CSTNode | None) -> list[cst.CSTNode]:
+        """The statements before `line` in its block, in order (none when it is in no
+        block's list of statements)."""
+        lines = statements_of(self.index.parents.get(line))
+        return lines[: lines.index(line)] if line in lines else []
 
     def _line_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The statement line (or compound statement) `node` is part of."""
@@ -578,9 +579,8 @@ class HostSyncs:
         line = self._line_of(move)
         if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
             return None
-        lines = statements_of(self.index.parents.get(line))
-        position = lines.index(line) if line in lines else 0
-        previous = _statement_value(lines[position - 1]) if position else None
+        before = self._statements_before(line)
+        previous = _statement_value(before[-1]) if before else None
         if type(previous) is cst.Call and (
             self.uploads_and_waits(previous)
             or self._call_sync(previous) is not None
@@ -715,7 +715,8 @@ class HostSyncs:
         name = dotted_name(attribute)
         if name is None or not name.startswith("self."):
             return False
-        values = [value for value in self.scopes.bound_values(attribute) if dotted_name(value) != name]
+        bound = self.scopes.bound_values(attribute)
+        values = [value for value in bound if dotted_name(value) != name]
         if any(type(self.index.parents.get(value)) is cst.Arg for value in values):
             return False  # registered as a buffer
         return bool(values) and all(
