@@ -368,6 +368,7 @@ class HostSyncs:
         """The statement after the synchronize (or before it) reads a clock, a wall clock or
         the time between two CUDA events (`start.elapsed_time(end)`, which needs `end` to have
         completed): it bounds a timed interval, a measurement rather than a stray wait. A
+        synchronize next to `start.record()` of a CUDA event opens such an interval. A
         synchronize alone in a branch of an `if` (`if device.type == "cuda":
         torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
         if device.type == "cuda": ...`), is judged by the statements around the outermost
@@ -394,9 +395,24 @@ class HostSyncs:
             and (
                 self.names.call_name(node) in CLOCKS
                 or last_identifier(node.func) == "elapsed_time"
+                or self._records_an_event(node)
             )
             for neighbour in neighbours
             for node in descendants(neighbour)
+        )
+
+    def _records_an_event(self, call: cst.Call) -> bool:
+        """`start.record()` of a name bound to a `torch.cuda.Event` (or a backend's): the
+        event marks one end of an interval that `elapsed_time` measures."""
+        return (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "record"
+            and any(
+                isinstance(value, cst.Call)
+                and (self.names.call_name(value) or "").endswith(".Event")
+                and (self.names.call_name(value) or "").startswith("torch.")
+                for value in self.scopes.bound_values(call.func.value)
+            )
         )
 
     def _after_synchronize(self, site: HostSync) -> bool:
