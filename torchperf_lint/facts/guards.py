@@ -1388,7 +1388,11 @@ def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
 
 def _turns_on_debugging(test: cst.BaseExpression) -> bool:
     """`debug`, `args.debug_mode`, `not cfg.ignore_sanity_checks`: true only in a debugging
-    mode."""
+    mode; also a debugging level compared with a literal so that the test holds only when the
+    level is on (`opt.debug > 0`, `debug >= 1`, `debug == 2`, `debug != 0`, `debug is not
+    None`)."""
+    if isinstance(test, cst.Comparison):
+        return _debug_level_on(test)
     negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     switch = last_identifier(test.expression if negated else test)
     if switch is None:
@@ -1397,6 +1401,26 @@ def _turns_on_debugging(test: cst.BaseExpression) -> bool:
     if not any(word in switch for word in _DEBUG_WORDS):
         return False
     return negated == any(word in switch for word in _NEGATING_WORDS)
+
+
+def _debug_level_on(test: cst.Comparison) -> bool:
+    """`opt.debug > 0`: a switch whose name says debug, compared with a literal by a test
+    that only an "on" level (non-zero, true, not None) passes."""
+    if len(test.comparisons) != 1 or not _turns_on_debugging(test.left):
+        return False
+    operator = type(test.comparisons[0].operator)
+    value = literal_value(test.comparisons[0].comparator)
+    if value is UNKNOWN:
+        return False
+    if operator in (cst.NotEqual, cst.IsNot):
+        return not value
+    if operator is cst.Equal:
+        return bool(value)
+    if not isinstance(value, (int, float)):
+        return False
+    return (operator is cst.GreaterThan and value >= 0) or (
+        operator is cst.GreaterThanEqual and value >= 1
+    )
 
 
 def _tests_a_setting(test: cst.BaseExpression) -> bool:

@@ -161,7 +161,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     whose waits add up to milliseconds; the functions it calls are still judged), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
-    config.ignore_sanity_checks:`: a switch whose name says debug or sanity check, which
+    config.ignore_sanity_checks:`, a level such as `if opt.debug > 0:`: a switch whose name
+    says debug or sanity check, which
     users turn on to trade speed for checks), in what a call that saves a checkpoint runs
     (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name:
     a run saves at intervals, whatever test decides when), after
