@@ -8,6 +8,7 @@ import pytest
 from cli_helpers import torchperf_lint, write_files
 
 from torchperf_lint.config import Configuration, Overrides
+from torchperf_lint.discovery import project_root
 from torchperf_lint.torch_requirement import TorchRange, declared_torch, parse_torch_requirement
 
 
@@ -254,6 +255,32 @@ def test_files_take_the_declaration_nearest_to_them_within_their_project(tmp_pat
     tools = configuration.settings_for(project / "tools/run.py").options
     assert (tools.torch_version, tools.torch_below) == ((2, 3), None)
     assert configuration.declared_torch(project / "pkg").files == ("requirements.txt",)
+
+
+def test_a_package_module_named_setup_py_is_no_project_root(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "requirements.txt": "torch==2.0.0\n",
+            ".git/HEAD": "",
+            # A module of the package that sets up a model: the root's pin holds below it.
+            "pkg/__init__.py": "",
+            "pkg/eval/__init__.py": "",
+            "pkg/eval/setup.py": "def setup_and_build_model(args):\n    return args\n",
+            "pkg/eval/knn.py": "",
+            # A package folder whose setup.py builds a distribution is a project of its own.
+            "pkg/vendored/__init__.py": "",
+            "pkg/vendored/setup.py": "from setuptools import setup\nsetup(name='v')\n",
+            "pkg/vendored/ops.py": "",
+        },
+    )
+    configuration = Configuration(cwd=tmp_path)
+    pinned = configuration.settings_for(tmp_path / "pkg/eval/knn.py").options
+    assert (pinned.torch_version, pinned.torch_below) == ((2, 0), (2, 0, 1))
+    assert project_root(tmp_path / "pkg/eval/knn.py") == tmp_path
+    vendored = configuration.settings_for(tmp_path / "pkg/vendored/ops.py").options
+    assert (vendored.torch_version, vendored.torch_below) == ((2, 3), None)
+    assert project_root(tmp_path / "pkg/vendored/ops.py") == tmp_path / "pkg/vendored"
 
 
 def test_a_configured_torch_version_wins_over_the_declared_one(tmp_path):

@@ -559,11 +559,10 @@ class Configuration:
 
     def _declared_in(self, directory: Path) -> DeclaredTorch | None:
         if directory not in self._declared:
-            from torchperf_lint.discovery import PROJECT_MARKERS  # discovery imports this module
+            from torchperf_lint.discovery import marks_a_project  # discovery imports this module
 
             declared = declared_torch(directory)
-            at_root = any(os.path.exists(directory / marker) for marker in PROJECT_MARKERS)
-            if declared is None and not at_root and directory.parent != directory:
+            if declared is None and not marks_a_project(directory) and directory.parent != directory:
                 declared = self._declared_in(directory.parent)
             self._declared[directory] = declared
         return self._declared[directory]

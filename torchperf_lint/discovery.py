@@ -244,12 +244,30 @@ def _directory_error(directory: Path, error: OSError, cwd: Path) -> FileError:
 PROJECT_MARKERS = ("pyproject.toml", "torchperf-lint.toml", "setup.py", "setup.cfg", ".git")
 
 
+def marks_a_project(directory: Path) -> bool:
+    """Whether `directory` holds a project marker. A `setup.py` beside an `__init__.py` is a
+    module of a package (`dinov2/eval/setup.py`, which sets up a model) unless it builds a
+    distribution (its text names `setuptools` or `distutils`)."""
+    for marker in PROJECT_MARKERS:
+        if not os.path.exists(directory / marker):
+            continue
+        if marker != "setup.py" or not os.path.exists(directory / "__init__.py"):
+            return True
+        try:
+            text = (directory / marker).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "setuptools" in text or "distutils" in text:
+            return True
+    return False
+
+
 def project_root(path: Path) -> Path | None:
     """The nearest folder at or above `path` with a project marker (`pyproject.toml`,
     `setup.py`, `.git`, ...), or None outside any project."""
     start = path if path.is_dir() else path.parent
     for candidate in (start, *start.parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+        if marks_a_project(candidate):
             return candidate
     return None
 
