@@ -106,6 +106,47 @@ def test_setup_py_install_requires_written_in_the_call(tmp_path):
     assert declared_torch(tmp_path).versions == TorchRange((1, 12, 1), (1, 12, 2))
 
 
+@pytest.mark.parametrize(
+    ("check", "oldest"),
+    [
+        # detectron2's setup.py
+        (
+            'torch_ver = [int(x) for x in torch.__version__.split(".")[:2]]\n'
+            'assert torch_ver >= [1, 8], "Requires PyTorch >= 1.8"\n',
+            (1, 8, 0),
+        ),
+        (
+            'if version.parse(torch.__version__) < version.parse("1.10"):\n'
+            '    raise RuntimeError("too old")\n',
+            (1, 10, 0),
+        ),
+        ("assert tuple(map(int, torch.__version__.split('.')[:2])) > (1, 7)\n", (1, 7, 0)),
+    ],
+)
+def test_a_setup_py_version_check_declares_a_floor(tmp_path, check, oldest):
+    write_files(tmp_path, {"setup.py": f"import torch\nfrom setuptools import setup\n{check}setup()\n"})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions.oldest, declared.versions.below, declared.files) == (
+        oldest, None, ("setup.py",)
+    )
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        # In a branch (a ROCm build), not at the top level.
+        "if rocm:\n    assert torch.__version__ >= [1, 8]\n",
+        # A check that refuses nothing.
+        "if torch_ver < [1, 7]:\n    flags = []\n",
+        # Another package's version.
+        "assert numpy.__version__ >= '1.20'\n",
+    ],
+)
+def test_other_setup_py_checks_declare_nothing(tmp_path, check):
+    write_files(tmp_path, {"setup.py": f"import torch\n{check}"})
+    assert declared_torch(tmp_path) is None
+
+
 def test_a_constraints_file_caps_every_declaration(tmp_path):
     write_files(
         tmp_path,

@@ -7,8 +7,10 @@ these names `torch` with or without a version:
 - `pyproject.toml`: `[project].dependencies`;
 - `setup.cfg`: `[options] install_requires`;
 - `setup.py`, read without running it: the strings of `install_requires=[...]` (or of the
-  list literal a module-level name it passes is bound to), and the `.txt` files it names
-  (`open("requirements.txt")`), read as requirements files;
+  list literal a module-level name it passes is bound to), the `.txt` files it names
+  (`open("requirements.txt")`), read as requirements files, and the checks of
+  `torch.__version__` it runs at its top level (`assert torch_ver >= [1, 8]`, `if
+  version.parse(torch.__version__) < version.parse("1.8"): raise ...`: `torch>=1.8`);
 - `requirements*.txt` and `requirements/*.txt`;
 - a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
@@ -260,8 +262,65 @@ def _setup_py(path: Path) -> tuple[list[str], list[str]]:
         if isinstance(node, ast.keyword) and node.arg == "install_requires":
             value = bound.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
             install_requires.extend(_string_literals(value))
+    install_requires.extend(_version_checks(tree, bound))
     named_files = [text for text in _string_literals(tree) if re.fullmatch(_REQUIREMENTS_PATH, text)]
     return install_requires, named_files
+
+
+# A check that refuses older versions, and the requirement it makes: `assert version >= v`,
+# `if version < v: raise ...`.
+_ASSERTED = {ast.GtE: ">=", ast.Gt: ">"}
+_REFUSED = {ast.Lt: ">=", ast.LtE: ">"}
+
+
+def _version_checks(tree: ast.Module, bound: dict[str, ast.expr]) -> list[str]:
+    """Requirement lines for the checks of `torch.__version__` that `setup.py` runs at the
+    top level: `assert torch_ver >= [1, 8]` (with `torch_ver` computed from
+    `torch.__version__`) declares `torch>=1.8`, as does `if version.parse(torch.__version__)
+    < version.parse("1.8"): raise RuntimeError(...)`. Checks inside branches are not read."""
+
+    def reads_torch_version(node: ast.expr, depth: int = 2) -> bool:
+        for child in ast.walk(node):
+            if (
+                isinstance(child, ast.Attribute)
+                and child.attr == "__version__"
+                and isinstance(child.value, ast.Name)
+                and child.value.id == "torch"
+            ):
+                return True
+            if depth and isinstance(child, ast.Name) and child.id in bound:
+                if reads_torch_version(bound[child.id], depth - 1):
+                    return True
+        return False
+
+    lines = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Assert):
+            test, operators = statement.test, _ASSERTED
+        elif isinstance(statement, ast.If) and isinstance(statement.body[0], ast.Raise):
+            test, operators = statement.test, _REFUSED
+        else:
+            continue
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            continue
+        operator = operators.get(type(test.ops[0]))
+        version = _version_literal(test.comparators[0])
+        if operator and version and reads_torch_version(test.left):
+            lines.append(f"torch{operator}{version}")
+    return lines
+
+
+def _version_literal(node: ast.expr) -> str | None:
+    """`[1, 8]`, `(1, 8)`, `"1.8"`, `version.parse("1.8")`: the version written, else None."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if re.fullmatch(r"\d+(\.\d+)*", node.value) else None
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts and all(
+        isinstance(part, ast.Constant) and type(part.value) is int for part in node.elts
+    ):
+        return ".".join(str(part.value) for part in node.elts)
+    return None
 
 
 def _conda_requirement_lines(path: Path) -> list[str]:
