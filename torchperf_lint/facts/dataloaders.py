@@ -116,6 +116,16 @@ DESERIALIZERS = frozenset({"torch.load", "pickle.load", "pickle.loads"})
 # (to plot them), not a pass over the data.
 _SAMPLE_COUNT_KEYWORDS = ("length", "num_samples")
 _HANDFUL = 16
+# How a trainer takes a loader (by keyword, or at a position of `fit`), and the keywords that
+# cap how many of its batches a run reads: Composer's `Trainer(train_dataloader=...,
+# train_subset_num_batches=5)`, Lightning's `Trainer(limit_train_batches=5).fit(model, loader)`.
+_CAPS_BY_ROLE = {
+    "train_dataloader": ("train_subset_num_batches",),
+    "eval_dataloader": ("eval_subset_num_batches",),
+    "train_dataloaders": ("limit_train_batches", "fast_dev_run"),
+    "val_dataloaders": ("limit_val_batches", "fast_dev_run"),
+}
+_FIT_POSITIONS = {1: "train_dataloaders", 2: "val_dataloaders"}
 
 
 @dataclass(frozen=True)
@@ -930,6 +940,45 @@ class DataLoaders:
             for value in values
         )
 
+    def read_by_a_capped_run(self, loader: DataLoaderConstruction) -> bool:
+        """Every read of the loader's name hands it to a trainer that reads a handful of its
+        batches, 16 at most (`Trainer(train_dataloader=loader, train_subset_num_batches=5)`,
+        `Trainer(limit_train_batches=5).fit(model, loader)`, `fast_dev_run=True`): an API
+        demo or a smoke run, not a pass over the data."""
+        bound = self._bound_name(loader)
+        if bound is not None:
+            reads = self._reads_of(bound, self.scopes.enclosing_function(bound))
+        else:
+            reads = [loader.call]  # built in the call's arguments
+        return bool(reads) and all(self._handed_to_a_capped_run(read) for read in reads)
+
+    def _handed_to_a_capped_run(self, read: cst.BaseExpression) -> bool:
+        argument = self.index.parents.get(read)
+        call = self.index.parents.get(argument)
+        if not isinstance(argument, cst.Arg) or not isinstance(call, cst.Call):
+            return False
+        if argument.keyword is not None:
+            role = argument.keyword.value
+        elif last_identifier(call.func) == "fit":
+            role = _FIT_POSITIONS.get(call.args.index(argument), "")
+        else:
+            return False
+        caps = _CAPS_BY_ROLE.get(role)
+        if caps is None:
+            return False
+        trainers = [call]
+        if isinstance(call.func, cst.Attribute):  # `trainer.fit(...)`, `Trainer(...).fit(...)`
+            receiver = call.func.value
+            trainers += [
+                value for value in self.scopes.bound_values(receiver) or [receiver]
+                if isinstance(value, cst.Call)
+            ]
+        return any(
+            arg.keyword is not None and arg.keyword.value in caps and _a_handful(arg.value)
+            for trainer in trainers
+            for arg in trainer.args
+        )
+
     def read_in_one_pass_after_training(
         self, loader: DataLoaderConstruction, loops: Loops
     ) -> bool:
@@ -1362,6 +1411,12 @@ def _argument_for(call: cst.Call, parameter: str, positional: list[str]) -> cst.
 # The parents of a name that binds it rather than reads it (`_is_read`).
 _BINDING_PARENTS = frozenset({cst.Param, cst.AssignTarget, cst.FunctionDef, cst.ClassDef})
 _TARGET_PARENTS = frozenset({cst.AnnAssign, cst.AugAssign})
+
+
+def _a_handful(value: cst.BaseExpression) -> bool:
+    """A literal count of 16 or fewer batches, or `True` (Lightning's `fast_dev_run`: one)."""
+    count = literal_value(value)
+    return count is True or (type(count) is int and 0 < count <= _HANDFUL)
 
 
 def _is_read(parents: dict[cst.CSTNode, cst.CSTNode], name: cst.Name) -> bool:

@@ -103,7 +103,11 @@ class DataLoaderNoWorkers(Rule):
     to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
     `trainer.test()` or `trainer.predict()`, one pass); a loader whose sampler
     draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
-    length=3)`, to plot them); and a loader built in a branch of its function that no
+    length=3)`, to plot them); a loader the trainer it is handed to reads a handful of
+    batches of, 16 at most (Composer's `Trainer(train_dataloader=loader,
+    train_subset_num_batches=5)`, Lightning's `Trainer(limit_train_batches=5)` or
+    `fast_dev_run=True` then `.fit(model, loader)`: an API demo or a smoke run); and a
+    loader built in a branch of its function that no
     caller takes (`if deterministic:` in `load_data(..., deterministic=False)`, whose every
     caller leaves it out). A loader read inside a loop (each epoch), before any training,
     or by a framework every step (a Lightning `Trainer.fit`, `accelerator.prepare`) is still
@@ -225,7 +229,8 @@ class DataLoaderNoPinMemory(Rule):
     TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
-    sampler draws a handful of samples; no caller takes the branch that builds it); for
+    sampler draws a handful of samples, or its trainer reads a handful of its batches; no
+    caller takes the branch that builds it); for
     `DataLoader([])`, a stand-in that yields no batch; when the dataset is a class of the
     module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
@@ -341,7 +346,8 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     """Nothing reads the loader once per step: nothing reads it at all, sentence-transformers'
     `fit` converts it into a dataset and trains from its own loader, it is only read in one
     pass after training (an embedding pass, a final test, a `test_dataloader` hook's), its
-    sampler draws a handful of samples, or it is built in a branch of its function that no
+    sampler draws a handful of samples, or the trainer it is handed to reads a handful of
+    its batches, or it is built in a branch of its function that no
     caller takes (`if deterministic:` with `deterministic=False`, which every caller leaves
     out: `Steps.callers_never_take`)."""
     loaders = facts.dataloaders
@@ -352,6 +358,7 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
         or loaders.converted_by_sentence_transformers(loader)
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
         or loaders.draws_a_handful(loader)
+        or loaders.read_by_a_capped_run(loader)
     )
 
 
