@@ -313,7 +313,9 @@ class DebugApiEnabled(Rule):
     ## What it does
     Checks for `torch.autograd.set_detect_anomaly(True)`, `with torch.autograd.detect_anomaly():`
     and `torch.autograd.gradcheck`/`gradgradcheck` outside test files. Calls under a flag
-    (`if args.detect_anomaly:`) and `set_detect_anomaly(False)` are not reported.
+    (`if args.detect_anomaly:`) and `set_detect_anomaly(False)` are not reported, nor a
+    gradient check in a module that trains nothing, outside code that runs every step (a
+    custom operator's self-test script, `DCNv2/test.py`: a test by another name).
 
     ## Why is this bad?
     Anomaly detection records a Python traceback for every autograd node in the forward pass
@@ -357,7 +359,10 @@ class DebugApiEnabled(Rule):
             if qualified in ANOMALY_SWITCHES:
                 if argument_value(call, "mode", ("mode", "check_nan")) is not True:
                     continue
-            elif qualified not in ANOMALY_CONTEXTS and qualified not in GRADIENT_CHECKS:
+            elif qualified in GRADIENT_CHECKS:
+                if not (facts.loops.training_loops or facts.steps.runs_per_step(call)):
+                    continue
+            elif qualified not in ANOMALY_CONTEXTS:
                 continue
             if facts.guards.under_flag(call):
                 continue
