@@ -1054,7 +1054,9 @@ class Guards:
 def is_evaluation_branch(branch: cst.If, child: cst.CSTNode) -> bool:
     """Whether `child` of `branch` runs only when not training, by its test's own words: the
     body of `if stage != Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, or the
-    `else` of `if stage == Stage.TRAIN:` / `if self.training:`."""
+    `else` of `if stage == Stage.TRAIN:` / `if self.training:`, and the body of `if
+    opt.test:` / `if args.eval_only:`, a setting for a run that evaluates instead of
+    training."""
     if child is branch.body:
         return _tests_not_training(branch.test)
     return child is branch.orelse and _tests_training(branch.test)
@@ -1071,9 +1073,14 @@ def _tests_training(test: cst.BaseExpression) -> bool:
 
 
 def _tests_not_training(test: cst.BaseExpression) -> bool:
-    """`not self.training`, `stage != Stage.TRAIN`, `stage == Stage.VALID`, `mode == "test"`."""
+    """`not self.training`, `stage != Stage.TRAIN`, `stage == Stage.VALID`, `mode == "test"`,
+    and a setting that asks for an evaluation run (`opt.test`, `args.eval_only`: a run that
+    tests a checkpoint instead of training)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _tests_training(test.expression)
+    if isinstance(test, cst.Attribute) and _tests_a_setting(test):
+        mode = test.attr.value.lower().removesuffix("_only")
+        return mode in _EVALUATION_STAGES or mode == "evaluate"
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
         stage = _stage(comparison.comparator)

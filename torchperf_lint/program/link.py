@@ -862,6 +862,8 @@ class ProgramFacts:
                     if site.loop == -1 or self._sparse(site) or target in paths:
                         continue
                     loop_kind = self._loop_kind(file, function, site.loop)
+                    if loop_kind == "train" and site.evaluation_only:
+                        continue  # `if opt.test: self.save_result(...)` in the training loop
                     if loop_kind == "train" and self._evaluates(site, target):
                         loop_kind = "eval"  # `test()` in the epoch loop
                     elif loop_kind == "train" and site.loop in evaluating:
