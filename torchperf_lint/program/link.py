@@ -421,8 +421,8 @@ class ProgramFacts:
         that loads released weights defines, imports or builds (outside test files), those
         a registry builds by name or with a method that loads their own checkpoints and the
         classes derived from these, and, through them all, the classes their methods build,
-        directly or in the project functions they call (the blocks of a released
-        architecture)."""
+        directly or in the project functions they call, and the classes they pass to a call
+        (`HourglassNet(Bottleneck2D, ...)`: the blocks of a released architecture)."""
         methods: dict[Target, list[FunctionSummary]] = defaultdict(list)
         for file, function in self._functions:
             if function.owner is not None:
@@ -463,6 +463,9 @@ class ProgramFacts:
             seen.add((file, function.qualname))
             for site in function.calls:
                 reached(self.resolve(file, site.callee))
+                for value in site.arguments.values():
+                    if value[0] == "function":  # `HourglassNet(Bottleneck2D, ...)`
+                        reached(self.resolve(file, value[1]))
         return found
 
     # The call graph ------------------------------------------------------------------------

@@ -314,7 +314,9 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     switch), and in the classes such a module builds wherever they are defined: the classes
     it defines, imports or constructs, and the classes their methods construct, directly or
     through project functions (`self.fusion = build_fusion(c)` builds a `Fusion` block of the
-    released architecture). Dropping the bias would break loading the released checkpoints.
+    released architecture), or pass to a call (`HourglassNet(Bottleneck2D, ...)`, whose
+    stages build the block class they are given). Dropping the bias would break loading the
+    released checkpoints.
     A module loads published weights too when it loads, strictly (the default), a state dict
     of `torch.load(path)` (or a key of it: `checkpoint["model_state_dict"]`) into a model it
     builds (`model = Net(args)`, or `self`), and the file is published: the loading function
