@@ -212,6 +212,12 @@ def _reaching(body: str) -> list[str] | None:
         ("x = a\nfor a in x:\n    a = 2\nuse(a)\nuse(x)", ["x = a"]),
         ("x = 1\ntry:\n    x = 2\nexcept E:\n    use(x)", None),
         ("x = 1\nwith a as x:\n    use(x)", None),
+        # A branch that leaves the function binds nothing the code after it reads.
+        ("if a:\n    x = 1\nelif b:\n    x = 2\nelse:\n    print(a)\n    exit(-1)\nuse(x)", ["x = 1", "x = 2"]),
+        ("if a:\n    x = 1\nelse: raise ValueError(a)\nuse(x)", ["x = 1"]),
+        ("if not a:\n    return None\nelse:\n    x = 2\nuse(x)", ["x = 2"]),
+        # A branch that may leave, and may not, still reaches the use with `x` unbound.
+        ("if a:\n    x = 1\nelse:\n    if b:\n        sys.exit(1)\nuse(x)", None),
     ],
 )
 def test_the_bindings_that_reach_a_use(body: str, expected: list[str] | None) -> None:

@@ -284,14 +284,14 @@ class Scopes:
         if kind is cst.If:
             if self._binds_in_header(statement, name):
                 return None
-            body = self._last_bindings(statements_of(statement.body), name)
+            body = self._branch_bindings(statement.body, name)
             orelse = statement.orelse
             if orelse is None:
                 other: tuple[list[cst.CSTNode], bool] | None = ([], False)
             elif type(orelse) is cst.If:
                 other = self._bindings_through(orelse, name)
             else:
-                other = self._last_bindings(statements_of(orelse.body), name)
+                other = self._branch_bindings(orelse.body, name)
             if body is None or other is None:
                 return None
             return body[0] + other[0], body[1] and other[1]
@@ -307,6 +307,16 @@ class Scopes:
             header = [statement] if name in targets else []
             return body[0] + header, False  # it may make no iteration
         return None
+
+    def _branch_bindings(
+        self, block: cst.BaseSuite, name: str
+    ) -> tuple[list[cst.CSTNode], bool] | None:
+        """`_last_bindings` of a branch of an `if`; a branch that leaves the function (`raise`,
+        `return`, `exit(-1)`) binds nothing that the code after the `if` reads."""
+        statements = statements_of(block)
+        if statements and _leaves_the_function(statements[-1]):
+            return [], True
+        return self._last_bindings(statements, name)
 
     def _binds_in_header(self, statement: cst.CSTNode, name: str) -> bool:
         """Whether the test of an `if` or `while`, or the items of a `with`, bind `name`."""
@@ -450,3 +460,24 @@ def _element_pairs(
         ):
             for element, element_value in zip(target.elements, value.elements):
                 yield element.value, element_value.value
+
+
+# Calls after which nothing more of the program runs.
+_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+
+
+def _leaves_the_function(statement: cst.CSTNode) -> bool:
+    """`raise ...`, `return ...` or `sys.exit(...)` (also `exit`, `quit`, `os._exit`)."""
+    if type(statement) is cst.SimpleStatementLine:
+        final = statement.body[-1]
+    elif isinstance(statement, cst.BaseSmallStatement):  # `if bad: raise ValueError(bad)`
+        final = statement
+    else:
+        return False
+    if isinstance(final, (cst.Raise, cst.Return)):
+        return True
+    return (
+        isinstance(final, cst.Expr)
+        and isinstance(final.value, cst.Call)
+        and dotted_name(final.value.func) in _EXITS
+    )
