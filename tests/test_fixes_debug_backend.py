@@ -60,9 +60,9 @@ ANOMALY_CASES = [
     (
         ("import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
         "\tgradcheck(torch.sin, (torch.randn(3, dtype=torch.double, requires_grad=True),))\n"
-        "\tprint('ok')\n"),
+        "\tfor x in loader:\n\t\tmodel(x).sum().backward()\n\t\toptimizer.step()\n"),
         ("import torch\nfrom torch.autograd import gradcheck\n\nif __name__ == '__main__':\n"
-        "\tprint('ok')\n"),
+        "\tfor x in loader:\n\t\tmodel(x).sum().backward()\n\t\toptimizer.step()\n"),
     ),
 ]
 
