@@ -73,12 +73,15 @@ def test_debug_api_fix_removes_the_call(before: str, after: str) -> None:
     assert fixed("TPL802", before) == after
 
 
+TRAINING_LOOP = "for x in loader:\n    model(x).sum().backward()\n    optimizer.step()\n"
+
+
 @pytest.mark.parametrize(
     "source",
     [
-        # The result is used.
-        "import torch\nassert torch.autograd.gradcheck(f, inputs)\n",
-        "import torch\nok = torch.autograd.gradgradcheck(f, inputs)\n",
+        # The result is used (in a script that trains: elsewhere a gradient check is a test).
+        "import torch\nassert torch.autograd.gradcheck(f, inputs)\n" + TRAINING_LOOP,
+        "import torch\nok = torch.autograd.gradgradcheck(f, inputs)\n" + TRAINING_LOOP,
         # Other statements share the line, or the context manager.
         "import torch\nx = 1; torch.autograd.set_detect_anomaly(True)\n",
         "import torch\nwith torch.autograd.detect_anomaly(), open(p) as f:\n    f.read()\n",
