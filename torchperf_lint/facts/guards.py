@@ -670,8 +670,9 @@ class Guards:
         """Whether `node` runs only when its object was built with a switch turned away from
         its default: `if self.batch_eval: ... else: node` in a class whose `__init__(self,
         ..., batch_eval=True)` stores `self.batch_eval = batch_eval` and nothing else assigns
-        it (or the body of `if self.flag:` for a switch that defaults to `False`). Instances
-        built with the defaults never run it."""
+        it (or the body of `if self.flag:` for a switch that defaults to `False`, or of `elif
+        self.graph_pooling == "attention":` for an option that defaults to `"mean"`).
+        Instances built with the defaults never run it."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) is cst.ClassDef:
                 return False
@@ -681,6 +682,11 @@ class Guards:
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
                 test, negated = test.expression, True
             default = self._constructor_default(test)
+            if type(test) is cst.Comparison and len(test.comparisons) == 1:
+                # `elif self.graph_pooling == "attention":` with `graph_pooling="mean"`
+                held = self._constructor_literal(test.left)
+                tested = _value_with(test.with_changes(left=cst.Name("held")), "held", held)
+                default = tested if isinstance(tested, bool) else default
             given = _none_compared(test)  # `self.remap is not None`: whether it was given
             if given is not None:
                 attribute, negated = given[0], negated != (not given[1])

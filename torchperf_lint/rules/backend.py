@@ -274,6 +274,8 @@ class _BiasBeforeBatchNorm(Rule):
             switch = _norm_switch(facts, layer, norm)
             if switch is not None and facts.guards.switch_default(switch.test) is (not switch.on):
                 continue  # the BatchNorm is built only with a switch turned from its default
+            if facts.guards.off_default_option(layer):
+                continue  # `elif self.pooling == "attention":`, an option away from its default
             # Without the BatchNorm the bias is live: it goes only when the switch adds one.
             bias = cst.Name("False") if switch is None else switch.bias_value()
             fix = (
@@ -343,8 +345,11 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     (`cls(use_batchnorm=config.get("use_batchnorm", False))`), or `self.<attr>` stored from
     such an `__init__` parameter. Built with its defaults, the model has no BatchNorm there
     and the bias is live. Under a switch that is on by default, or whose default the module
-    does not show, it is reported with the fix `bias=not use_bn`. Test files are not
-    checked.
+    does not show, it is reported with the fix `bias=not use_bn`. It is silent as well where
+    the pair is built only in a branch that an object built with its defaults never takes
+    (`elif self.graph_pooling == "attention":` in an `__init__(..., graph_pooling="mean")`
+    that stores the option, or `if self.use_gate:` for a switch that defaults to `False`).
+    Test files are not checked.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -448,8 +453,10 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     that loads published weights into its models, in a model class a registry builds or that
     loads its own checkpoints, and in the classes these build, and where the BatchNorm is
     built only under a switch that is off by default (`if use_bn: layers.append(...)` with
-    `use_bn=False`, or `use_batchnorm=config.get("use_batchnorm", False)` at every call);
-    under one that is on by default it offers `bias=not use_bn`.
+    `use_bn=False`, or `use_batchnorm=config.get("use_batchnorm", False)` at every call) or
+    in a branch that an object built with its defaults never takes (`elif self.graph_pooling
+    == "attention":` with `graph_pooling="mean"`); under a switch that is on by default it
+    offers `bias=not use_bn`.
     Test files are not checked.
 
     ## Why is this bad?

@@ -153,7 +153,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     whose `__init__(self, ..., batch_eval=True)` stores it; `if self.verbose:` for a switch
     that defaults to `False`; `if self.remap is not None:` for one that defaults to `None`;
     `if self.use_ema:` after `self.use_ema = ema_decay is not None` with `ema_decay=None`,
-    or a switch stored as `bool(flag)` or `threshold > 0`),
+    or a switch stored as `bool(flag)` or `threshold > 0`; `elif self.pooling ==
+    "attention":` for an option that defaults to `"mean"`),
     in a loop over a literal collection of constants (`for
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a fit
     of at most 100 steps (`for i in range(training_iter):` with `training_iter = 2 if
