@@ -120,6 +120,12 @@ _DEVICE_KEEPING_METHODS = frozenset({
 })
 # A gather whose index is in host memory, and how to stop its index copy from waiting (a
 # read's advice depends on the rule that reports it).
+# Operations that reshape, combine or convert tensors: little work queued on the device.
+_LIGHT_OPERATIONS = frozenset({
+    "cat", "stack", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose",
+    "permute", "contiguous", "float", "long", "bool", "int", "half", "detach", "clone",
+    "size", "len", "range", "chunk", "split", "expand", "repeat",
+})
 _INDEXING = "Indexing a device tensor with a host-memory index"
 _INDEX_ADVICE = "build the index on the device (`torch.randperm(n, device=device)`)"
 # Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
@@ -582,28 +588,83 @@ class HostSyncs:
         the work queued before it, and the copy."""
         return self.is_blocking_move(call) and not self.may_be_device_tensor(call.func.value)
 
-    def wait_just_before(self, move: cst.Call) -> cst.Call | None:
-        """The call that has just made the host wait for the device when `move`
-        (`x.to(device)`) runs, with nothing queued since, or None: a read of a device value
+    def wait_just_before(self, move: cst.Call) -> cst.CSTNode | None:
+        """The node that has just made the host wait for the device when `move`
+        (`x.to(device)`) runs, with little queued since, or None: a read of a device value
         in what it moves (`torch.zeros(batch[-1].item() + 1).to(device)`), or, when `move`
-        is the value of its statement, the statement before it in the block, a blocking
-        upload of host memory (`feats = host_feats[i].to(device)`), a host read or a
-        synchronize. The copy of `move` then waits for nothing but itself."""
+        is the value of its statement, an earlier statement of the block, past statements
+        that only queue elementwise and reshaping work (`logits = torch.cat([pos, neg], 1)`,
+        `_light`), that waits: a blocking upload of host memory (`feats =
+        host_feats[i].to(device)`), a host read, a boolean-mask gather or a synchronize.
+        The copy of `move` then waits for little but itself."""
         for node in descendants(move.func):
             if type(node) is cst.Call and self._call_sync(node) is not None:
                 return node
         line = self._line_of(move)
         if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
             return None
-        before = self._statements_before(line)
-        previous = _statement_value(before[-1]) if before else None
-        if type(previous) is cst.Call and (
-            self.uploads_and_waits(previous)
-            or self._call_sync(previous) is not None
-            or previous in self._explicit_synchronizations
-        ):
-            return previous
+        for previous in reversed(self._statements_before(line)):
+            wait = self._wait_in(previous)
+            if wait is not None:
+                return wait
+            if not self._light(previous):
+                return None
         return None
+
+    def wait_just_after(self, move: cst.Call) -> cst.CSTNode | None:
+        """The node that makes the host wait for the device right after `move`, the value
+        of its statement, with little queued between them (`_light` statements): a later
+        statement of the block that waits (`_wait_in`: `labels = labels[~mask].view(n, -1)`
+        after `mask = torch.eye(n, dtype=torch.bool).to(device)`), other than an upload.
+        What `move` waits for, the host would wait for there anyway."""
+        line = self._line_of(move)
+        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+            return None
+        lines = statements_of(self.index.parents.get(line))
+        for following in lines[lines.index(line) + 1:]:
+            wait = self._wait_in(following)
+            if wait is not None:
+                # An upload computes its source on the host first (a tokenizer's ids), work
+                # that the move makes wait for the device.
+                return None if self._is_upload(wait) else wait
+            if not self._light(following):
+                return None
+        return None
+
+    def _is_upload(self, wait: cst.CSTNode) -> bool:
+        return type(wait) is cst.Call and self.uploads_and_waits(wait)
+
+    def _wait_in(self, line: cst.CSTNode) -> cst.CSTNode | None:
+        """The wait a simple statement ends with: its value is a blocking upload of host
+        memory, a host read or a synchronize, or it gathers by a boolean mask (`negatives =
+        sim[~labels.bool()].view(n, -1)`)."""
+        value = _statement_value(line)
+        if type(value) is cst.Call and (
+            self.uploads_and_waits(value)
+            or self._call_sync(value) is not None
+            or value in self._explicit_synchronizations
+        ):
+            return value
+        if value is None:
+            return None
+        return next(
+            (
+                node for node in (value, *descendants(value))
+                if type(node) is cst.Subscript and self._is_mask_read(node)
+            ),
+            None,
+        )
+
+    def _light(self, line: cst.CSTNode) -> bool:
+        """A simple statement whose calls only reshape, combine or scale tensors
+        (`torch.cat`, `.view`, `.float()`), which queue little work on the device."""
+        if type(line) is not cst.SimpleStatementLine:
+            return False
+        return all(
+            (last_identifier(node.func) or "") in _LIGHT_OPERATIONS
+            for node in descendants(line)
+            if type(node) is cst.Call
+        )
 
     def may_be_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         """Whether a `.item()`-style call on `receiver` may read a device tensor.

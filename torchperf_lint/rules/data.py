@@ -362,6 +362,19 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     )
 
 
+def _moves_a_factory_tensor(facts: FileFacts, wait: cst.CSTNode) -> bool:
+    """`wait` is the move of a tensor that a factory made (`torch.zeros(n).cuda()`)."""
+    moved = (
+        wait.func.value
+        if isinstance(wait, cst.Call) and isinstance(wait.func, cst.Attribute)
+        else wait
+    )
+    return any(
+        isinstance(node, cst.Call) and _factory_kind(facts, node) is not None
+        for node in (moved, *descendants(moved))
+    )
+
+
 def _empty_literal(expression: cst.BaseExpression) -> bool:
     return isinstance(expression, (cst.List, cst.Tuple, cst.Dict)) and not (
         expression.elements
@@ -692,12 +705,16 @@ class TensorCreatedThenMoved(Rule):
     sampling a few images from the model after each epoch runs once per epoch;
     loops that show or save a frame they copy to the host on every iteration
     (`writer.append_data(x.cpu().numpy())`): they wait for the device by design, so a small
-    copy adds nothing; and a move right after the host waited for the device, with nothing
+    copy adds nothing; and a move right after the host waited for the device, with little
     queued since: what it moves reads a device value first (`torch.zeros(batch[-1].item() +
-    1).to(device)`), or the statement before it is a host read, a synchronize or a blocking
-    copy of host memory to the device (`feats = host_feats[i].to(device)`, then `mask =
+    1).to(device)`), or an earlier statement of its block, with only statements that
+    reshape, join or convert tensors between (`torch.cat`, `.view`, `.float()`), is a host
+    read, a synchronize, a gather by a boolean mask or a blocking copy of host memory to the
+    device (`feats = host_feats[i].to(device)`, then `mask =
     torch.ones(feats.shape[:-1]).to(device)`), not itself a factory's move: the copy waits
-    for nothing but itself. Test files are not checked.
+    for little but itself; or a move right before such a wait (`mask = torch.eye(n,
+    dtype=torch.bool).to(device)` then `labels = labels[~mask]`), which waits for what the
+    host waits for there anyway. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -772,17 +789,14 @@ class TensorCreatedThenMoved(Rule):
 
     @staticmethod
     def _waits_anyway(facts: FileFacts, move: cst.Call) -> bool:
-        """The host has just waited for the device (`HostSyncs.wait_just_before`), not by
-        moving a tensor a factory made (`torch.randint(0, b, (n,)).sort()[0].to(d)`): its
-        own fix would leave this copy the wait, and an empty placeholder
-        (`torch.empty(0).to(d)`) copies nothing and waits for nothing."""
-        wait = facts.host_syncs.wait_just_before(move)
-        if wait is None:
-            return False
-        moved = wait.func.value if isinstance(wait.func, cst.Attribute) else wait
-        return not any(
-            isinstance(node, cst.Call) and _factory_kind(facts, node) is not None
-            for node in (moved, *descendants(moved))
+        """The host has just waited for the device (`HostSyncs.wait_just_before`), or waits
+        right after the move (`HostSyncs.wait_just_after`: a boolean-mask gather by the
+        moved mask), not by moving a tensor a factory made (`torch.randint(0, b,
+        (n,)).sort()[0].to(d)`): its own fix would leave this copy the wait, and an empty
+        placeholder (`torch.empty(0).to(d)`) copies nothing and waits for nothing."""
+        waits = (facts.host_syncs.wait_just_before(move), facts.host_syncs.wait_just_after(move))
+        return any(
+            wait is not None and not _moves_a_factory_tensor(facts, wait) for wait in waits
         )
 
     def _fix(
