@@ -657,8 +657,11 @@ class HostSyncs:
 
     def _light(self, line: cst.CSTNode) -> bool:
         """A simple statement whose calls only reshape, combine or scale tensors
-        (`torch.cat`, `.view`, `.float()`), which queue little work on the device."""
-        if type(line) is not cst.SimpleStatementLine:
+        (`torch.cat`, `.view`, `.float()`), which queue little work on the device, or an
+        early exit from the block (`if n == 0: continue`)."""
+        if type(line) is cst.If and line.orelse is None and _only_leaves(line.body):
+            line = line.test
+        elif type(line) is not cst.SimpleStatementLine:
             return False
         return all(
             (last_identifier(node.func) or "") in _LIGHT_OPERATIONS
@@ -1546,6 +1549,14 @@ class HostSyncs:
             return False
         index = subscript.slice[0].slice.value
         return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
+
+
+def _only_leaves(body: cst.BaseSuite) -> bool:
+    """A block that only leaves its loop or function: `continue`, `break`, `return`."""
+    statements = statements_of(body)
+    if len(statements) == 1 and type(statements[0]) is cst.SimpleStatementLine:
+        statements = list(statements[0].body)
+    return len(statements) == 1 and isinstance(statements[0], (cst.Continue, cst.Break, cst.Return))
 
 
 def _statement_value(line: cst.CSTNode) -> cst.BaseExpression | None:
