@@ -103,6 +103,12 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 
 # How many names bound to names a guard test is followed through.
 _NAME_DEPTH = 3
+# Wall clocks: a synchronize next to a clock read bounds a timed interval, and a test of the
+# time since a clock read that the test's body resets runs at intervals.
+CLOCKS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic",
+    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
+})
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
 # How the names of settings objects end (`training_args`, `model_config`).
@@ -281,12 +287,48 @@ class Guards:
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is within or type(parent) in SCOPE_TYPES:
                 return None
-            if type(parent) is cst.If and child is parent.body and self.is_periodic_test(parent.test):
+            if type(parent) is cst.If and child is parent.body and (
+                self.is_periodic_test(parent.test) or self._every_interval(parent)
+            ):
                 return parent
             exit_ = self._exit_off_period_before(parent, child)
             if exit_ is not None:
                 return exit_
         return None
+
+    def _every_interval(self, branch: cst.If) -> bool:
+        """`if now - last_logging > args.log_freq_time:` whose body sets `last_logging` again
+        (`last_logging = now`), with `now` read from a wall clock: the body runs once per
+        interval of time, however many steps it spans. Also as an operand of an `and`
+        (`if args.rank == 0 and now - last > 60:`)."""
+        for test in conjuncts(branch.test):
+            if (
+                type(test) is not cst.Comparison
+                or len(test.comparisons) != 1
+                or type(test.comparisons[0].operator) not in (cst.GreaterThan, cst.GreaterThanEqual)
+                or type(test.left) is not cst.BinaryOperation
+                or type(test.left.operator) is not cst.Subtract
+            ):
+                continue
+            now, last = test.left.left, test.left.right
+            reset = dotted_name(last)
+            if reset is not None and self._reads_a_clock(now) and any(
+                type(node) is cst.AssignTarget and dotted_name(node.target) == reset
+                for node in descendants(branch.body)
+            ):
+                return True
+        return False
+
+    def _reads_a_clock(self, expression: cst.BaseExpression) -> bool:
+        """`time.time()`, or a name bound only to such a read."""
+        values = (
+            self.scopes.bound_values(expression)
+            if isinstance(expression, (cst.Name, cst.Attribute)) else [expression]
+        )
+        return bool(values) and all(
+            isinstance(value, cst.Call) and self.names.call_name(value) in CLOCKS
+            for value in values
+        )
 
     def _exit_off_period_before(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
         """An `if <off-period test>: continue` (or `return`) among the statements of `block`
@@ -367,8 +409,10 @@ class Guards:
         prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
         (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
         operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
-        body assigns `attn`), which runs until its body has run once; or an early exit on the
-        other steps before `node` (`if (i + 1) % accumulation != 0: continue`).
+        body assigns `attn`), which runs until its body has run once; or a test of the time
+        since a clock read that its body resets (`if now - last > 60: ...; last = now`); or
+        an early exit on the other steps before `node` (`if (i + 1) % accumulation != 0:
+        continue`).
         """
         counters = self.counters.of_loop(loop)
         flags = self.counters.first_flags(loop)
@@ -381,6 +425,7 @@ class Guards:
                 and (
                     self._is_sparse_test(parent.test, counters, flags=flags)
                     or self._initialized_once(parent) is not None
+                    or self._every_interval(parent)
                 )
             ):
                 return parent

@@ -24,7 +24,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, is_dtype
-from torchperf_lint.facts.guards import conjuncts
+from torchperf_lint.facts.guards import CLOCKS, conjuncts
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
     ScopeNode,
@@ -50,11 +50,6 @@ READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 WAITING_METHODS = READING_METHODS | frozenset({
     "synchronize", "elapsed_time", "barrier", "wait_for_everyone", "block_until_ready",
     "wait_device_ops",
-})
-# Wall clocks: a synchronize next to a clock read bounds a timed interval.
-CLOCKS = frozenset({
-    "time.time", "time.perf_counter", "time.monotonic",
-    "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
 })
 # The legacy constructors (`torch.Tensor(obs)`, `torch.LongTensor(ids)`): like a factory
 # without `device=`, they build in host memory (`torch.cuda.FloatTensor` does not).

@@ -137,7 +137,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     step % freq == 0`, then `test = test and acc_step == 0`, `if not
     self.metrics.should_log(self.step): return`
     before the read, with `def should_log(self, step): return step == 1 or step % self.freq
-    == 0`) or a test of one of the loop's counters (its own, one it
+    == 0`, or a test of the time since a clock read that its body sets again: `if now -
+    last_logging > args.log_freq_time: ...; last_logging = now`) or a test of one of the
+    loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
     `if 0 <= step <= 2:`,
     `batch_count = i + 1; if batch_count == num_batches:`, `ni = i + nb * epoch; if ni < 3:`;
