@@ -682,7 +682,8 @@ class TensorCreatedThenMoved(Rule):
     even with `device=`; factories given a `generator=` (a CPU generator is a deliberate
     choice of random stream, and it cannot draw on the GPU); `.to(dtype)` and moves to the
     CPU; `*_like(t)` factories, which build on `t`'s device already (unless `t` is known to
-    live in host memory); empty placeholders (`torch.empty(0)`), which copy nothing;
+    live in host memory); empty placeholders (`torch.empty(0)`, `torch.arange(0, 0)`), which
+    copy nothing;
     sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
     factories; and code the program never runs outside a training loop: a method (or
     private function) that no file of the project, tests included, names, no decorator
@@ -951,9 +952,12 @@ def _on_a_device_already(facts: FileFacts, factory: cst.Call) -> bool:
 
 
 def _is_empty(factory: cst.Call) -> bool:
-    """`torch.empty(0)`, `torch.zeros((0, n))`: a placeholder with no elements to copy. Only
-    factories whose first argument is the size: in `torch.randint(0, 10, (4,))` and
-    `torch.arange(0, n)` a leading 0 is a bound."""
+    """`torch.empty(0)`, `torch.zeros((0, n))`, `torch.arange(0, 0)`: a placeholder with no
+    elements to copy. A leading 0 is a size only for factories whose first argument is the
+    size: in `torch.randint(0, 10, (4,))` and `torch.arange(0, n)` it is a bound."""
+    if last_identifier(factory.func) in ("arange", "range"):
+        bounds = [literal_value(arg.value) for arg in factory.args[:2] if arg.keyword is None]
+        return bounds == [0] or (len(bounds) == 2 and bounds[0] == bounds[1] != UNKNOWN)
     if last_identifier(factory.func) not in _SIZE_FIRST_FACTORIES:
         return False
     if not factory.args or factory.args[0].keyword is not None:
