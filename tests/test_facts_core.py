@@ -213,7 +213,10 @@ def _reaching(body: str) -> list[str] | None:
         ("x = 1\ntry:\n    x = 2\nexcept E:\n    use(x)", None),
         ("x = 1\nwith a as x:\n    use(x)", None),
         # A branch that leaves the function binds nothing the code after it reads.
-        ("if a:\n    x = 1\nelif b:\n    x = 2\nelse:\n    print(a)\n    exit(-1)\nuse(x)", ["x = 1", "x = 2"]),
+        (
+            "if a:\n    x = 1\nelif b:\n    x = 2\nelse:\n    print(a)\n    exit(-1)\nuse(x)",
+            ["x = 1", "x = 2"],
+        ),
         ("if a:\n    x = 1\nelse: raise ValueError(a)\nuse(x)", ["x = 1"]),
         ("if not a:\n    return None\nelse:\n    x = 2\nuse(x)", ["x = 2"]),
         # A branch that may leave, and may not, still reaches the use with `x` unbound.

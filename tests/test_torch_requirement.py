@@ -111,20 +111,25 @@ def test_setup_py_install_requires_written_in_the_call(tmp_path):
     [
         # detectron2's setup.py
         (
-            'torch_ver = [int(x) for x in torch.__version__.split(".")[:2]]\n'
-            'assert torch_ver >= [1, 8], "Requires PyTorch >= 1.8"\n',
+            (
+                'torch_ver = [int(x) for x in torch.__version__.split(".")[:2]]\n'
+                'assert torch_ver >= [1, 8], "Requires PyTorch >= 1.8"\n'
+            ),
             (1, 8, 0),
         ),
         (
-            'if version.parse(torch.__version__) < version.parse("1.10"):\n'
-            '    raise RuntimeError("too old")\n',
+            (
+                'if version.parse(torch.__version__) < version.parse("1.10"):\n'
+                '    raise RuntimeError("too old")\n'
+            ),
             (1, 10, 0),
         ),
         ("assert tuple(map(int, torch.__version__.split('.')[:2])) > (1, 7)\n", (1, 7, 0)),
     ],
 )
 def test_a_setup_py_version_check_declares_a_floor(tmp_path, check, oldest):
-    write_files(tmp_path, {"setup.py": f"import torch\nfrom setuptools import setup\n{check}setup()\n"})
+    setup_py = f"import torch\nfrom setuptools import setup\n{check}setup()\n"
+    write_files(tmp_path, {"setup.py": setup_py})
     declared = declared_torch(tmp_path)
     assert (declared.versions.oldest, declared.versions.below, declared.files) == (
         oldest, None, ("setup.py",)

@@ -562,7 +562,8 @@ class Configuration:
             from torchperf_lint.discovery import marks_a_project  # discovery imports this module
 
             declared = declared_torch(directory)
-            if declared is None and not marks_a_project(directory) and directory.parent != directory:
+            at_root = marks_a_project(directory)
+            if declared is None and not at_root and directory.parent != directory:
                 declared = self._declared_in(directory.parent)
             self._declared[directory] = declared
         return self._declared[directory]

@@ -288,9 +288,13 @@ def _version_checks(tree: ast.Module, bound: dict[str, ast.expr]) -> list[str]:
                 and child.value.id == "torch"
             ):
                 return True
-            if depth and isinstance(child, ast.Name) and child.id in bound:
-                if reads_torch_version(bound[child.id], depth - 1):
-                    return True
+            if (
+                depth
+                and isinstance(child, ast.Name)
+                and child.id in bound
+                and reads_torch_version(bound[child.id], depth - 1)
+            ):
+                return True
         return False
 
     lines = []

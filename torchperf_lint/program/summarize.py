@@ -17,8 +17,8 @@ from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
-from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.names import alias_binding, dotted_name
+from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.program.summary import (
     CallSite,
     ClassSummary,

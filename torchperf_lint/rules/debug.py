@@ -11,9 +11,9 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, argument_value
+from torchperf_lint.facts.guards import CLOCKS
 from torchperf_lint.facts.index import descendants
 from torchperf_lint.facts.names import last_identifier
-from torchperf_lint.facts.guards import CLOCKS
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
