@@ -487,3 +487,29 @@ def test_a_utf16_declaration_on_a_utf8_file_is_e902(tmp_path):
         "loader.py:1:1: E902 cannot decode as utf-16: Python source encodings must be"
         " ASCII-compatible"
     )
+
+
+def test_a_project_whose_top_folder_is_a_package_is_linted(tmp_path):
+    # An `__init__.py` beside `setup.py` (mlcommons/algorithmic-efficiency): module names
+    # start at the top folder, whose parent is itself; the linter once looked for the package
+    # root above it forever.
+    write_files(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "setup.py": "from setuptools import setup\nsetup(name='project')\n",
+            "engine.py": "import torch\n\n\ndef log_loss(loss):\n    print(loss.item())\n",
+            "train.py": (
+                "import torch\n\nfrom .engine import log_loss\n\n\n"
+                "def train(model, loader, optimizer):\n    model.cuda()\n    for x in loader:\n"
+                "        loss = model(x.cuda()).sum()\n        loss.backward()\n"
+                "        optimizer.step()\n        log_loss(loss)\n"
+            ),
+        },
+    )
+    completed = concise(".", cwd=tmp_path)
+    assert (completed.returncode, completed.stdout.splitlines()[0]) == (
+        1,
+        "engine.py:5:11: TPL201 `.item()` on every training step makes the host wait for the"
+        " GPU; accumulate on the device with `.detach()` and read it every N steps",
+    )

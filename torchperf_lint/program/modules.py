@@ -65,9 +65,11 @@ class ModuleMap:
                         self._by_name[from_project].add(file)
 
     def _relative_to_package_root(self, path: PurePosixPath) -> PurePosixPath:
+        """`path` from the folder above its outermost package; from the top folder when that
+        is a package itself (an `__init__.py` beside the project's `setup.py`)."""
         folder = path.parent
         root = folder
-        while str(folder) in self._packages:
+        while str(folder) in self._packages and folder.parent != folder:
             root = folder.parent
             folder = folder.parent
         if root == path.parent and str(path.parent) not in self._packages:
