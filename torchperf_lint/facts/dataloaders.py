@@ -979,6 +979,21 @@ class DataLoaders:
             for arg in trainer.args
         )
 
+    def loops_reading(self, loader: DataLoaderConstruction) -> list[cst.For] | None:
+        """The `for` loops that iterate the loader's name (`for batch in tqdm(loader):`),
+        when they are all its reads; None when the loader is read another way (passed on,
+        returned, read for its length) or not bound to a name."""
+        bound = self._bound_name(loader)
+        if bound is None:
+            return None
+        loops = []
+        for read in self._reads_of(bound, self.scopes.enclosing_function(bound)):
+            loop = self._loop_iterating(read)
+            if not isinstance(loop, cst.For):
+                return None
+            loops.append(loop)
+        return loops or None
+
     def read_in_one_pass_after_training(
         self, loader: DataLoaderConstruction, loops: Loops
     ) -> bool:

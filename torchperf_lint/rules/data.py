@@ -106,8 +106,11 @@ class DataLoaderNoWorkers(Rule):
     length=3)`, to plot them); a loader the trainer it is handed to reads a handful of
     batches of, 16 at most (Composer's `Trainer(train_dataloader=loader,
     train_subset_num_batches=5)`, Lightning's `Trainer(limit_train_batches=5)` or
-    `fast_dev_run=True` then `.fit(model, loader)`: an API demo or a smoke run); and a
-    loader built in a branch of its function that no
+    `fast_dev_run=True` then `.fit(model, loader)`: an API demo or a smoke run); a loader
+    whose every read is a loop that only looks at the data (it runs no model, trains
+    nothing, moves nothing to a device and calls no function of its module: a dataset
+    module's `__main__` block that plots the first images, a script that counts label
+    tokens); and a loader built in a branch of its function that no
     caller takes (`if deterministic:` in `load_data(..., deterministic=False)`, whose every
     caller leaves it out). A loader read inside a loop (each epoch), before any training,
     or by a framework every step (a Lightning `Trainer.fit`, `accelerator.prepare`) is still
@@ -229,8 +232,8 @@ class DataLoaderNoPinMemory(Rule):
     TPL101; when nothing reads it once per step, as for TPL101 (nothing reads it at all;
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
-    sampler draws a handful of samples, or its trainer reads a handful of its batches; no
-    caller takes the branch that builds it); for
+    sampler draws a handful of samples, or its trainer reads a handful of its batches; its
+    loops only look at the data; no caller takes the branch that builds it); for
     `DataLoader([])`, a stand-in that yields no batch; when the dataset is a class of the
     module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
@@ -347,9 +350,9 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     `fit` converts it into a dataset and trains from its own loader, it is only read in one
     pass after training (an embedding pass, a final test, a `test_dataloader` hook's), its
     sampler draws a handful of samples, or the trainer it is handed to reads a handful of
-    its batches, or it is built in a branch of its function that no
-    caller takes (`if deterministic:` with `deterministic=False`, which every caller leaves
-    out: `Steps.callers_never_take`)."""
+    its batches, or its loops only look at the data, or it is built in a branch of its
+    function that no caller takes (`if deterministic:` with `deterministic=False`, which
+    every caller leaves out: `Steps.callers_never_take`)."""
     loaders = facts.dataloaders
     return (
         facts.steps.callers_never_take(loader.call)
@@ -359,6 +362,30 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
         or loaders.read_in_one_pass_after_training(loader, facts.loops)
         or loaders.draws_a_handful(loader)
         or loaders.read_by_a_capped_run(loader)
+        or _only_inspected(facts, loader)
+    )
+
+
+def _only_inspected(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """Every read of the loader is a loop that only looks at the data: it runs no model,
+    trains nothing, moves nothing to a device and calls no function of the module (a
+    dataset module's `__main__` block that shows the first images with `plt.imshow`, a
+    script that counts label tokens). No training step waits for its batches."""
+    loops = facts.dataloaders.loops_reading(loader)
+    if loops is None:
+        return False
+    defined = {function.name.value for function in facts.index.functions}
+    return all(
+        not any(
+            facts.steps.runs_a_model(call)
+            or facts.dataloaders.moves_batches_to_device(loop)
+            or last_identifier(call.func) in ("backward", "step", "cuda", "to")
+            or (isinstance(call.func, cst.Name) and call.func.value in defined)
+            or dotted_name(call.func) in ("self", "cls")
+            or (dotted_name(call.func) or "").startswith("self.")
+            for call in descendants(loop.body) if isinstance(call, cst.Call)
+        )
+        for loop in loops
     )
 
 
