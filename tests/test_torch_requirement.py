@@ -136,6 +136,26 @@ def test_a_setup_py_version_check_declares_a_floor(tmp_path, check, oldest):
     )
 
 
+def test_a_version_check_raises_the_floor_of_the_folders_other_declarations(tmp_path):
+    # Vim's `det/`: a vendored detectron2 `setup.py` asserts 1.8, `det-requirements.txt`
+    # installs 2.1.2; and `requirements-min.txt` allows what the check refuses.
+    check = "import torch\nassert tuple(int(x) for x in torch.__version__.split('.')[:2]) >= (1, 8)\n"
+    write_files(
+        tmp_path,
+        {
+            "det/setup.py": check,
+            "det/det-requirements.txt": "torch==2.1.2+cu121\n",
+            "lib/setup.py": check,
+            "lib/requirements-min.txt": "torch>=1.4\n",
+            "lib/requirements.txt": "torch>=2.0\n",
+        },
+    )
+    det = declared_torch(tmp_path / "det")
+    assert (det.versions, det.files) == (TorchRange((2, 1, 2), (2, 1, 3)), ("det-requirements.txt",))
+    lib = declared_torch(tmp_path / "lib")
+    assert lib.versions == TorchRange((1, 8, 0), None)
+
+
 @pytest.mark.parametrize(
     "check",
     [

@@ -10,8 +10,11 @@ these names `torch` with or without a version:
   list literal a module-level name it passes is bound to), the `.txt` files it names
   (`open("requirements.txt")`), read as requirements files, and the checks of
   `torch.__version__` it runs at its top level (`assert torch_ver >= [1, 8]`, `if
-  version.parse(torch.__version__) < version.parse("1.8"): raise ...`: `torch>=1.8`);
-- `requirements*.txt` and `requirements/*.txt`;
+  version.parse(torch.__version__) < version.parse("1.8"): raise ...`), which raise the
+  floor of the folder's other declarations to 1.8, or declare `torch>=1.8` when there is
+  none;
+- `requirements*.txt` (also `*-requirements.txt` and `*_requirements.txt`) and
+  `requirements/*.txt`;
 - a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
@@ -62,7 +65,7 @@ _SPECIFIER = (
     # A pre-, post-, dev- or local part: the release numbers decide here.
     r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|post|rev|r|dev)[-_.]?\d*)*(?:\+[A-Za-z0-9.]+)?\s*"
 )
-_REQUIREMENTS_FILE = r"requirements[^/\\]*\.txt"
+_REQUIREMENTS_FILE = r"(?:[^/\\]*[-_])?requirements[^/\\]*\.txt"
 _CONSTRAINTS_FILE = r"constraints[^/\\]*\.txt"
 _CONDA_ENVIRONMENT_FILES = ("environment.yml", "environment.yaml")
 # Conda's names for PyTorch's package, on its own channel and on conda-forge.
@@ -84,6 +87,12 @@ class TorchRange(NamedTuple):
         floors = [v for v in (self.oldest, other.oldest) if v is not None]
         below = None if self.below is None or other.below is None else max(self.below, other.below)
         return TorchRange(min(floors) if floors else None, below)
+
+    def raised(self, oldest: Version | None) -> TorchRange:
+        """The releases this range allows that are also `oldest` or newer (None: no floor)."""
+        if oldest is None or (self.oldest is not None and self.oldest >= oldest):
+            return self
+        return TorchRange(oldest, self.below)
 
     def capped(self, below: Version | None) -> TorchRange:
         """The releases this range allows that are also older than `below` (None: no cap)."""
@@ -171,10 +180,12 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
         found.extend(("pyproject.toml", r) for r in _torch_in(_pyproject(directory / "pyproject.toml")))
     if "setup.cfg" in names:
         found.extend(("setup.cfg", r) for r in _torch_in(_setup_cfg(directory / "setup.cfg")))
+    checks: list[TorchRange] = []
     if "setup.py" in names:
-        install_requires, named_files = _setup_py(directory / "setup.py")
+        install_requires, named_files, version_checks = _setup_py(directory / "setup.py")
         found.extend(("setup.py", r) for r in _torch_in(install_requires))
         requirement_files.extend(name for name in named_files if os.path.isfile(directory / name))
+        checks = list(_torch_in(version_checks))
     constraint_files = sorted(name for name in names if re.fullmatch(_CONSTRAINTS_FILE, name))
     if "requirements" in names and os.path.isdir(directory / "requirements"):
         try:
@@ -191,11 +202,15 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
     for name in _CONDA_ENVIRONMENT_FILES:
         if name in names:
             found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
+    if not found and checks:
+        found = [("setup.py", check) for check in checks[:1]]
     if not found:
         return None
     versions = found[0][1]
     for _, declaration in found[1:]:
         versions = versions.union(declaration)
+    for check in checks:  # `assert torch_ver >= [1, 8]` refuses what the files allow below it
+        versions = versions.raised(check.oldest)
     files = tuple(dict.fromkeys(name for name, _ in found))
     constraints = [
         (name, constraint)
@@ -242,14 +257,14 @@ def _setup_cfg(path: Path) -> list[str]:
     return parser.get("options", "install_requires", fallback="").splitlines()
 
 
-def _setup_py(path: Path) -> tuple[list[str], list[str]]:
+def _setup_py(path: Path) -> tuple[list[str], list[str], list[str]]:
     """The strings `setup.py` passes as `install_requires` (a literal, or the literal a
-    module-level name is bound to), and the `.txt` files it names; nothing when it does not
-    parse."""
+    module-level name is bound to), the `.txt` files it names, and its checks of
+    `torch.__version__` as requirement lines; nothing when it does not parse."""
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
-        return [], []
+        return [], [], []
     bound = {
         target.id: statement.value
         for statement in tree.body
@@ -262,9 +277,8 @@ def _setup_py(path: Path) -> tuple[list[str], list[str]]:
         if isinstance(node, ast.keyword) and node.arg == "install_requires":
             value = bound.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
             install_requires.extend(_string_literals(value))
-    install_requires.extend(_version_checks(tree, bound))
     named_files = [text for text in _string_literals(tree) if re.fullmatch(_REQUIREMENTS_PATH, text)]
-    return install_requires, named_files
+    return install_requires, named_files, _version_checks(tree, bound)
 
 
 # A check that refuses older versions, and the requirement it makes: `assert version >= v`,
