@@ -470,7 +470,7 @@ def test_diff_of_a_notebook_writes_nothing(tmp_path):
 
 
 def test_cell_relative_locations_of_a_multi_line_finding():
-    data = notebook(IMPORTS, ["loader = DataLoader(\n", "    ds,\n", ")"], ["for x in loader: print(x)"])
+    data = notebook(IMPORTS, ["loader = DataLoader(\n", "    ds,\n", ")"], ["for x in loader: model(x.cuda()).sum().backward()"])
     result = lint_notebook(data, "nb.ipynb", DEFAULTS)
     first = result.diagnostics[0]
     assert (first.cell, first.location, first.end_location) == (2, Location(1, 10), Location(3, 2))

@@ -108,7 +108,7 @@ class DataLoaderNoWorkers(Rule):
     train_subset_num_batches=5)`, Lightning's `Trainer(limit_train_batches=5)` or
     `fast_dev_run=True` then `.fit(model, loader)`: an API demo or a smoke run); a loader
     whose every read is a loop that only looks at the data (it runs no model, trains
-    nothing, moves nothing to a device and calls no function of its module: a dataset
+    nothing, moves or builds nothing on a device and calls no function of its module: a dataset
     module's `__main__` block that plots the first images, a script that counts label
     tokens); and a loader built in a branch of its function that no
     caller takes (`if deterministic:` in `load_data(..., deterministic=False)`, whose every
@@ -368,9 +368,10 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
 
 def _only_inspected(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
     """Every read of the loader is a loop that only looks at the data: it runs no model,
-    trains nothing, moves nothing to a device and calls no function of the module (a
-    dataset module's `__main__` block that shows the first images with `plt.imshow`, a
-    script that counts label tokens). No training step waits for its batches."""
+    trains nothing, moves or builds nothing on a device (no `device=`) and calls no function
+    of the module (a dataset module's `__main__` block that shows the first images with
+    `plt.imshow`, a script that counts label tokens). No training step waits for its
+    batches."""
     loops = facts.dataloaders.loops_reading(loader)
     if loops is None:
         return False
@@ -380,6 +381,7 @@ def _only_inspected(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
             facts.steps.runs_a_model(call)
             or facts.dataloaders.moves_batches_to_device(loop)
             or last_identifier(call.func) in ("backward", "step", "cuda", "to")
+            or any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args)
             or (isinstance(call.func, cst.Name) and call.func.value in defined)
             or dotted_name(call.func) in ("self", "cls")
             or (dotted_name(call.func) or "").startswith("self.")
