@@ -947,7 +947,7 @@ class DataLoaders:
         demo or a smoke run, not a pass over the data."""
         bound = self._bound_name(loader)
         if bound is not None:
-            reads = self._reads_of(bound, self.scopes.enclosing_function(bound))
+            reads = self._reads_of(bound)
         else:
             reads = [loader.call]  # built in the call's arguments
         return bool(reads) and all(self._handed_to_a_capped_run(read) for read in reads)
@@ -987,7 +987,7 @@ class DataLoaders:
         if bound is None:
             return None
         loops = []
-        for read in self._reads_of(bound, self.scopes.enclosing_function(bound)):
+        for read in self._reads_of(bound):
             loop = self._loop_iterating(read)
             if not isinstance(loop, cst.For):
                 return None
@@ -1006,15 +1006,15 @@ class DataLoaders:
         bound = self._bound_name(loader)
         if bound is None:
             return False
-        function = self.scopes.enclosing_function(bound)
-        reads = self._reads_of(bound, function)
+        reads = self._reads_of(bound)
         return bool(reads) and all(
             self._one_pass_after_training(read, loader, loops) for read in reads
         )
 
-    def _reads_of(self, bound: cst.Name, function: cst.FunctionDef | None) -> list[cst.Name]:
+    def _reads_of(self, bound: cst.Name) -> list[cst.Name]:
         """The reads of the name `bound` binds: in its function, or anywhere in the module
         for a module-level name (a function may read the global)."""
+        function = self.scopes.enclosing_function(bound)
         return [
             name for name in self._names_by_identifier.get(bound.value, ())
             if name is not bound

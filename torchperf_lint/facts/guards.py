@@ -730,8 +730,9 @@ class Guards:
             if type(test) is cst.Comparison and len(test.comparisons) == 1:
                 # `elif self.graph_pooling == "attention":` with `graph_pooling="mean"`
                 held = self._constructor_literal(test.left)
-                tested = _value_with(test.with_changes(left=cst.Name("held")), "held", held)
-                default = tested if isinstance(tested, bool) else default
+                if held is not UNKNOWN:  # only then build a test of it to evaluate
+                    tested = _value_with(test.with_changes(left=cst.Name("held")), "held", held)
+                    default = tested if isinstance(tested, bool) else default
             given = _none_compared(test)  # `self.remap is not None`: whether it was given
             if given is not None:
                 attribute, negated = given[0], negated != (not given[1])

@@ -113,14 +113,14 @@ _DEVICE_KEEPING_METHODS = frozenset({
     "reshape", "view", "flatten", "permute", "transpose", "contiguous", "detach", "clone",
     "squeeze", "unsqueeze", "expand", "long", "float", "half", "bfloat16", "int", "bool",
 })
-# A gather whose index is in host memory, and how to stop its index copy from waiting (a
-# read's advice depends on the rule that reports it).
 # Operations that reshape, combine or convert tensors: little work queued on the device.
 _LIGHT_OPERATIONS = frozenset({
     "cat", "stack", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose",
     "permute", "contiguous", "float", "long", "bool", "int", "half", "detach", "clone",
     "size", "len", "range", "chunk", "split", "expand", "repeat",
 })
+# A gather whose index is in host memory, and how to stop its index copy from waiting (a
+# read's advice depends on the rule that reports it).
 _INDEXING = "Indexing a device tensor with a host-memory index"
 _INDEX_ADVICE = "build the index on the device (`torch.randperm(n, device=device)`)"
 # Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
@@ -410,8 +410,8 @@ class HostSyncs:
             and call.func.attr.value == "record"
             and any(
                 isinstance(value, cst.Call)
-                and (self.names.call_name(value) or "").endswith(".Event")
-                and (self.names.call_name(value) or "").startswith("torch.")
+                and (name := self.names.call_name(value) or "").startswith("torch.")
+                and name.endswith(".Event")
                 for value in self.scopes.bound_values(call.func.value)
             )
         )
@@ -595,8 +595,8 @@ class HostSyncs:
         for node in descendants(move.func):
             if type(node) is cst.Call and self._call_sync(node) is not None:
                 return node
-        line = self._line_of(move)
-        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+        line = self._line_moving(move)
+        if line is None:
             return None
         for previous in reversed(self._statements_before(line)):
             wait = self._wait_in(previous)
@@ -612,8 +612,8 @@ class HostSyncs:
         statement of the block that waits (`_wait_in`: `labels = labels[~mask].view(n, -1)`
         after `mask = torch.eye(n, dtype=torch.bool).to(device)`), other than an upload.
         What `move` waits for, the host would wait for there anyway."""
-        line = self._line_of(move)
-        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+        line = self._line_moving(move)
+        if line is None:
             return None
         lines = statements_of(self.index.parents.get(line))
         for following in lines[lines.index(line) + 1:]:
@@ -621,13 +621,17 @@ class HostSyncs:
             if wait is not None:
                 # An upload computes its source on the host first (a tokenizer's ids), work
                 # that the move makes wait for the device.
-                return None if self._is_upload(wait) else wait
+                return None if type(wait) is cst.Call and self.uploads_and_waits(wait) else wait
             if not self._light(following):
                 return None
         return None
 
-    def _is_upload(self, wait: cst.CSTNode) -> bool:
-        return type(wait) is cst.Call and self.uploads_and_waits(wait)
+    def _line_moving(self, move: cst.Call) -> cst.SimpleStatementLine | None:
+        """The line whose one statement has `move` as its value (`mask = m.to(d)`), or None."""
+        line = self._line_of(move)
+        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+            return None
+        return line
 
     def _wait_in(self, line: cst.CSTNode) -> cst.CSTNode | None:
         """The wait a simple statement ends with: its value is a blocking upload of host
