@@ -510,6 +510,8 @@ def test_a_project_whose_top_folder_is_a_package_is_linted(tmp_path):
     completed = concise(".", cwd=tmp_path)
     assert (completed.returncode, completed.stdout.splitlines()[0]) == (
         1,
-        "engine.py:5:11: TPL201 `.item()` on every training step makes the host wait for the"
-        " GPU; accumulate on the device with `.detach()` and read it every N steps",
+        (
+            "engine.py:5:11: TPL201 `.item()` on every training step makes the host wait for"
+            " the GPU; accumulate on the device with `.detach()` and read it every N steps"
+        ),
     )
