@@ -447,6 +447,15 @@ def test_a_project_pinned_in_its_conda_environment_gets_no_finding(tmp_path):
     assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
 
 
+def test_a_project_that_pins_triton_of_an_older_release_gets_no_finding(tmp_path):
+    write_files(tmp_path, {"vim_requirements.txt": "timm\ntriton==2.1.0\n", "train.py": TRAIN})
+    assert findings(tmp_path) == []
+    assert fix(tmp_path) == TRAIN
+    # With the Triton of PyTorch 2.4, the same project gets the findings.
+    write_files(tmp_path, {"vim_requirements.txt": "timm\ntriton==3.0.0\n"})
+    assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
+
+
 def test_a_floor_older_than_torch_amp_gets_the_finding_with_a_display_only_fix(tmp_path):
     write_files(
         tmp_path,
@@ -505,3 +514,29 @@ def test_show_settings_names_where_the_version_comes_from(tmp_path):
     assert torch_line() == (
         'torch-version = "1.11"  # declared in requirements.txt, constraints.txt, below 1.13.0'
     )
+
+
+@pytest.mark.parametrize(
+    ("lines", "oldest", "below"),
+    [
+        # Vim's `vim_requirements.txt`: its torch line commented out, Triton pinned.
+        ("# torch==2.1.1+cu118\ntriton==2.1.0\n", (2, 1, 0), (2, 2, 0)),
+        ("triton==3.0.0\n", (2, 4, 0), (2, 5, 0)),
+        ("triton == 2.3.*\n", (2, 3, 0), (2, 4, 0)),
+        # The pin narrows the file's torch line.
+        ("torch>=1.13\ntriton==2.1.0\n", (2, 1, 0), (2, 2, 0)),
+        # A contradicting pin, a range, or a release not in the table say nothing.
+        ("torch>=2.4\ntriton==2.1.0\n", (2, 4, 0), None),
+        ("torch>=1.13\ntriton>=2.1\n", (1, 13, 0), None),
+        ("torch>=1.13\ntriton==9.0.0\n", (1, 13, 0), None),
+    ],
+)
+def test_a_pinned_triton_names_the_torch_release_it_installs_with(tmp_path, lines, oldest, below):
+    write_files(tmp_path, {"requirements.txt": lines})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("requirements.txt",))
+
+
+def test_a_triton_range_alone_declares_nothing(tmp_path):
+    write_files(tmp_path, {"requirements.txt": "triton>=2.1\nnumpy\n"})
+    assert declared_torch(tmp_path) is None

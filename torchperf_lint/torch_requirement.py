@@ -15,6 +15,10 @@ these names `torch` with or without a version:
   none;
 - `requirements*.txt` (also `*-requirements.txt` and `*_requirements.txt`) and
   `requirements/*.txt`;
+- in any of these, a pinned Triton (`triton==2.1.0`): each PyTorch release requires one
+  Triton release, so the pin names the PyTorch it installs with (`torch==2.1.*`), alone or
+  narrowing the file's `torch` lines (Triton 2.0–2.3 go with PyTorch 2.0–2.3, 3.0–3.4 with
+  2.4–2.8; other Triton releases say nothing);
 - a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
@@ -227,10 +231,42 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
 
 
 def _torch_in(lines: Iterable[str]) -> Iterator[TorchRange]:
-    for line in lines:
-        declaration = parse_torch_requirement(line)
-        if declaration is not None:
-            yield declaration
+    """The torch declarations of one file's requirement lines, each narrowed to the release
+    that the file's Triton pin ships with; the pin alone declares that release."""
+    lines = list(lines)
+    declarations = [r for r in map(parse_torch_requirement, lines) if r is not None]
+    paired = next((r for r in map(_torch_of_triton, lines) if r is not None), None)
+    if paired is None:
+        yield from declarations
+        return
+    if not declarations:
+        yield paired
+    for declaration in declarations:
+        narrowed = declaration.raised(paired.oldest).capped(paired.below)
+        # A pin the torch line contradicts (`torch>=2.4` with `triton==2.1.0`) says nothing.
+        yield declaration if narrowed.below <= narrowed.oldest else narrowed
+
+
+# Each PyTorch release's wheel requires one Triton release (`torch 2.1.* → triton==2.1.0`,
+# `2.4.* → 3.0.0`), so a project that pins Triton installs that PyTorch: by Triton's
+# `major.minor`, the PyTorch `major.minor` that requires it.
+_TORCH_OF_TRITON = {
+    (2, 0): (2, 0), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (3, 0): (2, 4),
+    (3, 1): (2, 5), (3, 2): (2, 6), (3, 3): (2, 7), (3, 4): (2, 8),
+}
+
+
+def _torch_of_triton(line: str) -> TorchRange | None:
+    """The PyTorch releases a `triton==X.Y.Z` (or `==X.Y.*`) requirement line installs with;
+    None for another line, another specifier, or a Triton release not in the table."""
+    match = re.fullmatch(_NAME, line.split(";", 1)[0].split(" #", 1)[0].strip())
+    if match is None or match.group(1).lower() != "triton":
+        return None
+    pinned = re.fullmatch(r"==\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*)?", match.group(2).strip())
+    paired = pinned and _TORCH_OF_TRITON.get((int(pinned.group(1)), int(pinned.group(2))))
+    if not paired:
+        return None
+    return TorchRange(_release_of(paired), _next(paired))
 
 
 def _pyproject(path: Path) -> list[str]:
