@@ -462,10 +462,10 @@ def test_main_guard() -> None:
         ("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", True),
         ("device = 'cuda'\nmodel.to(device)", True),
         # Device names built at run time from a literal that starts with one.
-        ("device = torch.device('cuda:' + str(args.device)) if ok else torch.device('cpu')\n"
-         "model.to(device)", True),
-        ("device = f'cuda:{args.device}' if torch.cuda.is_available() else 'cpu'\n"
-         "device = torch.device(device)\nmodel.to(device)", True),
+        (("device = torch.device('cuda:' + str(args.device)) if ok else torch.device('cpu')\n"
+          "model.to(device)"), True),
+        (("device = f'cuda:{args.device}' if torch.cuda.is_available() else 'cpu'\n"
+          "device = torch.device(device)\nmodel.to(device)"), True),
         ("model.to('cuda:%d' % rank)", True),
         ("model.to('cuda:{}'.format(rank))", True),
         ("device = 'cpu:' + str(rank)\nmodel.to(device)", False),

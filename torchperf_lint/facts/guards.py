@@ -781,9 +781,13 @@ class Guards:
             value for value in self.scopes.bound_values(test)
             if self.scopes.enclosing_class(value) is cls
         ] if owner == "self" else []
-        if not values and owner == "self" and cls is not None:
-            if self.project_inherits_switch(cls, attribute):  # a base class's constructor switch
-                return not self.project_switches_on(attribute)
+        if (
+            not values
+            and owner == "self"
+            and cls is not None
+            and self.project_inherits_switch(cls, attribute)  # a base class's constructor switch
+        ):
+            return not self.project_switches_on(attribute)
         if not values:
             return (
                 attribute in LIBRARY_SWITCHES
