@@ -1012,6 +1012,7 @@ class HostSyncs:
                 self._feeds_an_environment(call)
                 or self._feeds_an_output(call)
                 or self._decodes_an_object(call, func.value)
+                or self._encoded_as_text(call)
             ):
                 return None
             if func.attr.value == "cpu" and self._copies_weights(func.value):
@@ -1049,6 +1050,18 @@ class HostSyncs:
         ):
             return HostSync(call, f"A tensor passed to `{sink}`, which formats it,")
         return None
+
+    def _encoded_as_text(self, call: cst.Call) -> bool:
+        """`tokenizer(smiles[0].tolist(), return_tensors="pt")`: a `.tolist()` handed to a
+        tokenizer's or processor's encoding, which takes text, so what it lists is strings
+        (a NumPy array of them), not a tensor's numbers."""
+        argument = self.index.parents.get(call)
+        encoding = self.index.parents.get(argument) if type(argument) is cst.Arg else None
+        return (
+            type(encoding) is cst.Call
+            and call.func.attr.value == "tolist"
+            and any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in encoding.args)
+        )
 
     def _is_grad_scaler(self, receiver: cst.BaseExpression) -> bool:
         """A name or `self.attr` bound only to `GradScaler(...)` constructions that may be

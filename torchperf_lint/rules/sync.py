@@ -194,7 +194,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     DataLoader yields before they are moved, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
-    a tokenizer's or processor's `return_tensors="pt"` encoding, what is computed from a copy
+    a tokenizer's or processor's `return_tensors="pt"` encoding and the list it encodes,
+    which is text (`tokenizer(smiles[0].tolist(), return_tensors="pt")`), what is computed from a copy
     already made (with `.cpu()`, or `.to("cpu")`, `.to(device="cpu")`): `ids = x.detach().cpu()`
     is reported, `ids[0].tolist()`, `ids.sum(1).item()`
     and the rows of `for row in ids:` are not, also for a parameter rebound to its copy),
