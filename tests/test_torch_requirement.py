@@ -456,6 +456,32 @@ def test_a_project_that_pins_triton_of_an_older_release_gets_no_finding(tmp_path
     assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
 
 
+def test_a_program_that_imports_a_module_removed_in_torch_2_gets_no_finding(tmp_path):
+    # VideoMAE: every entry point imports `utils`, whose `from torch._six import inf` fails
+    # on PyTorch 2.0 and later, long before these names warn (2.4).
+    write_files(
+        tmp_path,
+        {
+            "utils.py": "import torch\nfrom torch._six import inf\n",
+            "engine.py": TRAIN,
+            "run_pretraining.py": "import torch\nimport engine\nimport utils\n",
+            "run_finetuning.py": "import torch\nfrom engine import scaler\nfrom utils import inf\n",
+        },
+    )
+    assert findings(tmp_path) == []
+    # A program that does not import it runs on any release: the module both use is reported.
+    write_files(tmp_path, {"evaluate.py": "import torch\nimport engine\n"})
+    assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
+
+
+def test_a_guarded_import_of_a_removed_module_runs_on_any_release(tmp_path):
+    guarded = "try:\n    from torch._six import inf\nexcept ImportError:\n    from torch import inf\n"
+    write_files(tmp_path, {"utils.py": guarded, "train.py": "import utils\n" + TRAIN})
+    assert [(code, row - 1, column) for code, row, column, *_ in findings(tmp_path)] == [
+        finding[:3] for finding in SAFE
+    ]
+
+
 def test_a_floor_older_than_torch_amp_gets_the_finding_with_a_display_only_fix(tmp_path):
     write_files(
         tmp_path,
@@ -540,3 +566,26 @@ def test_a_pinned_triton_names_the_torch_release_it_installs_with(tmp_path, line
 def test_a_triton_range_alone_declares_nothing(tmp_path):
     write_files(tmp_path, {"requirements.txt": "triton>=2.1\nnumpy\n"})
     assert declared_torch(tmp_path) is None
+
+
+CHECKPOINTED = """\
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def forward(block, x):
+    return checkpoint(block, x)
+"""
+
+
+def test_checkpointing_warns_only_from_torch_2_1(tmp_path):
+    # VideoMAE's blocks: no release the code runs on warns about `use_reentrant`.
+    write_files(tmp_path, {"requirements.txt": "torch==1.13.1\n", "model.py": CHECKPOINTED})
+    assert findings(tmp_path) == []
+    write_files(tmp_path, {"requirements.txt": "torch>=1.13.1\n"})
+    assert findings(tmp_path) == [
+        ("TPL502", 6, 12, "unsafe", "Pass `use_reentrant=False`"),
+    ]
+    # Before 1.11 the argument does not exist: the finding has no fix.
+    write_files(tmp_path, {"requirements.txt": "torch>=1.8\n"})
+    assert findings(tmp_path) == [("TPL502", 6, 12, None, None)]

@@ -88,6 +88,12 @@ class ProgramAnswers:
         """Whether the program this file belongs to runs on CUDA (beyond the file's own use)."""
         return False
 
+    def imports_only_below(self) -> tuple[int, ...] | None:
+        """The first PyTorch release (`(2, 0, 0)`) on which no program this file belongs to
+        can be imported, because each imports a module PyTorch removed (`from torch._six
+        import inf`, unguarded); None when some program runs on any release."""
+        return None
+
     def trains_on_cuda(self) -> bool:
         """Whether the file belongs to a training program that runs on CUDA (a module that
         trains, and the project modules it imports)."""

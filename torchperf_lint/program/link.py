@@ -1074,6 +1074,45 @@ class ProgramFacts:
         return sum(1 << files.index(file) for file in set(chosen) if file in reach)
 
     @cached_property
+    def _entries(self) -> list[str]:
+        """The files outside tests that no other file imports: scripts, notebooks, a
+        library's top modules; each with what it imports is a program."""
+        files, _ = self._reach
+        importers = {imported for file in files for imported in self._imports.get(file, ())}
+        return [file for file in files if file not in importers]
+
+    @cached_property
+    def _imports_only_below(self) -> dict[str, tuple[int, ...]]:
+        """Per file, the first PyTorch release that none of the programs it belongs to can
+        be imported on: each imports a file that imports a module PyTorch removed
+        (`ModuleSummary.imports_only_below`: `from torch._six import inf` in the `utils.py`
+        every entry point imports). A file that belongs to any program without such an
+        import runs on any release, and is not a key."""
+        files, reach = self._reach
+        removed = {
+            file: tuple(summary.imports_only_below)
+            for file, summary in self.summaries.items()
+            if summary.imports_only_below and file in reach
+        }
+        if not removed:
+            return {}
+        positions = {file: files.index(file) for file in removed}
+        capped_programs: list[tuple[int, tuple[int, ...]]] = []
+        free = 0  # the files of programs that import on any release
+        for entry in self._entries:
+            program = reach[entry]
+            caps = [cap for file, cap in removed.items() if program >> positions[file] & 1]
+            if caps:
+                capped_programs.append((program, min(caps)))
+            else:
+                free |= program
+        found: dict[str, tuple[int, ...]] = {}
+        for program, cap in capped_programs:
+            for file in self._files_of(program & ~free):
+                found[file] = max(found.get(file, cap), cap)
+        return found
+
+    @cached_property
     def _cuda_evidence(self) -> set[str]:
         return {
             file
@@ -1091,9 +1130,8 @@ class ProgramFacts:
         project's library is not on CUDA because some module of the library is. A notebook
         runs on CUDA only by its own evidence: it states its device in its own cells (a
         CPU-only tutorial that imports a CUDA library stays on the CPU)."""
-        files, reach = self._reach
-        importers = {imported for file in files for imported in self._imports.get(file, ())}
-        entries = [file for file in files if file not in importers] + sorted(self._training_files)
+        _, reach = self._reach
+        entries = self._entries + sorted(self._training_files)
         training = self._bits_of(self._training_files)
         cuda = self._bits_of(self._cuda_evidence)
         found = 0
@@ -1440,6 +1478,10 @@ class ProgramFacts:
 
     def _answer_test_support(self, file: str) -> bool:
         return file in self.tests and file not in self._test_paths
+
+    def _answer_imports_only_below(self, file: str) -> list[int] | None:
+        below = self._imports_only_below.get(file)
+        return None if below is None else list(below)
 
     def _answer_cuda(self, file: str) -> bool:
         return file in self.cuda_files

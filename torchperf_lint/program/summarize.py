@@ -406,6 +406,32 @@ def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpressio
         yield target
 
 
+# Modules PyTorch removed, and the release that no longer has them.
+_REMOVED_TORCH_MODULES = {"torch._six": [2, 0, 0]}
+
+
+def _imports_only_below(module: cst.Module) -> list[int] | None:
+    """`ModuleSummary.imports_only_below`: the release that removed a module the file imports
+    at its top level, outside any `try` or `if` (`from torch._six import inf`, `from torch
+    import _six`); a guarded import (`try: from torch._six import inf` / `except ImportError:
+    from torch import inf`) runs on any release."""
+    removed = []
+    for statement in module.body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) is cst.Import:
+                names = [dotted_name(alias.name) for alias in small.names]
+            elif type(small) is cst.ImportFrom and small.module is not None and not small.relative:
+                source = dotted_name(small.module)
+                aliases = small.names if isinstance(small.names, (list, tuple)) else ()
+                names = [source, *(f"{source}.{dotted_name(alias.name)}" for alias in aliases)]
+            else:
+                continue
+            removed.extend(_REMOVED_TORCH_MODULES[name] for name in names if name in _REMOVED_TORCH_MODULES)
+    return min(removed) if removed else None
+
+
 def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
     """The summary of one file, from facts built without a program (they must not depend on
     other files); `refs`, when given, are the file's references, built once per file."""
@@ -436,6 +462,7 @@ class _Summarizer:
                 isinstance(statement, cst.If) and is_main_test(statement.test)
                 for statement in facts.module.body
             ),
+            imports_only_below=_imports_only_below(facts.module),
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:

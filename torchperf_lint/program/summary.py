@@ -152,6 +152,10 @@ class ModuleSummary:
     # Downloads published weights into its models (`FileFacts.models.loads_released_weights`).
     loads_released_weights: bool = False
     runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
+    # The first PyTorch release it cannot be imported on, padded to three parts: it imports,
+    # unguarded at its top level, a module PyTorch removed (`from torch._six import inf`
+    # gives [2, 0, 0]); None when it imports none.
+    imports_only_below: list[int] | None = None
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
     # Every identifier the file mentions, other than the names its `def`s and classes define:

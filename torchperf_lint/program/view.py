@@ -86,6 +86,10 @@ class LinkedAnswers(ProgramAnswers):
     def runs_on_cuda(self) -> bool:
         return bool(self._ask("cuda"))
 
+    def imports_only_below(self) -> tuple[int, ...] | None:
+        answer = self._ask("imports_only_below")
+        return tuple(answer) if isinstance(answer, list) else None
+
     def trains_on_cuda(self) -> bool:
         return bool(self._ask("cuda_training"))
 

@@ -186,6 +186,11 @@ class DeprecatedCudaAmp(Rule):
     with; see the README's Configuration),
     capped by the project's pip constraints file (`constraints.txt` with `torch<1.13.0`,
     which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`).
+    Nor where every program the file belongs to imports, unguarded, a module PyTorch 2.0
+    removed (`from torch._six import inf` in the `utils.py` that each entry point
+    imports): that code cannot run on a release where these names warn. A guarded import
+    (`try: from torch._six import inf` / `except ImportError: from torch import inf`) runs
+    anywhere, and so does a file that some program without such an import also uses.
 
     ## Why is this bad?
     Since PyTorch 2.4 these names emit a `FutureWarning` on every call (an autocast entered
@@ -240,7 +245,7 @@ class DeprecatedCudaAmp(Rule):
     checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        below = self.options.torch_below
+        below = self.torch_below(facts)
         if below is not None and below <= DEPRECATED_SINCE:
             return  # every PyTorch the project allows is older than the deprecation.
         uses = _DeprecatedAmpUses(facts)

@@ -89,6 +89,18 @@ class Rule:
             return facts.uses_cuda or facts.program.runs_on_cuda()
         return self.options.target_device == "cuda"
 
+    def torch_below(self, facts: FileFacts) -> tuple[int, ...] | None:
+        """The first PyTorch release the code cannot run on: the project's declared upper
+        bound (`torch<2.4`, `torch==1.11.0`), or the release that removed a module every
+        program of this file imports (`from torch._six import inf`: 2.0), whichever is
+        older; None when neither says."""
+        bounds = [
+            bound
+            for bound in (self.options.torch_below, facts.program.imports_only_below())
+            if bound is not None
+        ]
+        return min(bounds) if bounds else None
+
     def trains_on_cuda(self, facts: FileFacts) -> bool:
         """The module has a training loop and runs on CUDA."""
         return bool(facts.loops.training_loops) and self.runs_on_cuda(facts)

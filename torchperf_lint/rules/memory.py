@@ -479,6 +479,10 @@ def _precedes(block: cst.CSTNode, line: cst.CSTNode, statement: cst.CSTNode, fac
 # --------------------------------------------------------------------------------------------
 # TPL502
 
+# The release whose checkpoint functions warn when `use_reentrant=` is left out, and the
+# one that added the argument.
+WARNS_SINCE = (2, 1, 0)
+USE_REENTRANT_SINCE = (1, 11)
 # The checkpoint functions and their positional parameters up to `use_reentrant`
 # (`checkpoint` takes it by keyword only).
 CHECKPOINT_FUNCTIONS: dict[str, tuple[str, ...]] = {
@@ -526,7 +530,11 @@ class CheckpointUseReentrant(Rule):
     with_cp=self.with_cp)`), and functions nothing can call (no file of the project, tests
     included, names them, no decorator registers them, and they override no method of a
     framework class other than `nn.Module`'s). Test files are checked too: the missing
-    argument warns there as well.
+    argument warns there as well. Nothing is reported where the code runs only on PyTorch
+    releases older than 2.1, which do not warn and whose default is the reentrant variant
+    the code was written with: a project that pins or caps `torch` there (`torch==1.13.1`,
+    see TPL301), or whose every program imports a module PyTorch 2.0 removed (`from
+    torch._six import inf` in the `utils.py` every entry point imports).
 
     A constructor's switch needs no construction the linker resolves, unlike a function's
     parameter (whose function, with no caller in the project, is reported: it is an API
@@ -563,7 +571,9 @@ class CheckpointUseReentrant(Rule):
     Unsafe: the fix adds `use_reentrant=False`. The two variants behave differently in rare
     cases (a segment that mutates global state, or inputs detached on purpose). No fix is
     offered where the call passes keyword arguments on to the checkpointed function: the
-    variants treat them differently, so which one the code was written for is not known.
+    variants treat them differently, so which one the code was written for is not known;
+    nor where the oldest PyTorch the code must run on (`torch-version`, or the project's
+    declared floor) predates the argument, added in 1.11.
 
     ## References
     - PyTorch docs, [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
@@ -578,14 +588,20 @@ class CheckpointUseReentrant(Rule):
     checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        for call in facts.index.calls:
-            signature = CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")
-            if signature is None or bound_argument(call, "use_reentrant", signature) is not None:
-                continue
+        calls = [
+            call
+            for call in facts.index.calls
+            if (signature := CHECKPOINT_FUNCTIONS.get(facts.names.call_name(call) or "")) is not None
+            and bound_argument(call, "use_reentrant", signature) is None
+        ]
+        below = self.torch_below(facts) if calls else None
+        if below is not None and below <= WARNS_SINCE:
+            return  # no release the code runs on warns, or has another default
+        for call in calls:
             if facts.guards.in_compatibility_shim(call) or facts.steps.never_runs(call):
                 continue
             fix = None
-            if not any(
+            if self.options.torch_version >= USE_REENTRANT_SINCE and not any(
                 arg.keyword is not None and arg.keyword.value not in _CHECKPOINT_KEYWORDS
                 for arg in call.args
             ):
