@@ -60,6 +60,13 @@ _ARROW_METHODS = frozenset({
     "add_column", "shard", "take", "skip",
 })
 _DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
+# Hugging Face datasets built from what the program holds in memory (a list of prompts, a
+# DataFrame): Arrow rows from the start, with or without a `.map`.
+_IN_MEMORY_ARROW = frozenset({
+    f"datasets.{module}Dataset.{method}"
+    for module in ("", "arrow_dataset.")
+    for method in ("from_list", "from_dict", "from_pandas")
+})
 # Lightning hooks that return the loaders its Trainer iterates (moving each batch itself).
 _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
@@ -647,11 +654,12 @@ class DataLoaders:
                 )
             return False
         if isinstance(expression, (cst.Name, cst.Attribute)):
-            reaching = self.scopes.reaching_value(expression) if isinstance(expression, cst.Name) else None
+            reaching = self.scopes.reaching_values(expression) if isinstance(expression, cst.Name) else None
             values = (
-                # The binding every path to this use goes through last, in straight-line code
-                # (`train_set = TensorDataset(...)` in the branch that builds the loader).
-                ([reaching] if reaching is not None else [])
+                # The bindings the paths to this use go through last (`train_set =
+                # TensorDataset(...)` in the branch that builds the loader, `dataset =
+                # dataset.map(f)` in a `with` block, whatever the name is bound to later).
+                reaching
                 or self.scopes.bound_values(expression)
                 or self._split_from(expression)
                 or self._unpacked_from(expression)
@@ -767,14 +775,18 @@ class DataLoaders:
         if isinstance(expression, cst.Subscript):
             return self._preprocessed_rows(expression.value, mapped, depth + 1)
         if isinstance(expression, cst.Call):
-            if (self.names.call_name(expression) or "").startswith("datasets."):
-                return mapped
+            source = self.names.call_name(expression) or ""
+            if source.startswith("datasets."):
+                return mapped or source in _IN_MEMORY_ARROW
             func = expression.func
             if not (isinstance(func, cst.Attribute) and func.attr.value in _ARROW_METHODS):
                 return False
             return self._preprocessed_rows(func.value, mapped or func.attr.value == "map", depth + 1)
         if not isinstance(expression, (cst.Name, cst.Attribute)):
             return False
+        reaching = self.scopes.reaching_values(expression) if isinstance(expression, cst.Name) else None
+        if reaching is not None:
+            return all(self._preprocessed_rows(value, mapped, depth + 1) for value in reaching)
         name = dotted_name(expression)
         values = self.scopes.bound_values(expression)
         # `tokenized = tokenized.rename_column(...)` updates the name in place: the rows are
@@ -788,12 +800,18 @@ class DataLoaders:
 
     def _transformed_on_access(self, expression: cst.BaseExpression) -> bool:
         """`dataset.set_transform(f)` / `.with_transform(f)` anywhere on the same root name:
-        the work (decoding, augmentation) happens on every access."""
-        root = root_name(expression)
+        the work (decoding, augmentation) happens on every access. A value is judged by the
+        names it is assigned to (`dataset = Dataset.from_list(rows)`, then
+        `dataset.set_transform(f)`)."""
+        roots = {root_name(expression)}
+        assignment = self.index.parents.get(expression)
+        if type(assignment) is cst.Assign:
+            roots.update(root_name(target.target) for target in assignment.targets)
+        roots.discard(None)
         return any(
             isinstance(call.func, cst.Attribute)
             and call.func.attr.value in _DEFERRED_TRANSFORMS
-            and root_name(call.func.value) == root
+            and root_name(call.func.value) in roots
             for call in self.index.calls
         )
 

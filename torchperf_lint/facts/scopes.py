@@ -327,6 +327,14 @@ class Scopes:
             return any(self._binds(item, name) for item in statement.items)
         return False
 
+    def reaching_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """The values of the bindings that reach this use of `name` (`reaching_bindings`),
+        also through a `with` block and both branches of an `if`; None when they are not
+        known or one of them shows no value (`binding_value`)."""
+        bindings = self.reaching_bindings(name)
+        values = None if bindings is None else [self.binding_value(b, name.value) for b in bindings]
+        return None if not values or None in values else values
+
     def binding_value(self, binding: cst.CSTNode, name: str) -> cst.BaseExpression | None:
         """The value a binding from `reaching_bindings` gives `name`: `v` for `name = v`,
         `a, name = u, v` and `(name := v)`; None for any other binding (an unpacking of a call,

@@ -68,8 +68,9 @@ class DataLoaderNoWorkers(Rule):
     methods that read only their tensor (it only indexes what it holds, returns constants or
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
     from `torch.randint(0, self.data.size(0) - n, (1,))`), a
-    Hugging Face dataset preprocessed ahead of training with `.map` and not transformed on
-    access (`with_transform`), a dataset read back whole from a file (`torch.load(path)`,
+    Hugging Face dataset preprocessed ahead of training with `.map`, or built from what the
+    program holds (`Dataset.from_list(prompts)`, `from_dict`, `from_pandas`), and not
+    transformed on access (`with_transform`, `set_transform`), a dataset read back whole from a file (`torch.load(path)`,
     `pickle.load(f)`: one saved after preprocessing, whose samples are in memory), and
     `Subset`/`ConcatDataset` of those; a dataset class or a
     dataset-returning function of another module of the project counts by what it does
