@@ -76,6 +76,8 @@ _HOST_VALUE_STEPS = frozenset({
 })
 # Calls that decode host bytes into a Python object: a device buffer read for one carries an
 # object (pickled, sent to or gathered from other ranks), not a result.
+_GATHERS = frozenset({"torch.distributed.all_gather", "torch.distributed.gather"})
+_ELEMENT_COUNTS = frozenset({"numel", "len"})
 _BYTE_DECODERS = frozenset({"builtins.bytes", "builtins.bytearray", "pickle.loads"})
 # `math` functions of a number, which read a one-element tensor as `float(t)` does.
 _MATH_TESTS = frozenset({"math.isnan", "math.isinf", "math.isfinite"})
@@ -272,6 +274,7 @@ class HostSyncs:
             if not self._after_synchronize(site)
             and not self.in_display_loop(site.node)
             and not self._in_assert_message(site.node)
+            and not self._reads_gathered_sizes(site.node)
         ]
         return self._one_per_index(self._per_statement(found))
 
@@ -1199,6 +1202,43 @@ class HostSyncs:
             (self.scopes.enclosing_function(read), buffer) in self._decoded_buffers
         )
 
+    def _reads_gathered_sizes(self, node: cst.CSTNode) -> bool:
+        """A read of the buffer sizes that ranks gather before sending Python objects through
+        tensors (`_gathered_sizes`), or of their items: `[int(size.item()) for size in
+        size_list]`, `if local_size != max_size:`. The sizes pad and slice the buffers the
+        decoding needs: reading them is the algorithm."""
+        sizes = self._gathered_sizes
+        if not sizes:
+            return False
+        function = self.scopes.enclosing_function(node)
+        for name in (node, *descendants(node)):
+            if type(name) is not cst.Name:
+                continue
+            item_of = self.tensors.iterated_for(name)
+            for read in (name, item_of):
+                if type(read) is cst.Name and (function, read.value) in sizes:
+                    return True
+        return False
+
+    @cached_property
+    def _gathered_sizes(self) -> frozenset[tuple[cst.FunctionDef | None, str]]:
+        """(function, name) of the size tensors a gather exchanges in a module that decodes
+        gathered bytes (`pickle.loads`): `dist.all_gather(size_list, local_size)` with
+        `local_size = torch.tensor([tensor.numel()], device=...)`, both names."""
+        if not self._byte_decodings:
+            return frozenset()
+        found = set()
+        for call in self.index.calls:
+            if self.names.call_name(call) not in _GATHERS or len(call.args) < 2:
+                continue
+            gathered, sent = call.args[0].value, call.args[1].value
+            if type(gathered) is not cst.Name or type(sent) is not cst.Name:
+                continue
+            if any(_counts_elements(value) for value in self.scopes.bound_values(sent)):
+                function = self.scopes.enclosing_function(call)
+                found.update({(function, gathered.value), (function, sent.value)})
+        return frozenset(found)
+
     @cached_property
     def _decoded_buffers(self) -> frozenset[tuple[cst.FunctionDef | None, str]]:
         """(function, name) of the buffers a read there hands to a decoder (`_decodes_an_object`)."""
@@ -1634,3 +1674,12 @@ def _slice_bounds(subscript: cst.Subscript) -> Iterator[cst.BaseExpression]:
             for bound in (element.slice.lower, element.slice.upper, element.slice.step):
                 if bound is not None:
                     yield bound
+
+
+def _counts_elements(value: cst.BaseExpression) -> bool:
+    """`torch.tensor([buffer.numel()])`, `torch.IntTensor([len(encoded)])`: a value built from
+    an element count."""
+    return any(
+        type(node) is cst.Call and last_identifier(node.func) in _ELEMENT_COUNTS
+        for node in descendants(value)
+    )

@@ -210,7 +210,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     picks an agent's action: `get_action`, `select_action`, `act`), the bytes of a Python
     object a device buffer carried (`pickle.loads(bytes(buf[2:n + 2].tolist()))` after an
     `all_gather` of pickled objects, with the reads of that buffer's header, `n =
-    buf[0].item()`, that size it), frames copied to the host
+    buf[0].item()`, that size it, and, in a module that decodes gathered bytes, the buffer
+    sizes the ranks gather to pad and slice those buffers: `[int(s.item()) for s in
+    size_list]` and `if local_size != max_size:` after `dist.all_gather(size_list,
+    local_size)` with `local_size = torch.tensor([buf.numel()])`), frames copied to the host
     for display or saving (`cv2.imshow("fit", x.cpu().numpy())`, `frame = ...cpu()...` then
     `writer.append_data(frame)` or `add_image`), which are the program's output, and every
     other read of a loop that shows or saves such a frame on each iteration (it waits for the
