@@ -371,7 +371,8 @@ class HostSyncs:
     def _next_to_a_clock(self, call: cst.Call) -> bool:
         """The statement after the synchronize (or before it) reads a clock, a wall clock or
         the time between two CUDA events (`start.elapsed_time(end)`, which needs `end` to have
-        completed): it bounds a timed interval, a measurement rather than a stray wait. A
+        completed), or starts or stops a timer object (`fw_timer.toc()`, whose method reads the
+        clock): it bounds a timed interval, a measurement rather than a stray wait. A
         synchronize next to `start.record()` of a CUDA event opens such an interval. A
         synchronize alone in a branch of an `if` (`if device.type == "cuda":
         torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
@@ -400,6 +401,7 @@ class HostSyncs:
                 self.names.call_name(node) in CLOCKS
                 or last_identifier(node.func) == "elapsed_time"
                 or self._records_an_event(node)
+                or _starts_or_stops_a_timer(node)
             )
             for neighbour in neighbours
             for node in descendants(neighbour)
@@ -1682,4 +1684,19 @@ def _counts_elements(value: cst.BaseExpression) -> bool:
     return any(
         type(node) is cst.Call and last_identifier(node.func) in _ELEMENT_COUNTS
         for node in descendants(value)
+    )
+
+
+# What starting or stopping a timer object is called: `timer.tic()`, `fw_timer.toc()`,
+# `self.timer.start()`, `step_timer.stop()`.
+_TIMER_METHODS = frozenset({"tic", "toc", "start", "stop", "lap", "pause", "resume"})
+
+
+def _starts_or_stops_a_timer(call: cst.Call) -> bool:
+    """`fw_timer.toc()`: a timer method, on an object whose name says it is a timer."""
+    func = call.func
+    return (
+        type(func) is cst.Attribute
+        and func.attr.value in _TIMER_METHODS
+        and "timer" in (last_identifier(func.value) or "").lower()
     )

@@ -95,8 +95,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     building the index on the device (`torch.randperm(n, device=device)`), and an explicit
     `torch.cuda.synchronize()` (or another backend's)
     that does not bound a timed interval (a clock read right before or after it: `time.time()`,
-    a CUDA event's `start.elapsed_time(end)`, which needs the synchronize, or `start.record()`
-    of a `torch.cuda.Event`, which opens the interval after it). A chain
+    a CUDA event's `start.elapsed_time(end)`, which needs the synchronize, `start.record()`
+    of a `torch.cuda.Event`, which opens the interval after it, or a timer object's method,
+    `fw_timer.toc()`, `self.timer.start()`). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
