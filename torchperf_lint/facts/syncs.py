@@ -76,6 +76,7 @@ _HOST_VALUE_STEPS = frozenset({
 })
 # Calls that decode host bytes into a Python object: a device buffer read for one carries an
 # object (pickled, sent to or gathered from other ranks), not a result.
+_STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 _GATHERS = frozenset({"torch.distributed.all_gather", "torch.distributed.gather"})
 _ELEMENT_COUNTS = frozenset({"numel", "len"})
 _BYTE_DECODERS = frozenset({"builtins.bytes", "builtins.bytearray", "pickle.loads"})
@@ -275,8 +276,22 @@ class HostSyncs:
             and not self.in_display_loop(site.node)
             and not self._in_assert_message(site.node)
             and not self._reads_gathered_sizes(site.node)
+            and not self._on_a_side_stream(site.node)
         ]
         return self._one_per_index(self._per_statement(found))
+
+    def _on_a_side_stream(self, node: cst.CSTNode) -> bool:
+        """In a `with torch.cuda.stream(side):` block: the copy is queued on that stream and
+        the host waits for it alone, not for the work queued on the default stream."""
+        for parent in self.scopes.ancestors(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.With and any(
+                type(item.item) is cst.Call and self.names.call_name(item.item) in _STREAM_CONTEXTS
+                for item in parent.items
+            ):
+                return True
+        return False
 
     def _in_assert_message(self, node: cst.CSTNode) -> bool:
         """In the message of an `assert`, which is computed only when the assertion fails."""

@@ -191,7 +191,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     DataLoader loop nested inside it, which is judged as its own (an evaluation loop's reads
     are TPL202's); any other loop nested in the step (over parameters, over the elements of a
     tensor) runs on every step, and its reads are reported. It is also silent where
-    the read waits for nothing or is the algorithm itself: host tensors (the batches a
+    the read waits for nothing or is the algorithm itself: a read in a `with
+    torch.cuda.stream(side):` block, which waits for that stream only, not for the step's
+    work on the default one; host tensors (the batches a
     DataLoader yields before they are moved, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
