@@ -78,7 +78,7 @@ _ONE_PASS_LOADER_HOOKS = frozenset({"test_dataloader", "predict_dataloader"})
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "eye", "linspace",
     "rand", "randn", "randint", "randperm", "normal", "zeros_like", "ones_like", "rand_like",
-    "randn_like", "randint_like", "Generator", "manual_seed", "stack", "cat",
+    "randn_like", "randint_like", "Generator", "manual_seed", "stack", "cat", "from_numpy",
 })
 _RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _PLAIN_BUILTINS = frozenset({
@@ -93,6 +93,8 @@ _TENSOR_METHODS = frozenset({
     "size", "numel", "dim", "item", "long", "int", "float", "double", "half", "bool", "clone",
     "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
 })
+# NumPy's and SciPy's conversions of an array (a sparse matrix's row made dense).
+_ARRAY_METHODS = frozenset({"toarray", "todense", "astype", "copy"})
 # Words in an attribute's name that say it holds what the training collects as it runs.
 _LIVE_STATE = ("buffer", "replay", "rollout")
 # Hugging Face's collators of text: their batches are token ids, masks and labels.
@@ -387,14 +389,17 @@ class DataLoaders:
         """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
         `range` or `len` (`super().__init__()` too), a seeded generator
         (`torch.Generator().manual_seed(42)`), or a tensor method that reads only its tensor
-        (`self.data.size(0)`, `self.data[start:end].long()`)."""
+        (`self.data.size(0)`, `self.data[start:end].long()`) or an array conversion
+        (`torch.from_numpy(self.x[index].toarray()[0])` of a sparse matrix's row)."""
         qualified = self.names.call_name(call) or ""
         if qualified.startswith("torch."):
             return qualified.removeprefix("torch.") in _FACTORIES
         if qualified.removeprefix("builtins.") in _PLAIN_BUILTINS:
             return True
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value in _TENSOR_METHODS or func.attr.value in _ARRAY_METHODS
+        ):
             return True
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)):
             return False

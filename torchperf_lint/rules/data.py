@@ -65,7 +65,9 @@ class DataLoaderNoWorkers(Rule):
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
     batch_size=1024)` over node indices), a dataset class of the module whose
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories, builtins and tensor
-    methods that read only their tensor (it only indexes what it holds, returns constants or
+    methods that read only their tensor, or NumPy's and SciPy's conversions of what it
+    indexes (`torch.from_numpy(self.x[index].toarray()[0])`, a sparse matrix's row made
+    dense) (it only indexes what it holds, returns constants or
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
     from `torch.randint(0, self.data.size(0) - n, (1,))`), a
     Hugging Face dataset preprocessed ahead of training with `.map`, or built from what the
