@@ -198,13 +198,31 @@ def _program_runs_in_training(facts: FileFacts, function: cst.FunctionDef) -> bo
 
 
 def _repeated(facts: FileFacts, call: cst.Call) -> bool:
-    """`call` runs in a loop or a comprehension of its scope."""
+    """`call` runs in a loop or a comprehension of its scope, on a model the loop does not
+    bind anew on each iteration: `for name in specification: net = build(name); net.eval();
+    net(x)` runs each model it builds once, a self-check of the configurations."""
     for parent in facts.scopes.ancestors(call):
         if type(parent) in SCOPE_TYPES:
             return False
-        if type(parent) in LOOP_TYPES or type(parent) in COMPREHENSION_TYPES:
+        if type(parent) in COMPREHENSION_TYPES:
             return True
+        if type(parent) in LOOP_TYPES:
+            return not _bound_each_iteration(facts, call, parent)
     return False
+
+
+def _bound_each_iteration(facts: FileFacts, call: cst.Call, loop: cst.For | cst.While) -> bool:
+    """The model `call` runs is bound on each iteration of `loop`, before the call: its
+    every reaching binding is in the loop (`net = ...` in the body, `for net in models:`)."""
+    model = call.func.value if _calls_forward(call) else call.func
+    if type(model) is not cst.Name:
+        return False
+    bindings = facts.scopes.reaching_bindings(model)
+    return bool(bindings) and all(facts.index.contains(loop, binding) for binding in bindings)
+
+
+def _calls_forward(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward"
 
 
 def _ends_stretch(call: cst.Call, receiver: str) -> bool:
@@ -222,9 +240,7 @@ def _ends_stretch(call: cst.Call, receiver: str) -> bool:
 
 def _runs(call: cst.Call, receiver: str) -> bool:
     """`receiver(...)` or `receiver.forward(...)`."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-        func = func.value
+    func = call.func.value if _calls_forward(call) else call.func
     return dotted_name(func) == receiver
 
 
@@ -234,7 +250,9 @@ class EvalWithoutNoGrad(Rule):
     ## What it does
     Checks for a `model.eval()` call followed, in the same function (or at module level), by
     calls of that model in a loop (`model(x)`, `model.forward(x)`; a lone forward pass, a dry
-    run or a demo's one prediction, runs once) that run with gradients on: not under
+    run or a demo's one prediction, runs once, and so does each model of a loop that builds
+    a new one on every iteration: `for name in specs: net = build(name); net.eval();
+    net(x)`) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
     either (or nested in one), and not in a helper that every caller in the module calls under
     `no_grad`. Only the calls between `eval()` and the next `model.train()` count (or the next
