@@ -542,11 +542,29 @@ class DataLoaders:
         """The loader's `collate_fn` makes batches of token ids, or no tensors at all: one of
         Hugging Face's text collators (`DataCollatorWithPadding(tokenizer)`,
         `DataCollatorForLanguageModeling`, ...), a collate function built from a tokenizer's
-        padding id and nothing bigger (`partial(padded_collate_sft,
-        padding_idx=tokenizer.pad_id)`, `DataCollatorForRollout(tokenizer.pad_token_id)`),
-        or `list`, which hands the loop its samples as they are (prompts)."""
+        padding id or from the tokenizer itself, and nothing bigger (`partial(padded_collate_sft,
+        padding_idx=tokenizer.pad_id)`, `DataCollatorForRollout(tokenizer.pad_token_id)`,
+        `Collater(self.tokenizer, max_length)`), or `list`, which hands the loop its samples
+        as they are (prompts)."""
         collate = loader.argument("collate_fn")
-        return collate is not None and self._collates_token_ids(collate.value, 0)
+        dataset = loader.argument("dataset")
+        return (
+            collate is not None
+            and self._collates_token_ids(collate.value, 0)
+            and not (dataset is not None and self._mentions_pixels(dataset.value))
+        )
+
+    def _mentions_pixels(self, dataset: cst.BaseExpression) -> bool:
+        """The dataset, or the value its name is bound to, names images or audio
+        (`MMIT_Dataset(captions, image_dir=..., image_processor=...)`): its samples are more
+        than token ids, whatever pads the text beside them."""
+        values = [dataset, *self.scopes.bound_values(dataset)]
+        return any(
+            _names_pixels(last_identifier(node) or "")
+            for value in values
+            for node in (value, *descendants(value))
+            if isinstance(node, (cst.Name, cst.Attribute))
+        )
 
     def _collates_token_ids(self, expression: cst.BaseExpression, depth: int) -> bool:
         if self.names.qualified_name(expression) == "builtins.list":
@@ -561,11 +579,11 @@ class DataLoaders:
             if last_identifier(expression.func) in _TEXT_COLLATORS:
                 return True
             return any(
-                last_identifier(node) in _PADDING_IDS
+                _names_a_tokenizer(last_identifier(node) or "")
                 for node in descendants(expression)
                 if isinstance(node, (cst.Name, cst.Attribute))
             ) and not any(
-                any(word in (last_identifier(node) or "").lower() for word in _PIXEL_WORDS)
+                _names_pixels(last_identifier(node) or "")
                 for node in descendants(expression)
                 if isinstance(node, (cst.Name, cst.Attribute))
             )
@@ -1508,3 +1526,13 @@ def _reads(expression: cst.CSTNode, names: set[str]) -> bool:
 
 
 __all__ = ["DATALOADER", "MISSING", "UNKNOWN", "DataLoaderConstruction", "DataLoaders"]
+
+
+def _names_a_tokenizer(identifier: str) -> bool:
+    """`tokenizer.pad_token_id`, `pad_idx`, `self.tokenizer`: a padding id, or a tokenizer."""
+    return identifier in _PADDING_IDS or "tokenizer" in identifier.lower()
+
+
+def _names_pixels(identifier: str) -> bool:
+    """`image_processor`, `pixel_values`, `audio`: a name of images or audio."""
+    return any(word in identifier.lower() for word in _PIXEL_WORDS)

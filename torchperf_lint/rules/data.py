@@ -252,8 +252,10 @@ class DataLoaderNoPinMemory(Rule):
     `DataLoader(get_dataset(tokenizer))`);
     when the collate function makes batches of token ids (Hugging Face's text collators
     such as `DataCollatorWithPadding(tokenizer)`, a collate function given a tokenizer's
-    padding id and nothing about images or audio: `partial(padded_collate_sft,
-    padding_idx=tokenizer.pad_id)`) or no batch at all (`collate_fn=list` hands over the
+    padding id, or the tokenizer itself, and nothing about images or audio:
+    `partial(padded_collate_sft, padding_idx=tokenizer.pad_id)`, `Collater(self.tokenizer,
+    512)`; not when the dataset names images or audio, `ImageCaptions(captions,
+    image_processor=p)`) or no batch at all (`collate_fn=list` hands over the
     samples, prompts, as they are);
     when it is one of the datasets of tiny images
     (MNIST and its kin: 28×28 pixels, one channel; also through `Subset` and `random_split`), whose batches copy in microseconds
