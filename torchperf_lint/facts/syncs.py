@@ -1342,8 +1342,16 @@ class HostSyncs:
         return bool(values) and all(self._copies_weights(value, depth + 1) for value in values)
 
     def _first_argument_is_tensor(self, call: cst.Call) -> bool:
+        """`math.isnan(loss)` of a device tensor, also of a parameter the callers pass one
+        (`def check_nan_losses(loss): if math.isnan(loss): raise ...`)."""
         first = call.args[0] if call.args else None
-        return first is not None and first.star == "" and self._reads_device(first.value)
+        if first is None or first.star != "":
+            return False
+        value = first.value
+        if type(value) is cst.Name and self.scopes.holds_argument(value):
+            function = self.scopes.enclosing_function(value)
+            return function is not None and self.receives_tensor(function, value.value)
+        return self._reads_device(value)
 
     def _reads_device(self, expression: cst.BaseExpression) -> bool:
         """A tensor expression that may live on the device: `int(torch.randint(4, (1,)))`

@@ -801,8 +801,11 @@ class _Summarizer:
             return ["rows"]
         if isinstance(expression, cst.Call) and facts.names.call_name(expression) in DESERIALIZERS:
             return ["loaded"]
-        if facts.tensors.is_tensor(expression) and facts.host_syncs.may_be_device_tensor(expression):
-            return ["tensor"]  # or, bound to several values, may be one
+        if (
+            facts.tensors.is_tensor(expression) or facts.tensors.is_definitely_tensor(expression)
+        ) and facts.host_syncs.may_be_device_tensor(expression):
+            # Or, bound to several values, may be one; or a name the function backpropagates.
+            return ["tensor"]
         if isinstance(expression, cst.Call):
             return None if callee is None else ["call", callee]
         if isinstance(expression, cst.Name):

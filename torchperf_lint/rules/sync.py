@@ -63,7 +63,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     `.numpy(force=True)` (a bare `.numpy()` raises on a device tensor, so the tensor it reads
     is already on the host), `float(t)` / `int(t)` / `bool(t)` of a tensor (a name bound once
     and backpropagated is one, whatever made it: `loss = loss_fn(z, h)`, `loss.backward()`,
-    then `float(loss)`), `math.isnan(t)` (and `isinf`, `isfinite`,
+    then `float(loss)`; also a parameter that a caller passes such a tensor: `def
+    check_nan_losses(loss): if math.isnan(loss): raise ...`, called with the step's loss),
+    `math.isnan(t)` (and `isinf`, `isfinite`,
     which read the tensor as `float(t)` does), `range(t)` (which reads the bound as
     `int(t)` does), a `GradScaler`'s `get_scale()` and `state_dict()` (both read the scale
     with `.item()` unless it is built with `enabled=False`), `print` of a tensor, a tensor formatted
