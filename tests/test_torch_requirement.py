@@ -589,3 +589,15 @@ def test_checkpointing_warns_only_from_torch_2_1(tmp_path):
     # Before 1.11 the argument does not exist: the finding has no fix.
     write_files(tmp_path, {"requirements.txt": "torch>=1.8\n"})
     assert findings(tmp_path) == [("TPL502", 6, 12, None, None)]
+
+
+def test_a_triton_pin_alone_in_a_feature_requirements_file_declares_nothing(tmp_path):
+    # GPT-NeoX: `requirements/` holds the main list and one per optional feature.
+    write_files(
+        tmp_path,
+        {
+            "requirements/requirements.txt": "numpy\n",
+            "requirements/requirements-sparseattention.txt": "triton==2.1.0\n",
+        },
+    )
+    assert declared_torch(tmp_path) is None

@@ -16,9 +16,11 @@ these names `torch` with or without a version:
 - `requirements*.txt` (also `*-requirements.txt` and `*_requirements.txt`) and
   `requirements/*.txt`;
 - in any of these, a pinned Triton (`triton==2.1.0`): each PyTorch release requires one
-  Triton release, so the pin names the PyTorch it installs with (`torch==2.1.*`), alone or
-  narrowing the file's `torch` lines (Triton 2.0–2.3 go with PyTorch 2.0–2.3, 3.0–3.4 with
-  2.4–2.8; other Triton releases say nothing);
+  Triton release, so the pin names the PyTorch it installs with (`torch==2.1.*`), narrowing
+  the file's `torch` lines, or alone where the file is the folder's one requirements file
+  (among several, a Triton pin with no torch line is what an optional feature needs:
+  `requirements/requirements-sparseattention.txt`) (Triton 2.0–2.3 go with PyTorch 2.0–2.3,
+  3.0–3.4 with 2.4–2.8; other Triton releases say nothing);
 - a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
@@ -201,8 +203,13 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
                 constraint_files.append(f"requirements/{name}")
             elif name.endswith(".txt"):
                 requirement_files.append(f"requirements/{name}")
+    # A Triton pin alone declares torch only in the folder's one requirements file: among
+    # several, it is what an optional feature needs (`requirements-sparseattention.txt`).
+    sole = len(set(requirement_files)) == 1
     for name in dict.fromkeys(requirement_files):
-        found.extend((name, r) for r in _torch_in(_requirement_lines(directory / name)))
+        found.extend(
+            (name, r) for r in _torch_in(_requirement_lines(directory / name), pin_declares=sole)
+        )
     for name in _CONDA_ENVIRONMENT_FILES:
         if name in names:
             found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
@@ -230,16 +237,17 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
     return DeclaredTorch(directory, versions, files)
 
 
-def _torch_in(lines: Iterable[str]) -> Iterator[TorchRange]:
+def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[TorchRange]:
     """The torch declarations of one file's requirement lines, each narrowed to the release
-    that the file's Triton pin ships with; the pin alone declares that release."""
+    that the file's Triton pin ships with; with `pin_declares`, the pin alone declares that
+    release."""
     lines = list(lines)
     declarations = [r for r in map(parse_torch_requirement, lines) if r is not None]
     paired = next((r for r in map(_torch_of_triton, lines) if r is not None), None)
     if paired is None:
         yield from declarations
         return
-    if not declarations:
+    if not declarations and pin_declares:
         yield paired
     for declaration in declarations:
         narrowed = declaration.raised(paired.oldest).capped(paired.below)

@@ -60,6 +60,8 @@ _ARROW_METHODS = frozenset({
     "add_column", "shard", "take", "skip",
 })
 _DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
+# How many names, methods and subscripts `_preprocessed_rows` follows back to the source.
+_PREPROCESSING_STEPS = 16
 # Hugging Face datasets built from what the program holds in memory (a list of prompts, a
 # DataFrame): Arrow rows from the start, with or without a `.map`.
 _IN_MEMORY_ARROW = frozenset({
@@ -792,8 +794,10 @@ class DataLoaders:
         """A Hugging Face dataset preprocessed ahead of training: `datasets.load_dataset(...)`
         (or another `datasets` source) through `.map(tokenize, ...)` and row-preserving
         methods, indexed by split (`tokenized["train"]`). Its rows are stored Arrow records:
-        reading one is a lookup, and the collate function only pads."""
-        if depth > 8:
+        reading one is a lookup, and the collate function only pads. Names are followed to the
+        bindings that reach them, each method and subscript one step deeper: a script that
+        splits, maps and selects takes a dozen (a binding a loop reaches again ends there)."""
+        if depth > _PREPROCESSING_STEPS:
             return False
         if isinstance(expression, cst.Subscript):
             return self._preprocessed_rows(expression.value, mapped, depth + 1)
