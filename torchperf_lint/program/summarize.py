@@ -905,18 +905,25 @@ class _Summarizer:
     def _device_sources(
         self, value: cst.BaseExpression, depth: int = 0
     ) -> Iterator[cst.BaseExpression]:
-        """`value`, and what it may come from: both branches of a conditional and what a
-        name is bound to (`device = torch.device(cfg.device) if cfg.device else
-        get_available_device()` then `device=device`)."""
+        """`value`, and what it may come from: both branches of a conditional, what a name
+        or an attribute of `self` is bound to (`device = torch.device(cfg.device) if
+        cfg.device else get_available_device()` then `device=device`), and the name that
+        `torch.device(...)` is given (`self.device = torch.device(define_device("auto"))`)."""
         yield value
         if depth >= 2:
             return
         if isinstance(value, cst.IfExp):
             for branch in (value.body, value.orelse):
                 yield from self._device_sources(branch, depth + 1)
-        elif isinstance(value, cst.Name):
+        elif isinstance(value, (cst.Name, cst.Attribute)):
             for bound in self.facts.scopes.bound_values(value):
                 yield from self._device_sources(bound, depth + 1)
+        elif (
+            isinstance(value, cst.Call)
+            and value.args
+            and self.facts.names.call_name(value) == "torch.device"
+        ):
+            yield from self._device_sources(value.args[0].value, depth + 1)
 
 
 def _is_none(expression: cst.BaseExpression) -> bool:
