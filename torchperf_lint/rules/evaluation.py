@@ -16,6 +16,7 @@ from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     Loop,
+    methods_of,
 )
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
@@ -225,6 +226,24 @@ def _calls_forward(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "forward"
 
 
+def _runs_through_own_method(facts: FileFacts, call: cst.Call, receiver: str) -> bool:
+    """`self._predict_batch(X)` after `self.network.eval()`, where `_predict_batch`, a method
+    of the same class, calls `self.network(X)` with gradients on (TabNet's `_predict_epoch`)."""
+    func = call.func
+    if not (
+        receiver.startswith("self.")
+        and isinstance(func, cst.Attribute)
+        and dotted_name(func.value) == "self"
+    ):
+        return False
+    cls = facts.scopes.enclosing_class(call)
+    return cls is not None and any(
+        _runs(node, receiver) and not facts.guards.grad_maybe_disabled(node)
+        for method in methods_of(cls, (func.attr.value,))
+        for node in facts.index.inside(facts.index.calls, method)
+    )
+
+
 def _ends_stretch(call: cst.Call, receiver: str) -> bool:
     """`receiver.train()` or `receiver.train(True)`, which ends the stretch in eval mode, or
     `receiver.eval()` again, which starts the next one (its finding holds the calls after it)."""
@@ -249,7 +268,9 @@ class EvalWithoutNoGrad(Rule):
 
     ## What it does
     Checks for a `model.eval()` call followed, in the same function (or at module level), by
-    calls of that model in a loop (`model(x)`, `model.forward(x)`; a lone forward pass, a dry
+    calls of that model in a loop (`model(x)`, `model.forward(x)`, or a method of the same
+    class that calls it with gradients on: `self._predict_batch(X)` running
+    `self.network(X)` after `self.network.eval()`; a lone forward pass, a dry
     run or a demo's one prediction, runs once, and so does each model of a loop that builds
     a new one on every iteration: `for name in specs: net = build(name); net.eval();
     net(x)`) that run with gradients on: not under
@@ -330,7 +351,7 @@ class EvalWithoutNoGrad(Rule):
             function = facts.scopes.enclosing_function(call)
             recording = [
                 run
-                for run in self._runs_in_eval_mode(calls, call, receiver, function)
+                for run in self._runs_in_eval_mode(facts, calls, call, receiver, function)
                 if not facts.guards.grad_maybe_disabled(run)
             ]
             trains = calls.computes_gradients(function)
@@ -359,9 +380,14 @@ class EvalWithoutNoGrad(Rule):
 
     @staticmethod
     def _runs_in_eval_mode(
-        calls: FunctionCalls, eval_call: cst.Call, receiver: str, function: cst.FunctionDef | None
+        facts: FileFacts,
+        calls: FunctionCalls,
+        eval_call: cst.Call,
+        receiver: str,
+        function: cst.FunctionDef | None,
     ) -> list[cst.Call]:
-        """Calls of the model after `eval_call` and before its next `.train()`, same scope."""
+        """Calls of the model after `eval_call` and before its next `.train()`, same scope,
+        also through a method of the same class that calls it with gradients on."""
         start = calls.order[eval_call]
         runs = []
         for call in calls.own[function]:
@@ -369,7 +395,7 @@ class EvalWithoutNoGrad(Rule):
                 continue
             if _ends_stretch(call, receiver):
                 break
-            if _runs(call, receiver):
+            if _runs(call, receiver) or _runs_through_own_method(facts, call, receiver):
                 runs.append(call)
         return runs
 
