@@ -170,9 +170,11 @@ class ProgramFacts:
                 if found is not None:
                     return found
             return None
-        if kind == "forward":
-            cls = self._resolve(file, rest, depth + 1)
-            return self.called_instance(cls) if cls is not None and cls.kind == "class" else None
+        if kind in ("forward", "returned"):
+            made = self._resolve(file, rest, depth + 1)
+            if made is not None and made.kind == "class" and kind == "forward":
+                return self.called_instance(made)
+            return self._returned_function(made) if made is not None and made.kind == "function" else None
         if kind == "instance":
             method, _, constructed = rest.partition(":")
             cls = self._resolve(file, constructed, depth + 1)
@@ -185,6 +187,18 @@ class ProgramFacts:
                 return None
             return self.called_instance(cls) if method == "__call__" else self.method(cls, method)
         return None
+
+    def _returned_function(self, factory: Target) -> Target | None:
+        """The project function that `factory` returns uncalled, when every `return` of it
+        that the summary keeps agrees (`def GAN_training_function(G, D, ...): def train(x,
+        y): ...; return train`): calling its result runs that function."""
+        function = self.function(factory)
+        returns = function.returns if function is not None else []
+        if not returns or any(value != returns[0] for value in returns):
+            return None
+        if returns[0][0] != "function":
+            return None
+        return self.resolve(factory.file, returns[0][1])
 
     def _argument_class(self, target: Target, parameter: str) -> Target | None:
         """The project class of the instances the callers outside tests pass as `parameter`

@@ -179,6 +179,9 @@ class References:
         constructed = self._constructed_class(func)
         if constructed is not None:
             return f"forward:{constructed}"
+        made_by = self._made_by(func)
+        if made_by is not None:
+            return f"returned:{made_by}"
         if isinstance(func, cst.Attribute):
             instance_of = self._constructed_class(func.value) or self._narrowed_class(func.value)
             if instance_of is not None:
@@ -302,6 +305,18 @@ class References:
                 return None
             found.add(ref)
         return found.pop() if len(found) == 1 else None
+
+    def _made_by(self, name: cst.BaseExpression) -> Ref | None:
+        """The project function every binding of the name `name` calls: `train_step =
+        make_train_step(model, optimizer)`, then `train_step(batch)` runs what it returned."""
+        if type(name) is not cst.Name:
+            return None
+        made = {
+            self.callee(value) if isinstance(value, cst.Call) else None
+            for value in self.scopes.bound_values(name)
+        }
+        ref = made.pop() if len(made) == 1 else None
+        return ref if ref is not None and not is_external(ref) else None
 
     def _construction(self, value: cst.BaseExpression) -> Ref | None:
         """The class `value` constructs: `Net(args)`, `models.ResNet()`."""
@@ -837,6 +852,9 @@ class _Summarizer:
         for statement in self._own_returns(function):
             if statement.value is not None:
                 value = self._value(statement.value)
+                returned = None if value is not None else self.refs.passed_function(statement.value, statement)
+                if returned is not None:
+                    value = ["function", returned]  # a closure factory: `return train`
                 if value is not None:
                     found.append(value)
         return found

@@ -14,6 +14,10 @@ A reference (`Ref`) is how the file names what a call runs, before the linker re
     `super:Trainer:step`       `super().step(...)` inside class `Trainer`
     `forward:<ref>`            calling an instance of a class: `model(x)` after `model = Net()` (its
                                `forward`, or else its `__call__`)
+    `returned:<ref>`           calling what a project function returned: `train(x, y)` after
+                               `train = make_train_fn(G, D)`, whose `return train` hands
+                               back a nested function (also `forward:<ref>` when the
+                               factory's name is capitalised, `GAN_training_function`)
     `instance:update:<ref>`    a method of an instance: `logger.update(...)` after
                                `logger = MetricLogger()`, `self.trainer.optimize()` after
                                `self.trainer = MixedPrecisionTrainer(...)`, or under
@@ -46,7 +50,8 @@ Ref = str
 # live on the device (["tensor"]), a counter of a loop around the call (["counter"]:
 # `log(loss, iteration)` in `while iteration < n: ...; iteration += 1`) or a flag true on its
 # first iteration only (["first"]: `Counters.first_flags`), a project function passed
-# uncalled (["function", ref]: `gpu_timer(train_step)`), a switch turned off (["off"]:
+# uncalled (["function", ref]: `gpu_timer(train_step)`, or `return train` of a closure
+# factory), a switch turned off (["off"]:
 # `False` or `None`, or a name bound to nothing else), a Hugging Face dataset
 # preprocessed ahead of training (["rows"]: `load_dataset(...).map(tokenize)`), an object
 # read back whole from a file (["loaded"]: `torch.load(path)`, a dataset saved after

@@ -118,8 +118,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     built with `LossCompute.from_opts(opt)`, a class method returning `cls(...)`, or of one
     tested with `isinstance`,
     `self.sampler.update(losses)` under `if isinstance(self.sampler, LossAwareSampler):`; a
-    subclass's override of what its base class's step calls, `self.shared_step(batch)`; a
-    function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
+    subclass's override of what its base class's step calls, `self.shared_step(batch)`; the
+    function a factory returned, `train(x, y)` after `train = make_train_fn(G, D)` whose
+    `return train` hands back a nested `def train(x, y)`; a function the loop passes to another that calls it, `gpu_timer(train_step)` with `def
     gpu_timer(closure): ... closure()`, or to an optimizer's step, `optimizer.step(closure)`:
     a passed `train_step` that steps the optimizer makes the loop a training loop; each
     function of a table the loop calls through, `LOGGERS[how](loss)` with `LOGGERS =
