@@ -530,3 +530,33 @@ def test_a_constructor_switch_is_on_when_any_code_or_config_of_the_project_may_t
     train = "import torch\nfrom backbone import Stage\nStage(True)\n"
     by_position = program({**off, "train.py": train})
     assert not by_position.never_built_with(init, "with_cp")
+
+
+def test_an_engine_runs_the_function_it_is_given_on_every_step_of_its_kind() -> None:
+    linked = program({
+        "train.py": """
+            from ignite.engine import Engine
+
+            def run(model, optimizer, loader):
+                def train_step(engine, batch):
+                    model(batch).sum().backward()
+                    optimizer.step()
+
+                def eval_step(engine, batch):
+                    return model(batch)
+
+                def handler(engine):
+                    pass
+
+                Engine(train_step).run(loader)
+                Engine(process_function=eval_step).run(loader)
+                handler(None)
+        """,
+    })
+    kind, path = linked.per_step(function("train.py", "run.train_step"))
+    assert (kind, [(hop.callee, hop.through) for hop in path]) == (
+        "train", [("run.train_step", "Engine")]
+    )
+    kind, path = linked.per_step(function("train.py", "run.eval_step"))
+    assert (kind, [(hop.callee, hop.through) for hop in path]) == ("eval", [("run.eval_step", "Engine")])
+    assert linked.per_step(function("train.py", "run.handler")) is None

@@ -86,6 +86,20 @@ def runs_its_model_per_step(framework_class: str) -> bool:
     return framework_class.startswith("transformers.") and framework_class.endswith("Trainer")
 
 
+# Classes that run the function they are given on every iteration: Ignite's engines
+# (`trainer = Engine(train_step)`, `evaluator = Engine(eval_step)`).
+_STEP_RUNNERS = frozenset({
+    "ignite.engine.Engine", "ignite.engine.engine.Engine", "ignite.engine.DeterministicEngine",
+    "ignite.engine.deterministic.DeterministicEngine",
+})
+
+
+def runs_its_function_per_step(framework_class: str) -> bool:
+    """Whether a framework class (a qualified name) runs the function it is given (its
+    first argument, `process_function=`) on every iteration: Ignite's `Engine`."""
+    return framework_class in _STEP_RUNNERS
+
+
 def framework_hook_kind(base: str, method: str) -> str | None:
     """The kind of step ("train" or "eval") on which a framework runs `method` of a class
     derived from `base` (a qualified name), or None when it does not run it on every step."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
@@ -40,6 +40,7 @@ from torchperf_lint.conventions import (
     LIBRARY_SWITCHES,
     framework_hook_kind,
     is_test_file,
+    runs_its_function_per_step,
     runs_its_model_per_step,
 )
 from torchperf_lint.program.modules import ModuleMap
@@ -864,6 +865,12 @@ class ProgramFacts:
                 if forward not in paths:
                     paths[forward] = (hop,)
                     queue.append(forward)
+            for step, hop in self._engine_steps:
+                function = self.function(step)
+                step_kind = "train" if function is not None and function.steps else "eval"
+                if step_kind == kind and step not in paths:
+                    paths[step] = (hop,)
+                    queue.append(step)
             for file, function in self._functions:
                 if file in self.tests:
                     continue
@@ -1006,9 +1013,36 @@ class ProgramFacts:
                         found.append((forward, Hop(file, site.ordinal, forward.qualname)))
         return found
 
+    @cached_property
+    def _engine_steps(self) -> list[tuple[Target, Hop]]:
+        """The project functions handed to a framework class that runs its function on every
+        iteration (`trainer = Engine(train_step)` of Ignite, or a project subclass), outside
+        tests, with the hand-over as the first hop of their per-step path: a training step
+        when the function steps an optimizer, else an evaluation step."""
+        found = []
+        for file, function in self._functions:
+            if file in self.tests:
+                continue
+            for site in function.calls:
+                step = site.arguments.get("process_function", site.arguments.get("0"))
+                if not step or step[0] != "function":
+                    continue
+                if not self._framework_class(file, site.callee, runs_its_function_per_step):
+                    continue
+                target = self.resolve(file, step[1])
+                if target is not None and target.kind == "function":
+                    runner = site.callee.rpartition(".")[2].rpartition(":")[2]
+                    found.append((target, Hop(file, site.ordinal, target.qualname, runner)))
+        return found
+
     def _runs_its_model(self, file: str, ref: Ref) -> bool:
         """Whether `ref`, called in `file`, builds a framework class that runs its model on
         every training step (`conventions.runs_its_model_per_step`), or a project subclass."""
+        return self._framework_class(file, ref, runs_its_model_per_step)
+
+    def _framework_class(self, file: str, ref: Ref, test: Callable[[str], bool]) -> bool:
+        """Whether `ref`, called in `file`, builds a framework class that `test` accepts (by
+        qualified name), or a project subclass of one."""
         target = self.resolve(file, ref)
         if target is not None and target.kind == "class":
             names = self.external_bases(target)
@@ -1016,7 +1050,7 @@ class ProgramFacts:
             names = [ref[len("import:"):]]
         else:
             return False
-        return any(map(runs_its_model_per_step, names))
+        return any(map(test, names))
 
     @cached_property
     def _per_forward(self) -> frozenset[Target]:

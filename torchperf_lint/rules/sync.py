@@ -125,7 +125,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     a passed `train_step` that steps the optimizer makes the loop a training loop; each
     function of a table the loop calls through, `LOGGERS[how](loss)` with `LOGGERS =
     {"print": log_value, "none": log_nothing}`, or `{"TransE": self.TransE, ...}[name](x)`), a
-    framework's per-step hook (`training_step` of a `LightningModule`), or the `forward` of
+    framework's per-step hook (`training_step` of a `LightningModule`), the function an
+    Ignite `Engine` is given (`trainer = Engine(train_step)`: a training step when it steps
+    an optimizer, else an evaluation step), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
     The finding names the call path. A call in a branch that needs an optional parameter
     (`if normals is not None: penalty(normals)` in `def chamfer(x, y, normals=None)`, or the
