@@ -560,3 +560,23 @@ def test_an_engine_runs_the_function_it_is_given_on_every_step_of_its_kind() -> 
     kind, path = linked.per_step(function("train.py", "run.eval_step"))
     assert (kind, [(hop.callee, hop.through) for hop in path]) == ("eval", [("run.eval_step", "Engine")])
     assert linked.per_step(function("train.py", "run.handler")) is None
+
+
+def test_in_the_framework_repository_its_own_engine_runs_the_step() -> None:
+    linked = program({
+        "ignite/__init__.py": "",
+        "ignite/engine/__init__.py": "from ignite.engine.engine import Engine\n",
+        "ignite/engine/engine.py": "class Engine:\n    def __init__(self, process_function):\n        self.f = process_function\n",
+        "examples/mnist.py": """
+            from ignite.engine import Engine
+
+            def run(model, optimizer, loader):
+                def train_step(engine, batch):
+                    model(batch).sum().backward()
+                    optimizer.step()
+
+                Engine(train_step).run(loader)
+        """,
+    })
+    kind, _ = linked.per_step(function("examples/mnist.py", "run.train_step"))
+    assert kind == "train"

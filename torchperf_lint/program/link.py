@@ -1042,10 +1042,13 @@ class ProgramFacts:
 
     def _framework_class(self, file: str, ref: Ref, test: Callable[[str], bool]) -> bool:
         """Whether `ref`, called in `file`, builds a framework class that `test` accepts (by
-        qualified name), or a project subclass of one."""
+        qualified name), or a project subclass of one; in the framework's own repository,
+        its class (`ignite.engine.engine.Engine`)."""
         target = self.resolve(file, ref)
         if target is not None and target.kind == "class":
-            names = self.external_bases(target)
+            module = self.modules.name_of.get(target.file)
+            own = [f"{module}.{target.qualname}"] if module is not None else []
+            names = own + self.external_bases(target)
         elif target is None and ref.startswith("import:") and not ref.startswith("import:."):
             names = [ref[len("import:"):]]
         else:
