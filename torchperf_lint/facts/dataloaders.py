@@ -622,7 +622,24 @@ class DataLoaders:
     def is_preprocessed(self, expression: cst.BaseExpression) -> bool:
         """`expression` is a Hugging Face dataset preprocessed ahead of training and not
         transformed on access (`preprocessed_rows`)."""
-        return self._preprocessed_rows(expression) and not self._transformed_on_access(expression)
+        return (
+            self._imports_datasets
+            and self._preprocessed_rows(expression)
+            and not self._transformed_on_access(expression)
+        )
+
+    @cached_property
+    def _imports_datasets(self) -> bool:
+        """The module imports Hugging Face `datasets` (`import datasets`, `from datasets
+        import load_dataset`), where all its datasets come from."""
+        for statement in self.index.imports:
+            if type(statement) is cst.Import:
+                modules = [dotted_name(alias.name) or "" for alias in statement.names]
+            else:
+                modules = [dotted_name(statement.module) or ""] if statement.module else []
+            if any(module == "datasets" or module.startswith("datasets.") for module in modules):
+                return True
+        return False
 
     def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self.is_preprocessed(expression):
