@@ -515,3 +515,26 @@ def test_a_project_whose_top_folder_is_a_package_is_linted(tmp_path):
             " the GPU; accumulate on the device with `.detach()` and read it every N steps"
         ),
     )
+
+
+def test_a_name_rebound_to_the_result_of_calling_it_is_linted(tmp_path):
+    # TorchSSL's `dset = dset(root, train=True)`: what the call runs is what the name was
+    # bound to before, which the linker once asked of the same call again, forever.
+    write_files(
+        tmp_path,
+        {
+            "data.py": (
+                "import torch\n\n\ndef get_dset(dset, root):\n    dset = dset(root, train=True)\n"
+                "    return torch.utils.data.DataLoader(dset)\n"
+            ),
+        },
+    )
+    completed = concise(".", cwd=tmp_path)
+    assert (completed.returncode, completed.stderr, completed.stdout.splitlines()[0]) == (
+        1,
+        "",
+        (
+            "data.py:6:12: TPL101 `DataLoader` without `num_workers` loads batches in the"
+            " training process; set `num_workers`"
+        ),
+    )

@@ -143,6 +143,7 @@ class References:
         """What `call` runs, when it may be the project's own code."""
         # The summary asks of every call, and the program's answers again of many.
         if call not in self._callees:
+            self._callees[call] = None  # `dset = dset(...)`: what a call runs names no cycle
             self._callees[call] = self._callee(call)
         return self._callees[call]
 
