@@ -41,7 +41,7 @@ from torchperf_lint.facts.names import (
     target_names,
 )
 from torchperf_lint.facts.scopes import Scopes
-from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
+from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions, is_none
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -437,18 +437,35 @@ class HostSyncs:
         )
 
     def _after_synchronize(self, site: HostSync) -> bool:
-        """A read in a statement that follows an explicit synchronize in the same block, with
-        no device work queued between them: the values it reads are ready."""
+        """A read in a statement that follows an explicit synchronize, with no device work
+        queued between them: the values it reads are ready. Statements that queue work and
+        read it back at once (`hist = label_hist.mean().item()`) leave nothing queued, and a
+        read in the body of an `if` on a plain flag (`if args.use_flex:`) follows what comes
+        before the `if`."""
         synchronizations = set(self._explicit_synchronizations)
         if not synchronizations or site.node in synchronizations:
             return False
-        for previous in reversed(self._statements_before(self._line_of(site.node))):
-            calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
-            if any(call in synchronizations for call in calls):
-                return True
-            if any(self.tensors.is_tensor(call) for call in calls):
-                return False
+        line = self._line_of(site.node)
+        while line is not None:
+            for previous in reversed(self._statements_before(line)):
+                calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
+                if any(call in synchronizations for call in calls):
+                    return True
+                if any(self.tensors.is_tensor(call) for call in calls) and not _reads_back(calls):
+                    return False
+            line = self._branch_on_a_flag(line)
         return False
+
+    def _branch_on_a_flag(self, line: cst.CSTNode) -> cst.If | None:
+        """The `if` whose body or `else` holds `line`, when its test queues no device work."""
+        block = self.index.parents.get(line)
+        branch = self.index.parents.get(block)
+        while type(branch) is cst.Else or (type(branch) is cst.If and block is not branch.body):
+            block, branch = branch, self.index.parents.get(branch)
+        if type(branch) is not cst.If:
+            return None
+        test_calls = [node for node in (branch.test, *descendants(branch.test)) if type(node) is cst.Call]
+        return None if any(self.tensors.is_tensor(call) for call in test_calls) else branch
 
     def _statements_before(self, line: cst.CSTNode | None) -> list[cst.CSTNode]:
         """The statements before `line` in its block, in order (none when it is in no
@@ -1414,6 +1431,8 @@ class HostSyncs:
         if isinstance(operand, cst.Comparison):
             if not self.tensors.is_tensor(operand):  # `x is None`, `k in batch`, plain numbers
                 return False
+            if any(is_none(c.comparator) for c in operand.comparisons):
+                return False  # `p_model == None` gives Python's `False`: nothing is read
             sides = (operand.left, *(c.comparator for c in operand.comparisons))
             return any(
                 (_is_name_or_own_attribute(side) and self._reads_device(side))
@@ -1722,4 +1741,14 @@ def _starts_or_stops_a_timer(call: cst.Call) -> bool:
         type(func) is cst.Attribute
         and func.attr.value in _TIMER_METHODS
         and "timer" in (last_identifier(func.value) or "").lower()
+    )
+
+
+def _reads_back(calls: list[cst.Call]) -> bool:
+    """Every call of a statement is a host read or part of what one reads
+    (`label_hist.mean().item()`): the work it queues is done when it ends."""
+    reads = [call for call in calls if type(call.func) is cst.Attribute and call.func.attr.value in READING_METHODS]
+    return bool(reads) and all(
+        call in reads or any(call in descendants(read.func.value) or call is read.func.value for read in reads)
+        for call in calls
     )

@@ -234,7 +234,7 @@ class TensorExpressions:
         if isinstance(expression, cst.Name):
             # `acc = None` then `acc = (pred == y).float().mean()`: a tensor wherever it is
             # tested as one (`if acc:` reads it when it is not None).
-            values = [v for v in self.scopes.bound_values(expression) if not _is_none(v)]
+            values = [v for v in self.scopes.bound_values(expression) if not is_none(v)]
             backpropagated = (
                 len(values) == 1
                 and (self.scopes.enclosing_function(expression), expression.value) in self.backwarded
@@ -520,7 +520,8 @@ def is_elementwise_comparison(comparison: cst.Comparison) -> bool:
     )
 
 
-def _is_none(expression: cst.BaseExpression) -> bool:
+def is_none(expression: cst.BaseExpression) -> bool:
+    """The literal `None`."""
     return isinstance(expression, cst.Name) and expression.value == "None"
 
 

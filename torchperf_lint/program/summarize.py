@@ -19,6 +19,7 @@ from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.facts.steps import saves_a_checkpoint
+from torchperf_lint.facts.tensors import is_none
 from torchperf_lint.program.summary import (
     CallSite,
     ClassSummary,
@@ -271,7 +272,7 @@ class References:
             return None
         found = set()
         for value in self.scopes.bound_values(expression):
-            if _is_none(value):
+            if is_none(value):
                 continue
             if not isinstance(value, cst.Name) or not self.scopes.holds_argument(value):
                 return None
@@ -297,7 +298,7 @@ class References:
         name = dotted_name(expression)
         found = set()
         for value in self.scopes.bound_values(expression):
-            if _is_none(value):
+            if is_none(value):
                 continue
             if name is not None and _rebinds(value, name):
                 continue
@@ -829,7 +830,7 @@ class _Summarizer:
                 return ["param", expression.value]
             values = facts.scopes.bound_values(expression)
             # `writer = None` on the paths that do not make one: whoever uses it tests first.
-            made = [value for value in values if not _is_none(value)]
+            made = [value for value in values if not is_none(value)]
             if len(made) == 1 and depth == 0:
                 return self._value(made[0], depth + 1)
             if len(made) > 1 and depth == 0:
@@ -943,10 +944,6 @@ class _Summarizer:
             and self.facts.names.call_name(value) == "torch.device"
         ):
             yield from self._device_sources(value.args[0].value, depth + 1)
-
-
-def _is_none(expression: cst.BaseExpression) -> bool:
-    return type(expression) is cst.Name and expression.value == "None"
 
 
 def is_external(ref: Ref) -> bool:

@@ -105,7 +105,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
     then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
     other work between them, or a compound statement, ends the run). A read right after an
-    explicit synchronize waits for nothing more: only the synchronize is reported. A read in
+    explicit synchronize waits for nothing more: only the synchronize is reported (also a
+    read after statements that each read back the work they queue, `hist =
+    x.mean().item()`, or in the body of an `if` on a plain flag, `if args.use_flex:`). A
+    comparison with `None` (`if p_model == None:`) reads nothing: PyTorch answers `False`
+    without looking at the tensor. A read in
     a branch of an `if` whose test is itself a read runs only when that test holds, or right
     after it in the `else`, and is part of the test's finding, as a related location (`if
     torch.min(y) < -1:` then `print(torch.min(y))`: one finding at the test).
