@@ -601,3 +601,13 @@ def test_a_triton_pin_alone_in_a_feature_requirements_file_declares_nothing(tmp_
         },
     )
     assert declared_torch(tmp_path) is None
+
+
+def test_a_conda_pytorch_cuda_pin_narrows_the_files_pytorch(tmp_path):
+    # PixArt: `pytorch >= 1.13` with `pytorch-cuda=11.7`, which only 1.13 and 2.0 are built for.
+    environment = "dependencies:\n  - pytorch >= 1.13\n  - pytorch-cuda=11.7\n  - pip:\n      - timm\n"
+    write_files(tmp_path, {"environment.yml": environment})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 13, 0), (2, 1, 0)), ("environment.yml",))
+    write_files(tmp_path, {"environment.yml": environment.replace("11.7", "12.4")})
+    assert declared_torch(tmp_path).versions == TorchRange((2, 4, 0), (2, 6, 0))

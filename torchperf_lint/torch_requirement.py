@@ -25,7 +25,8 @@ these names `torch` with or without a version:
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
   the releases that start with it (`==1.12.1.*`), `==` exactly that one; a build string after
-  a second `=` is not read.
+  a second `=` is not read. A `pytorch-cuda=11.7` entry narrows the file's PyTorch to the
+  releases PyTorch's conda channel builds for that CUDA version (11.7: 1.13 and 2.0).
 
 A pip constraints file (`constraints*.txt`, also `requirements/constraints*.txt`), which
 `pip install -c` applies to every install of the project (its CI's), caps every declaration:
@@ -238,12 +239,12 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
 
 
 def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[TorchRange]:
-    """The torch declarations of one file's requirement lines, each narrowed to the release
-    that the file's Triton pin ships with; with `pin_declares`, the pin alone declares that
-    release."""
+    """The torch declarations of one file's requirement lines, each narrowed to the
+    releases that the file's pin of a companion package goes with (`_torch_of_companion`);
+    with `pin_declares`, the pin alone declares them."""
     lines = list(lines)
     declarations = [r for r in map(parse_torch_requirement, lines) if r is not None]
-    paired = next((r for r in map(_torch_of_triton, lines) if r is not None), None)
+    paired = next((r for r in map(_torch_of_companion, lines) if r is not None), None)
     if paired is None:
         yield from declarations
         return
@@ -255,26 +256,39 @@ def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[Torch
         yield declaration if narrowed.below <= narrowed.oldest else narrowed
 
 
-# Each PyTorch release's wheel requires one Triton release (`torch 2.1.* → triton==2.1.0`,
-# `2.4.* → 3.0.0`), so a project that pins Triton installs that PyTorch: by Triton's
-# `major.minor`, the PyTorch `major.minor` that requires it.
-_TORCH_OF_TRITON = {
-    (2, 0): (2, 0), (2, 1): (2, 1), (2, 2): (2, 2), (2, 3): (2, 3), (3, 0): (2, 4),
-    (3, 1): (2, 5), (3, 2): (2, 6), (3, 3): (2, 7), (3, 4): (2, 8),
+# Packages pinned beside PyTorch that only some of its releases go with, by the pin's
+# `major.minor`: the oldest PyTorch release and the first one past them.
+# - Each PyTorch wheel requires one Triton release (`torch 2.1.* → triton==2.1.0`, `2.4.* →
+#   3.0.0`).
+# - PyTorch's conda channel builds each release for a few CUDA versions, chosen with the
+#   `pytorch-cuda` package (from 1.13, its first, to 2.5, its last): `pytorch-cuda=11.7`
+#   installs PyTorch 1.13 or 2.0.
+_TORCH_OF_COMPANION: dict[str, dict[tuple[int, int], tuple[Version, Version]]] = {
+    "triton": {
+        (2, 0): ((2, 0), (2, 1)), (2, 1): ((2, 1), (2, 2)), (2, 2): ((2, 2), (2, 3)),
+        (2, 3): ((2, 3), (2, 4)), (3, 0): ((2, 4), (2, 5)), (3, 1): ((2, 5), (2, 6)),
+        (3, 2): ((2, 6), (2, 7)), (3, 3): ((2, 7), (2, 8)), (3, 4): ((2, 8), (2, 9)),
+    },
+    "pytorch-cuda": {
+        (11, 6): ((1, 13), (1, 14)), (11, 7): ((1, 13), (2, 1)), (11, 8): ((2, 0), (2, 6)),
+        (12, 1): ((2, 1), (2, 6)), (12, 4): ((2, 4), (2, 6)),
+    },
 }
 
 
-def _torch_of_triton(line: str) -> TorchRange | None:
-    """The PyTorch releases a `triton==X.Y.Z` (or `==X.Y.*`) requirement line installs with;
-    None for another line, another specifier, or a Triton release not in the table."""
+def _torch_of_companion(line: str) -> TorchRange | None:
+    """The PyTorch releases a pin of a companion package installs with (`triton==2.1.0`,
+    `pytorch-cuda==11.7`, also `==X.Y.*`); None for another line, another specifier, or a
+    release not in the table."""
     match = re.fullmatch(_NAME, line.split(";", 1)[0].split(" #", 1)[0].strip())
-    if match is None or match.group(1).lower() != "triton":
+    releases = _TORCH_OF_COMPANION.get(match.group(1).lower()) if match is not None else None
+    if releases is None:
         return None
     pinned = re.fullmatch(r"==\s*(\d+)\.(\d+)(?:\.\d+)*(?:\.\*)?", match.group(2).strip())
-    paired = pinned and _TORCH_OF_TRITON.get((int(pinned.group(1)), int(pinned.group(2))))
+    paired = pinned and releases.get((int(pinned.group(1)), int(pinned.group(2))))
     if not paired:
         return None
-    return TorchRange(_release_of(paired), _next(paired))
+    return TorchRange(_release_of(paired[0]), _release_of(paired[1]))
 
 
 def _pyproject(path: Path) -> list[str]:
@@ -417,7 +431,7 @@ def _conda_requirement_lines(path: Path) -> list[str]:
             pip_indent = indent
         else:
             pip_indent = None
-            requirement = _conda_torch(entry)
+            requirement = _conda_torch(entry) or _conda_pytorch_cuda(entry)
             if requirement is not None:
                 lines.append(requirement)
     return lines
@@ -440,6 +454,13 @@ def _conda_torch(spec: str) -> str | None:
     if version.startswith("=="):
         version = "==" + version[2:].split("=", 1)[0]  # `==1.12.1=<build>`
     return f"torch{version}"
+
+
+def _conda_pytorch_cuda(spec: str) -> str | None:
+    """`pytorch-cuda=11.7` as the requirement line `pytorch-cuda==11.7.*`, which narrows the
+    PyTorch of the same file (`_torch_of_companion`); None for another package."""
+    match = re.fullmatch(r"(?:[\w.-]+::)?pytorch-cuda\s*=?=?\s*(\d+\.\d+)(?:\.\*)?", spec)
+    return None if match is None else f"pytorch-cuda=={match.group(1)}.*"
 
 
 def _string_literals(node: ast.AST) -> list[str]:
