@@ -631,7 +631,7 @@ class EmptyCacheInLoop(Rule):
     (`if self.cpu_cache: feat = feat.cpu(); torch.cuda.empty_cache()`, a mode that saves
     device memory on purpose), only on an error path (in an `except` handler, the out-of-memory recovery pattern,
     or a branch that ends in `raise`), in the body of a `try` whose handler catches
-    out-of-memory errors (`except RuntimeError:` or `torch.cuda.OutOfMemoryError`, then a
+    out-of-memory errors (`except RuntimeError:`, `except Exception:` or `torch.cuda.OutOfMemoryError`, then a
     retry with a smaller batch: the cache is freed before each attempt on purpose), or only when the caller opts in (`if clear_cache:` on
     a parameter that defaults to `False`) or the run's settings do (`if
     self.args.enable_sleep_mode:`, `if args.empty_unused_memory_level >= 1:`): trading speed
@@ -708,10 +708,12 @@ class EmptyCacheInLoop(Rule):
         return ProposedFix(self.fix_applicability, "Remove the call", (edit,))
 
 
-# What an out-of-memory retry catches: `torch.cuda.OutOfMemoryError` is a `RuntimeError`.
+# What an out-of-memory retry catches: `torch.cuda.OutOfMemoryError` is a `RuntimeError`,
+# and an `Exception`: a fallback for any failure of the attempt (CodeFormer's per-face
+# restoration, which keeps the input face when the network fails) covers it too.
 _OUT_OF_MEMORY_ERRORS = frozenset({
     "builtins.RuntimeError", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
-    "torch.cuda.memory.OutOfMemoryError",
+    "torch.cuda.memory.OutOfMemoryError", "builtins.Exception", "builtins.BaseException",
 })
 
 
