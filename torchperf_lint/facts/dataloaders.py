@@ -73,8 +73,10 @@ _IN_MEMORY_ARROW = frozenset({
 _LIGHTNING_LOADER_HOOKS = frozenset({
     "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader",
 })
-# The hooks whose loaders a Trainer reads in one pass, after or apart from training.
+# The hooks whose loaders a Trainer reads in one pass, after or apart from training, and
+# the Trainer's methods that read the loaders they are given so.
 _ONE_PASS_LOADER_HOOKS = frozenset({"test_dataloader", "predict_dataloader"})
+_ONE_PASS_TRAINER_METHODS = frozenset({"test", "predict", "validate"})
 
 # What a dataset's `__getitem__` may call and still only index or make up its samples.
 _FACTORIES = frozenset({
@@ -1103,6 +1105,8 @@ class DataLoaders:
             )
         argument = parent if isinstance(parent, cst.Arg) else None
         call = self.index.parents.get(argument) if argument is not None else None
+        if isinstance(call, cst.Call) and _one_pass_of_a_trainer(call) and not loops.enclosing_loops(call):
+            return True  # `trainer.test(model, dataloaders=test_loader)`, after a fit or alone
         if not isinstance(call, cst.Call) or depth > 1 or loops.enclosing_loops(call):
             return False
         parameter = self._parameter_for(call, argument)
@@ -1426,6 +1430,17 @@ def _arrow_chain(value: cst.BaseExpression) -> bool:
 
 def _maps(value: cst.BaseExpression) -> bool:
     return "map" in _method_chain(value)[1]
+
+
+def _one_pass_of_a_trainer(call: cst.Call) -> bool:
+    """`trainer.test(...)`, `trainer.predict(...)`, `trainer.validate(...)`: a Lightning-style
+    Trainer reads the loaders it is given in one pass."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in _ONE_PASS_TRAINER_METHODS
+        and "trainer" in (last_identifier(func.value) or "").lower()
+    )
 
 
 def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:

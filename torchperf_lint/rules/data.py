@@ -104,7 +104,9 @@ class DataLoaderNoWorkers(Rule):
     parameter, that no loop encloses and that trains nothing), and a loader a class's
     `test_dataloader` or `predict_dataloader` hook builds (also a private method assigned
     to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
-    `trainer.test()` or `trainer.predict()`, one pass); a loader whose sampler
+    `trainer.test()` or `trainer.predict()`, one pass), or one handed to such a pass outside
+    any loop (`trainer.test(model, dataloaders=test_loader)`, also `predict` and
+    `validate`, after a fit or in an evaluation script); a loader whose sampler
     draws a handful of samples, 16 at most (`RandomGeoSampler(dataset, size=256,
     length=3)`, to plot them); a loader the trainer it is handed to reads a handful of
     batches of, 16 at most (Composer's `Trainer(train_dataloader=loader,
