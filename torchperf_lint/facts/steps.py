@@ -37,7 +37,7 @@ import libcst as cst
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.index import SCOPE_TYPES, descendants, descendants_in_scope
+from torchperf_lint.facts.index import SCOPE_TYPES, descendants, descendants_in_scope, methods_of
 from torchperf_lint.facts.loops import LoopFacts, Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
@@ -182,7 +182,7 @@ class Steps:
         every iteration of a loop that runs a model (see the module's docs)."""
         if self.prepares_generation(node) or self.never_runs(node) or self.memoized(node):
             return False
-        if self.behind_periodic_predicate(node):
+        if self.behind_periodic_predicate(node) or self.exports_an_operator(node):
             return False
         if self.in_model_loop(node):
             return True
@@ -216,6 +216,13 @@ class Steps:
         return any(
             self.program.periodic_predicate(name) for name in self.guards.predicate_guards(node)
         )
+
+    def exports_an_operator(self, node: cst.CSTNode) -> bool:
+        """In a class that defines `symbolic`, an operator for ONNX export
+        (`torch.autograd.Function` with `def symbolic(g, ...)`): its `forward` only makes up
+        outputs of the right shape while `torch.onnx.export` traces the model, once."""
+        cls = self.scopes.enclosing_class(node)
+        return cls is not None and bool(methods_of(cls, ("symbolic",)))
 
     def memoized(self, node: cst.CSTNode) -> bool:
         """In a function whose result is cached (`@functools.cached_property`, `@cache`,

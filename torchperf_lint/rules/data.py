@@ -724,7 +724,9 @@ class TensorCreatedThenMoved(Rule):
     factories; and code the program never runs outside a training loop: a method (or
     private function) that no file of the project, tests included, names, no decorator
     registers and no framework class other than `nn.Module` may call, the `forward` of an
-    `autograd.Function` that no file names (it runs only through `Cls.apply`), and a branch
+    `autograd.Function` that no file names (it runs only through `Cls.apply`), the
+    `forward` of an operator for ONNX export (a class that defines `symbolic`: its forward
+    only makes up outputs while `torch.onnx.export` traces the model), and a branch
     that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run),
     a branch on a parameter off by default that no caller turns on (`if init is True:` in
