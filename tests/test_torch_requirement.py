@@ -611,3 +611,15 @@ def test_a_conda_pytorch_cuda_pin_narrows_the_files_pytorch(tmp_path):
     assert (declared.versions, declared.files) == (TorchRange((1, 13, 0), (2, 1, 0)), ("environment.yml",))
     write_files(tmp_path, {"environment.yml": environment.replace("11.7", "12.4")})
     assert declared_torch(tmp_path).versions == TorchRange((2, 4, 0), (2, 6, 0))
+
+
+def test_a_conda_file_named_requirements_yaml_is_read_and_its_pins_hold_together(tmp_path):
+    # MDLM: `requirements.yaml` is a conda file; `pytorch-cuda=12.1` and `triton==2.2.0`
+    # together install PyTorch 2.2.
+    environment = (
+        "name: mdlm\ndependencies:\n  - pytorch-cuda=12.1\n  - pip:\n"
+        "      - lightning==2.2.1\n      - triton==2.2.0\n"
+    )
+    write_files(tmp_path, {"requirements.yaml": environment})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((2, 2, 0), (2, 3, 0)), ("requirements.yaml",))

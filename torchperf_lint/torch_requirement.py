@@ -21,7 +21,8 @@ these names `torch` with or without a version:
   (among several, a Triton pin with no torch line is what an optional feature needs:
   `requirements/requirements-sparseattention.txt`) (Triton 2.0–2.3 go with PyTorch 2.0–2.3,
   3.0–3.4 with 2.4–2.8; other Triton releases say nothing);
-- a conda environment file, `environment.yml` or `environment.yaml`: its `dependencies`
+- a conda environment file (`environment.yml`, `environment.yaml`, `environment-gpu.yml`,
+  or a conda file named `requirements.yaml`, `conda.yml`): its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
   the releases that start with it (`==1.12.1.*`), `==` exactly that one; a build string after
@@ -74,7 +75,9 @@ _SPECIFIER = (
 )
 _REQUIREMENTS_FILE = r"(?:[^/\\]*[-_])?requirements[^/\\]*\.txt"
 _CONSTRAINTS_FILE = r"constraints[^/\\]*\.txt"
-_CONDA_ENVIRONMENT_FILES = ("environment.yml", "environment.yaml")
+# Conda environment files: `environment.yml`, also `environment-gpu.yaml`, a conda file
+# named `requirements.yaml` or `conda.yml`.
+_CONDA_ENVIRONMENT_FILE = r"(?:[^/\\]*[-_])?(?:environment|requirements|conda)[^/\\]*\.ya?ml"
 # Conda's names for PyTorch's package, on its own channel and on conda-forge.
 _CONDA_TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 # A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
@@ -211,9 +214,8 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
         found.extend(
             (name, r) for r in _torch_in(_requirement_lines(directory / name), pin_declares=sole)
         )
-    for name in _CONDA_ENVIRONMENT_FILES:
-        if name in names:
-            found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
+    for name in sorted(name for name in names if re.fullmatch(_CONDA_ENVIRONMENT_FILE, name)):
+        found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
     if not found and checks:
         found = [("setup.py", check) for check in checks[:1]]
     if not found:
@@ -244,7 +246,11 @@ def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[Torch
     with `pin_declares`, the pin alone declares them."""
     lines = list(lines)
     declarations = [r for r in map(parse_torch_requirement, lines) if r is not None]
-    paired = next((r for r in map(_torch_of_companion, lines) if r is not None), None)
+    paired = None
+    for companion in filter(None, map(_torch_of_companion, lines)):
+        # Several pins hold together (`pytorch-cuda=12.1` and `triton==2.2.0`: PyTorch 2.2).
+        narrowed = companion if paired is None else paired.raised(companion.oldest).capped(companion.below)
+        paired = narrowed if narrowed.oldest < narrowed.below else paired
     if paired is None:
         yield from declarations
         return
