@@ -76,6 +76,11 @@ _HOST_VALUE_STEPS = frozenset({
 })
 # Calls that decode host bytes into a Python object: a device buffer read for one carries an
 # object (pickled, sent to or gathered from other ranks), not a result.
+# Operations whose output size depends on the values: the host reads it before it can
+# allocate the result (`nonzero`, `unique`, `masked_select`), a wait like `.item()`.
+_DATA_DEPENDENT_SIZES = frozenset({
+    "nonzero", "argwhere", "unique", "unique_consecutive", "masked_select",
+})
 _STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 _GATHERS = frozenset({"torch.distributed.all_gather", "torch.distributed.gather"})
 _ELEMENT_COUNTS = frozenset({"numel", "len"})
@@ -673,7 +678,9 @@ class HostSyncs:
     def _wait_in(self, line: cst.CSTNode) -> cst.CSTNode | None:
         """The wait a simple statement ends with: its value is a blocking upload of host
         memory, a host read or a synchronize, or it gathers by a boolean mask (`negatives =
-        sim[~labels.bool()].view(n, -1)`)."""
+        sim[~labels.bool()].view(n, -1)`) or calls an operation whose output size depends on
+        the data, which the host must read (`pos = mask.nonzero()`, `labels.unique()`,
+        `x.masked_select(m)`)."""
         value = _statement_value(line)
         if type(value) is cst.Call and (
             self.uploads_and_waits(value)
@@ -686,7 +693,12 @@ class HostSyncs:
         return next(
             (
                 node for node in (value, *descendants(value))
-                if type(node) is cst.Subscript and self._is_mask_read(node)
+                if (type(node) is cst.Subscript and self._is_mask_read(node))
+                or (
+                    type(node) is cst.Call
+                    and last_identifier(node.func) in _DATA_DEPENDENT_SIZES
+                    and self.may_be_device_tensor(node)
+                )
             ),
             None,
         )

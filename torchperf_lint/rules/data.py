@@ -748,7 +748,9 @@ class TensorCreatedThenMoved(Rule):
     queued since: what it moves reads a device value first (`torch.zeros(batch[-1].item() +
     1).to(device)`), or an earlier statement of its block, with only statements that
     reshape, join or convert tensors (`torch.cat`, `.view`, `.float()`) or leave early (`if
-    n == 0: continue`) between, is a host read, a synchronize, a gather by a boolean mask or
+    n == 0: continue`) between, is a host read, a synchronize, a gather by a boolean mask, an
+    operation whose output size depends on the values (`pos = mask.nonzero()`, `unique`,
+    `masked_select`) or
     a blocking copy of host memory to the device (`feats = host_feats[i].to(device)`, then
     `mask = torch.ones(feats.shape[:-1]).to(device)`), not itself a factory's move: the copy
     waits for little but itself; or a move right before such a wait (`mask = torch.eye(n,
