@@ -819,7 +819,8 @@ class _Summarizer:
         if isinstance(expression, cst.Call) and facts.names.call_name(expression) in DESERIALIZERS:
             return ["loaded"]
         if (
-            facts.tensors.is_tensor(expression) or facts.tensors.is_definitely_tensor(expression)
+            facts.tensors.is_tensor(expression)
+            or (type(expression) is cst.Name and facts.tensors.is_definitely_tensor(expression))
         ) and facts.host_syncs.may_be_device_tensor(expression):
             # Or, bound to several values, may be one; or a name the function backpropagates.
             return ["tensor"]
