@@ -659,7 +659,7 @@ class _Summarizer:
             callee=callee or "",
             ordinal=ordinal,
             loop=-1 if loop is None else self.loop_ordinals[loop.node],
-            sparse=sparse or facts.steps.off_the_usual_path(call) or saves_a_checkpoint(call),
+            sparse=sparse or facts.steps.off_the_usual_path(call) or self._saves_a_checkpoint(call),
             no_grad=facts.guards.grad_disabled(call),
             evaluation_only=facts.guards.evaluation_only(call),
             arguments=self._arguments(call),
@@ -683,6 +683,19 @@ class _Summarizer:
             owner.calls.append(
                 replace(site, callee=closure, arguments={}, positional=0, keywords=[])
             )
+
+    def _saves_a_checkpoint(self, call: cst.Call) -> bool:
+        """A call that saves a checkpoint (`steps.saves_a_checkpoint`), or one whose result
+        is what such a call saves: `save_checkpoint(checkpoint_state(model, optimizer),
+        filename=name)` runs `checkpoint_state` only when it saves."""
+        if saves_a_checkpoint(call):
+            return True
+        for parent in self.facts.scopes.ancestors(call):
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseStatement)):
+                return False
+            if type(parent) is cst.Call and saves_a_checkpoint(parent):
+                return True
+        return False
 
     def _closure(self, call: cst.Call) -> Ref | None:
         """The project function an optimizer step is passed as its closure

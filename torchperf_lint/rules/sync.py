@@ -177,7 +177,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     config.ignore_sanity_checks:`, a level such as `if opt.debug > 0:`: a switch whose name
     says debug or sanity check, which
     users turn on to trade speed for checks), in what a call that saves a checkpoint runs
-    (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name:
+    (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name,
+    and what computes the state it is given: `save_checkpoint(checkpoint_state(model,
+    optimizer), filename=name)`:
     a run saves at intervals, whatever test decides when), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), a
