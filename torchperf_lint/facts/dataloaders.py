@@ -634,14 +634,10 @@ class DataLoaders:
     def _imports_datasets(self) -> bool:
         """The module imports Hugging Face `datasets` (`import datasets`, `from datasets
         import load_dataset`), where all its datasets come from."""
-        for statement in self.index.imports:
-            if type(statement) is cst.Import:
-                modules = [dotted_name(alias.name) or "" for alias in statement.names]
-            else:
-                modules = [dotted_name(statement.module) or ""] if statement.module else []
-            if any(module == "datasets" or module.startswith("datasets.") for module in modules):
-                return True
-        return False
+        return any(
+            target == "datasets" or target.startswith("datasets.")
+            for target in self.names.aliases.values()
+        )
 
     def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self.is_preprocessed(expression):

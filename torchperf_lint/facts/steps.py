@@ -176,6 +176,7 @@ class Steps:
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
         self._model_loops: dict[cst.FunctionDef, list[LoopFacts]] = {}
         self._generating: dict[cst.FunctionDef, list[cst.Call]] = {}
+        self._export_operators: dict[cst.ClassDef, bool] = {}
 
     def runs_per_step(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs on every training or evaluation step, every forward pass, or
@@ -222,7 +223,11 @@ class Steps:
         (`torch.autograd.Function` with `def symbolic(g, ...)`): its `forward` only makes up
         outputs of the right shape while `torch.onnx.export` traces the model, once."""
         cls = self.scopes.enclosing_class(node)
-        return cls is not None and bool(methods_of(cls, ("symbolic",)))
+        if cls is None:
+            return False
+        if cls not in self._export_operators:  # asked of most nodes `runs_per_step` is asked of
+            self._export_operators[cls] = bool(methods_of(cls, ("symbolic",)))
+        return self._export_operators[cls]
 
     def memoized(self, node: cst.CSTNode) -> bool:
         """In a function whose result is cached (`@functools.cached_property`, `@cache`,

@@ -456,10 +456,23 @@ class HostSyncs:
                 calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
                 if any(call in synchronizations for call in calls):
                     return True
-                if any(self.tensors.is_tensor(call) for call in calls) and not _reads_back(calls):
+                if any(self.tensors.is_tensor(call) for call in calls) and not self._reads_back(calls):
                     return False
             line = self._branch_on_a_flag(line)
         return False
+
+    def _reads_back(self, calls: list[cst.Call]) -> bool:
+        """Every call of a statement is a host read or part of what one reads
+        (`label_hist.mean().item()`): the work it queues is done when it ends."""
+        receivers = [
+            call.func.value
+            for call in calls
+            if type(call.func) is cst.Attribute and call.func.attr.value in READING_METHODS
+        ]
+        return bool(receivers) and all(
+            any(self.index.contains(receiver, call) or call.func.value is receiver for receiver in receivers)
+            for call in calls
+        )
 
     def _branch_on_a_flag(self, line: cst.CSTNode) -> cst.If | None:
         """The `if` whose body or `else` holds `line`, when its test queues no device work."""
@@ -1753,14 +1766,4 @@ def _starts_or_stops_a_timer(call: cst.Call) -> bool:
         type(func) is cst.Attribute
         and func.attr.value in _TIMER_METHODS
         and "timer" in (last_identifier(func.value) or "").lower()
-    )
-
-
-def _reads_back(calls: list[cst.Call]) -> bool:
-    """Every call of a statement is a host read or part of what one reads
-    (`label_hist.mean().item()`): the work it queues is done when it ends."""
-    reads = [call for call in calls if type(call.func) is cst.Attribute and call.func.attr.value in READING_METHODS]
-    return bool(reads) and all(
-        call in reads or any(call in descendants(read.func.value) or call is read.func.value for read in reads)
-        for call in calls
     )

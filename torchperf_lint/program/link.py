@@ -1000,18 +1000,26 @@ class ProgramFacts:
         bound on several paths (`Llava.from_pretrained(...)` or `Mpt.from_pretrained(...)`)
         is any of them."""
         found = []
-        for file, function in self._functions:
-            if file in self.tests:
+        for file, site in self._sites_outside_tests:
+            model = site.arguments.get("model", site.arguments.get("0"))
+            if model is None or not self._runs_its_model(file, site.callee):
                 continue
-            for site in function.calls:
-                model = site.arguments.get("model", site.arguments.get("0"))
-                if model is None or not self._runs_its_model(file, site.callee):
-                    continue
-                for cls in sorted(self._instance_classes(file, model)):
-                    forward = self.method(cls, "forward")
-                    if forward is not None:
-                        found.append((forward, Hop(file, site.ordinal, forward.qualname)))
+            for cls in sorted(self._instance_classes(file, model)):
+                forward = self.method(cls, "forward")
+                if forward is not None:
+                    found.append((forward, Hop(file, site.ordinal, forward.qualname)))
         return found
+
+    @cached_property
+    def _sites_outside_tests(self) -> list[tuple[str, CallSite]]:
+        """Every call site of the files outside tests, with its file: where a framework may
+        be handed a model or a step function."""
+        return [
+            (file, site)
+            for file, function in self._functions
+            if file not in self.tests
+            for site in function.calls
+        ]
 
     @cached_property
     def _engine_steps(self) -> list[tuple[Target, Hop]]:
@@ -1020,19 +1028,16 @@ class ProgramFacts:
         tests, with the hand-over as the first hop of their per-step path: a training step
         when the function steps an optimizer, else an evaluation step."""
         found = []
-        for file, function in self._functions:
-            if file in self.tests:
+        for file, site in self._sites_outside_tests:
+            step = site.arguments.get("process_function", site.arguments.get("0"))
+            if not step or step[0] != "function":
                 continue
-            for site in function.calls:
-                step = site.arguments.get("process_function", site.arguments.get("0"))
-                if not step or step[0] != "function":
-                    continue
-                if not self._framework_class(file, site.callee, runs_its_function_per_step):
-                    continue
-                target = self.resolve(file, step[1])
-                if target is not None and target.kind == "function":
-                    runner = site.callee.rpartition(".")[2].rpartition(":")[2]
-                    found.append((target, Hop(file, site.ordinal, target.qualname, runner)))
+            if not self._framework_class(file, site.callee, runs_its_function_per_step):
+                continue
+            target = self.resolve(file, step[1])
+            if target is not None and target.kind == "function":
+                runner = site.callee.rpartition(".")[2].rpartition(":")[2]
+                found.append((target, Hop(file, site.ordinal, target.qualname, runner)))
         return found
 
     def _runs_its_model(self, file: str, ref: Ref) -> bool:
