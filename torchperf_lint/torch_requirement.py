@@ -104,6 +104,13 @@ class TorchRange(NamedTuple):
             return self
         return TorchRange(oldest, self.below)
 
+    def narrowed(self, other: TorchRange) -> TorchRange | None:
+        """The releases both allow; None when there are none (`torch>=2.4` with a pin that
+        only PyTorch 2.1 installs with)."""
+        both = self.raised(other.oldest).capped(other.below)
+        empty = both.oldest is not None and both.below is not None and both.below <= both.oldest
+        return None if empty else both
+
     def capped(self, below: Version | None) -> TorchRange:
         """The releases this range allows that are also older than `below` (None: no cap)."""
         if below is None or (self.below is not None and self.below <= below):
@@ -248,18 +255,17 @@ def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[Torch
     declarations = [r for r in map(parse_torch_requirement, lines) if r is not None]
     paired = None
     for companion in filter(None, map(_torch_of_companion, lines)):
-        # Several pins hold together (`pytorch-cuda=12.1` and `triton==2.2.0`: PyTorch 2.2).
-        narrowed = companion if paired is None else paired.raised(companion.oldest).capped(companion.below)
-        paired = narrowed if narrowed.oldest < narrowed.below else paired
+        # Several pins hold together (`pytorch-cuda=12.1` and `triton==2.2.0`: PyTorch 2.2);
+        # one that contradicts the others says nothing.
+        paired = companion if paired is None else paired.narrowed(companion) or paired
     if paired is None:
         yield from declarations
         return
     if not declarations and pin_declares:
         yield paired
     for declaration in declarations:
-        narrowed = declaration.raised(paired.oldest).capped(paired.below)
         # A pin the torch line contradicts (`torch>=2.4` with `triton==2.1.0`) says nothing.
-        yield declaration if narrowed.below <= narrowed.oldest else narrowed
+        yield declaration.narrowed(paired) or declaration
 
 
 # Packages pinned beside PyTorch that only some of its releases go with, by the pin's
