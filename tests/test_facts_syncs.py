@@ -6,8 +6,11 @@ import libcst as cst
 import pytest
 from test_facts_sync import expression_at, facts_of
 
+from torchperf_lint.diagnostics import Location, Related
+from torchperf_lint.engine import LintSettings, lint_text
 from torchperf_lint.facts.names import root_name, target_names
 from torchperf_lint.facts.syncs import HostSyncs
+from torchperf_lint.registry import BY_CODE
 
 TRAINING = """
 import numpy as np
@@ -369,4 +372,77 @@ def test_one_statement_with_several_reads_is_one_site_that_counts_them() -> None
     [site] = facts.host_syncs.device_reads
     assert site.description == (
         "One statement with 3 host syncs (2 × `.item()`, `float()` of a tensor)"
+    )
+
+
+NEXT_STEP_COPIES = """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, dataset, optimizer, pinned):
+    for x, y in DataLoader(dataset, num_workers=4):
+        x = x.cuda()
+        y = y.to("cuda", non_blocking=True)
+        model(x, y).backward()
+        optimizer.step()
+    for x, y in DataLoader(dataset, num_workers=4):
+        loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+        loss.backward()
+        optimizer.step()
+    for x, y in DataLoader(dataset, num_workers=4):
+        loss = model(x.cuda(non_blocking=True), y)
+        loss.backward()
+        optimizer.step()
+        y = y.cuda()
+"""
+
+
+def test_the_copy_starting_each_step_is_the_first_blocking_batch_copy_before_the_update() -> None:
+    facts = facts_of(NEXT_STEP_COPIES)
+    blocking, asynchronous, after_the_update = facts.loops.training_loops
+    assert facts.code(facts.copy_starting_each_step(blocking)) == "x.cuda()"
+    assert facts.copy_starting_each_step(asynchronous) is None
+    assert facts.copy_starting_each_step(after_the_update) is None
+
+
+def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:
+    prepared = (
+        "import accelerate\n"
+        "def train():\n"
+        "    for batch in loader:\n"
+        "        model(batch).backward()\n"
+        "        optimizer.step()\n"
+        "accelerator = accelerate.Accelerator({config})\n"
+        "model, optimizer, loader = accelerator.prepare(model, optimizer, loader)\n"
+    )
+    facts = facts_of(prepared.format(config=""))
+    [loop] = facts.loops.training_loops
+    assert facts.code(facts.copy_starting_each_step(loop)) == "loader"
+    configured = facts_of(prepared.format(config="dataloader_config=config"))
+    [loop] = configured.loops.training_loops
+    assert configured.copy_starting_each_step(loop) is None
+
+
+def test_a_read_at_the_end_of_the_step_names_the_next_steps_blocking_copy() -> None:
+    source = (
+        "import torch\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        x, y = x.cuda(), y.cuda()\n"
+        "        loss = model(x, y)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        print(loss.item())\n"
+    )
+    [read] = lint_text(source, "train.py", LintSettings(rules=(BY_CODE["TPL201"],)))
+    assert read.message == (
+        "`.item()` on every training step makes the host wait for the GPU; accumulate on the"
+        " device with `.detach()` and read it every N steps, and copy the batch asynchronously"
+        " (`pin_memory=True` on the loader, `non_blocking=True` on the copy): removing one of"
+        " the two waits alone gains little"
+    )
+    assert read.related == (
+        Related(
+            "train.py", Location(4, 16), "the next step's blocking batch copy waits for the GPU here too"
+        ),
     )

@@ -20,9 +20,15 @@ from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Counters, Guards, is_main_test
 from torchperf_lint.facts.index import SyntaxIndex, build_index, descendants
-from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression, unwrapped_iterable
+from torchperf_lint.facts.loops import (
+    LoopFacts,
+    LoopNode,
+    Loops,
+    iterated_expression,
+    unwrapped_iterable,
+)
 from torchperf_lint.facts.models import ModelUse
-from torchperf_lint.facts.names import NameResolver, dotted_name
+from torchperf_lint.facts.names import NameResolver, dotted_name, root_name, target_names
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
@@ -220,6 +226,45 @@ class FileFacts:
         ):
             return LoaderDescription(returned.pins_memory, returned.has_custom_collate, True)
         return returned
+
+    def copies_a_batch(self, call: cst.Call, loop: LoopFacts) -> bool:
+        """`x.to(device)` of what `loop` yields (`for x, y in loader`, `batch =
+        next(data_iter)`), of an item of it (`[t.to(device) for t in batch]`), or of the next
+        item of an iterator (`x = next(looper).to(device)`)."""
+        copied = call.func.value
+        if type(copied) is cst.Call and dotted_name(copied.func) == "next":
+            return True
+        while isinstance(copied, (cst.Attribute, cst.Subscript)):
+            copied = copied.value
+        if not isinstance(copied, cst.Name):
+            return False
+        if copied.value in loop.target_names:
+            return True
+        for target, iterated in self.tensors.iterations_around(copied):
+            if copied.value in target_names(target):
+                return root_name(iterated) in loop.target_names
+        return False
+
+    def copy_starting_each_step(self, loop: LoopFacts) -> cst.CSTNode | None:
+        """Where each iteration of `loop` copies its batch to the device with a copy that
+        waits for all the work the previous iteration queued: the first blocking move of
+        the batch (`x.cuda()`, `x.to(device)` without `non_blocking=True`, `is_blocking_move`)
+        before the loop's first backward or optimizer step, or the loop's iterable when it
+        is a loader Accelerate prepared, which copies with its default, blocking copies."""
+        order = self.index.preorder
+        updates = loop.backward_calls + loop.step_calls + loop.step_helper_calls
+        first_update = min((order[call] for call in updates), default=None)
+        for call in sorted(loop.own_calls, key=order.__getitem__):
+            if first_update is not None and order[call] > first_update:
+                break
+            if self.host_syncs.is_blocking_move(call) and self.copies_a_batch(call, loop):
+                return call
+        iterated = iterated_expression(loop.node)
+        if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(
+            unwrapped_iterable(iterated)
+        ):
+            return iterated
+        return None
 
     def samples_elsewhere(self, source: cst.BaseExpression) -> str | None:
         """What the program says the dataset `source` holds (see `ProgramAnswers`): one that

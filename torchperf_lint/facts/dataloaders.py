@@ -1269,6 +1269,37 @@ class DataLoaders:
             and self.scopes.enclosing_function(expression) is function
         )
 
+    def copied_blocking_by_accelerate(self, iterated: cst.BaseExpression) -> bool:
+        """The loader `iterated` names is one `accelerator.prepare(...)` returned, in the
+        function that reads it or at module level (`model, loader = accelerator.prepare(model,
+        loader)`), in a module that leaves Accelerate's batch copies as they are by default:
+        blocking (no `DataLoaderConfiguration`, whose `non_blocking=True` makes them
+        asynchronous, and no `dataloader_config=` of an `Accelerator`)."""
+        if not isinstance(iterated, cst.Name) or self._configures_accelerate_copies:
+            return False
+        functions = {self.scopes.enclosing_function(iterated), None}
+        for call in self._framework_calls:
+            assignment = self.index.parents.get(call)
+            if (
+                call.func.attr.value != "prepare"
+                or type(assignment) is not cst.Assign
+                or assignment.value is not call
+                or self.scopes.enclosing_function(call) not in functions
+                or not self._is_accelerator(call.func.value)
+            ):
+                continue
+            if any(iterated.value in target_names(target.target) for target in assignment.targets):
+                return True
+        return False
+
+    @cached_property
+    def _configures_accelerate_copies(self) -> bool:
+        return any(
+            last_identifier(call.func) == "DataLoaderConfiguration"
+            or any(arg.keyword is not None and arg.keyword.value == "dataloader_config" for arg in call.args)
+            for call in self.index.calls
+        )
+
     def _handed_to_a_framework(self, is_loader: Callable[[cst.BaseExpression], bool]) -> bool:
         for call in self._framework_calls:
             if not any(is_loader(arg.value) for arg in call.args):

@@ -25,7 +25,7 @@ from torchperf_lint.facts.devices import (
 from torchperf_lint.facts.guards import iteration_counter
 from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
-from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
+from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword
 
@@ -621,7 +621,7 @@ class BlockingHostToDeviceCopy(Rule):
             for call in loop.own_calls:
                 if not facts.host_syncs.is_blocking_move(call):
                     continue
-                if not self._copies_a_batch(facts, call, loop):
+                if not facts.copies_a_batch(call, loop):
                     continue
                 new_call = add_keyword(call, "non_blocking", cst.Name("True"))
                 applicability = (
@@ -629,22 +629,6 @@ class BlockingHostToDeviceCopy(Rule):
                 )
                 fix = self.replace(facts, call, new_call, "Add `non_blocking=True`", applicability)
                 yield self.finding(call, fix)
-
-    @staticmethod
-    def _copies_a_batch(facts: FileFacts, call: cst.Call, loop: LoopFacts) -> bool:
-        """`x.to(device)` of a name the loop binds to its batch (`for x, y in loader`,
-        `batch = next(data_iter)`), or of an item of it (`[t.to(device) for t in batch]`)."""
-        copied = call.func.value
-        while isinstance(copied, (cst.Attribute, cst.Subscript)):
-            copied = copied.value
-        if not isinstance(copied, cst.Name):
-            return False
-        if copied.value in loop.target_names:
-            return True
-        for target, iterated in facts.tensors.iterations_around(copied):
-            if copied.value in target_names(target):
-                return root_name(iterated) in loop.target_names
-        return False
 
     @staticmethod
     def _waits_every_iteration(facts: FileFacts, loop: LoopFacts) -> bool:

@@ -8,8 +8,22 @@ import libcst as cst
 
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.loops import LoopFacts
+from torchperf_lint.facts.steps import Step
 from torchperf_lint.facts.syncs import HostSync
 from torchperf_lint.rules.base import Finding, Rule
+
+# A sync at the end of a training step whose next step starts with a blocking batch copy: the
+# copy waits for the same work, so the two go together.
+_NEXT_COPY_NOTE = "the next step's blocking batch copy waits for the GPU here too"
+_COPY_ADVICE = (
+    ", and copy the batch asynchronously (`pin_memory=True` on the loader, `non_blocking=True`"
+    " on the copy): removing one of the two waits alone gains little"
+)
+_ACCELERATE_COPY_ADVICE = (
+    ", and let Accelerate copy batches asynchronously (`pin_memory=True` on the loader,"
+    " `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`): removing"
+    " one of the two waits alone gains little"
+)
 
 
 class _PerIterationRule(Rule):
@@ -45,13 +59,24 @@ class _PerIterationRule(Rule):
             if not on_cuda:
                 return
             also_at = tuple((other.node, f"also waits here: {other.part}") for other in site.others)
+            advice = site.advice or self.read_advice
+            copy = self.next_copy_waiting_too(facts, site, step)
+            if copy is not None:
+                also_at += ((copy, _NEXT_COPY_NOTE),)
+                advice += _ACCELERATE_COPY_ADVICE if type(copy) is not cst.Call else _COPY_ADVICE
             yield self.finding(
                 site.node,
                 related=step.path,
                 also_at=also_at,
                 what=site.description,
-                advice=site.advice or self.read_advice,
+                advice=advice,
             )
+
+    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> cst.CSTNode | None:
+        """The blocking batch copy of the next step that waits for the same work as `site`,
+        when the two are one fix (see `SyncInTrainingLoop`); None for rules that do not
+        pair them."""
+        return None
 
 
 class SyncInTrainingLoop(_PerIterationRule):
@@ -265,10 +290,22 @@ class SyncInTrainingLoop(_PerIterationRule):
     every N steps instead, or keep the decision on the device (`torch.where`, or skip the
     update with a `GradScaler`, which already ignores steps with non-finite gradients).
 
+    A sync after the step's last update (`optimizer.step()`, or `loss.backward()` or a step
+    helper when the loop has no step of its own) in a loop whose next step starts with a
+    blocking copy of its batch (`x.cuda()` or `x.to(device)` without `non_blocking=True`,
+    before the first backward or step; or a loader that `accelerator.prepare` returned, in a
+    module that sets no `DataLoaderConfiguration`: Accelerate's copies block by default)
+    is one wait with that copy: the copy waits for the same work, so removing the read alone
+    gives back only the time the host spends fetching the next batch. The finding points at
+    the copy too, and its advice is to make both go: accumulate on the device, and copy
+    from pinned memory with `non_blocking=True` (with Accelerate,
+    `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`).
+
     ## Example
     ```python
-    for step, (x, y) in enumerate(loader):
-        loss = criterion(model(x.cuda()), y.cuda())
+    for step, (x, y) in enumerate(loader):  # loader = DataLoader(..., pin_memory=True)
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -278,8 +315,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     ## Use instead
     ```python
     total_loss = torch.zeros((), device="cuda")
-    for step, (x, y) in enumerate(loader):
-        loss = criterion(model(x.cuda()), y.cuda())
+    for step, (x, y) in enumerate(loader):  # loader = DataLoader(..., pin_memory=True)
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -325,6 +363,19 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     def selects(self, facts: FileFacts, loop: LoopFacts) -> bool:
         return loop.is_training
+
+    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> cst.CSTNode | None:
+        """For a sync after the last update of the training loop's body (`optimizer.step()`,
+        `loss.backward()` or a step helper), the blocking copy that starts the loop's next
+        step (`FileFacts.copy_starting_each_step`): it waits for the same work."""
+        loop = step.loop
+        if loop is None:
+            return None
+        updates = loop.backward_calls + loop.step_calls + loop.step_helper_calls
+        order = facts.index.preorder
+        if not updates or order[site.node] < max(order[call] for call in updates):
+            return None
+        return facts.copy_starting_each_step(loop)
 
 
 class SyncInEvalLoop(_PerIterationRule):
