@@ -72,7 +72,7 @@ def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
         "    out = torch.zeros(3, device='cuda') + out\n"
         "    a = out[0].item(); b = out[1].item()\n"
         "    c = float(out[2])\n"
-        "    out = out * 2\n"
+        "    out = torch.matmul(out, out)\n"
         "    d = out.sum().item()\n"
         "    if out.max() > 1:\n"
         "        pass\n"

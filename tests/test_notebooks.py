@@ -78,7 +78,7 @@ def test_the_other_reads_of_a_run_are_located_in_their_cell():
         ["model = torch.nn.Linear(2, 2).to(device)\n"],
         [
             "for x in loader:\n",
-            "    loss = model(x.to(device)).sum()\n",
+            "    loss = model(x.to(device, non_blocking=True)).sum()\n",
             "    loss.backward()\n",
             "    optimizer.step()\n",
             "    a = loss.item()\n",

@@ -125,7 +125,8 @@ _DEVICE_KEEPING_METHODS = frozenset({
 _LIGHT_OPERATIONS = frozenset({
     "cat", "stack", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose",
     "permute", "contiguous", "float", "long", "bool", "int", "half", "detach", "clone",
-    "size", "len", "range", "chunk", "split", "expand", "repeat",
+    "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
+    "mean",
 })
 # A gather whose index is in host memory, and how to stop its index copy from waiting (a
 # read's advice depends on the rule that reports it).
@@ -480,10 +481,12 @@ class HostSyncs:
         branch = self.index.parents.get(block)
         while type(branch) is cst.Else or (type(branch) is cst.If and block is not branch.body):
             block, branch = branch, self.index.parents.get(branch)
-        if type(branch) is not cst.If:
-            return None
+        return branch if type(branch) is cst.If and self._tests_a_flag(branch) else None
+
+    def _tests_a_flag(self, branch: cst.If) -> bool:
+        """Whether the test of `branch` queues no device work (`if args.use_flex:`)."""
         test_calls = [node for node in (branch.test, *descendants(branch.test)) if type(node) is cst.Call]
-        return None if any(self.tensors.is_tensor(call) for call in test_calls) else branch
+        return not any(self.tensors.is_tensor(call) for call in test_calls)
 
     def _statements_before(self, line: cst.CSTNode | None) -> list[cst.CSTNode]:
         """The statements before `line` in its block, in order (none when it is in no
@@ -531,16 +534,84 @@ class HostSyncs:
             if line not in by_line:
                 merged.append(self._merged([group]))
                 continue
-            lines = statements_of(self.index.parents.get(line))
-            position = next(i for i, statement in enumerate(lines) if statement is line)
-            if group is not by_line[line][0] or position and lines[position - 1] in by_line:
-                continue  # not the first read of a run: the run's first read gathers it
-            run: list[list[HostSync]] = []
-            while position < len(lines) and lines[position] in by_line:
-                run.extend(by_line[lines[position]])
-                position += 1
-            merged.append(self._merged(run))
+            run = self._run_from(self._run_anchor(line, by_line), by_line)
+            if run and group is run[0]:  # the run's first read gathers the others
+                merged.append(self._merged(run))
         return merged
+
+    def _run_members(
+        self, line: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
+    ) -> list[list[HostSync]] | None:
+        """The reads `line` adds to a run of reads: its own, or, for an `if` on a plain flag
+        without `else` (`if grad_norm is not None:`), those of a body whose statements each
+        read or queue little work; None when it adds none."""
+        if line in by_line:
+            return by_line[line]
+        if type(line) is not cst.If or line.orelse is not None or not self._tests_a_local_for_none(line):
+            return None
+        members: list[list[HostSync]] = []
+        for statement in statements_of(line.body):
+            if statement in by_line:
+                members.extend(by_line[statement])
+            elif not self._queues_little(statement):
+                return None
+        return members or None
+
+    def _tests_a_local_for_none(self, branch: cst.If) -> bool:
+        """`if grad_norm is not None:` (or `is None`) of a name its function binds, not a
+        parameter: a value of this step, not a switch that decides whether the branch runs
+        on every step."""
+        test = branch.test
+        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+            return False
+        [comparison] = test.comparisons
+        if type(comparison.operator) not in (cst.Is, cst.IsNot) or not is_none(comparison.comparator):
+            return False
+        name = test.left
+        function = self.scopes.enclosing_function(branch)
+        return (
+            type(name) is cst.Name
+            and function is not None
+            and not self.scopes.is_parameter(name.value, function)
+            and bool(self.scopes.bound_values(name))
+        )
+
+    def _run_anchor(
+        self, line: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
+    ) -> cst.CSTNode:
+        """The statement of the outermost block that holds `line` as a member of a run: the
+        `if` on a flag whose body it is in, when that `if` is a member itself."""
+        branch = self.index.parents.get(self.index.parents.get(line))
+        while type(branch) is cst.If and self._run_members(branch, by_line) is not None:
+            line, branch = branch, self.index.parents.get(self.index.parents.get(branch))
+        return line
+
+    def _run_from(
+        self, anchor: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
+    ) -> list[list[HostSync]]:
+        """The reads of the run that starts at `anchor`, in order: statements that read, with
+        statements that queue little work between them (`_light`: `_, pred = out.max(1)`,
+        `n += y.size(0)`); empty when an earlier read of the block starts the run."""
+        lines = statements_of(self.index.parents.get(anchor))
+        position = next(i for i, statement in enumerate(lines) if statement is anchor)
+        for previous in reversed(lines[:position]):
+            if self._run_members(previous, by_line) is not None:
+                return []
+            if not self._queues_little(previous):
+                break
+        run: list[list[HostSync]] = []
+        for line in lines[position:]:
+            members = self._run_members(line, by_line)
+            if members is not None:
+                run.extend(members)
+            elif not self._queues_little(line):
+                break
+        return run
+
+    def _queues_little(self, line: cst.CSTNode) -> bool:
+        """A simple statement of `_light` work (not an early exit, which the reads after it
+        may not share)."""
+        return type(line) is cst.SimpleStatementLine and self._light(line)
 
     def _branches_tested_by_a_read(self, sites: list[HostSync]) -> set[cst.If]:
         """The `if` statements whose test is itself a read (`if torch.min(y) < -1:`)."""

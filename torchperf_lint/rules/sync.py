@@ -129,7 +129,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
     then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
-    other work between them, or a compound statement, ends the run). A read right after an
+    statements that queue little work between them, `_, predicted = outputs.max(1)` or
+    `total += y.size(0)`, and an `if` without `else` that tests a value of the step for
+    `None`, `if grad_norm is not None: norm = grad_norm.item()`, are part of the run;
+    other work between them, or another compound statement, ends it). A read right after an
     explicit synchronize waits for nothing more: only the synchronize is reported (also a
     read after statements that each read back the work they queue, `hist =
     x.mean().item()`, or in the body of an `if` on a plain flag, `if args.use_flex:`). A
