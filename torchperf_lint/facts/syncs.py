@@ -266,7 +266,7 @@ class HostSyncs:
             HostSync(bound, "A tensor used as a slice bound")
             for subscript in self.index.subscripts
             for bound in _slice_bounds(subscript)
-            if self._reads_device(bound)
+            if self._bound_reads_device(bound)
         )
         found.extend(
             HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE) for subscript in self._host_indexes
@@ -1472,6 +1472,18 @@ class HostSyncs:
         return self.tensors.is_definitely_tensor(expression) and self.may_be_device_tensor(
             expression
         )
+
+    def _bound_reads_device(self, bound: cst.BaseExpression) -> bool:
+        """A slice bound that converts a device tensor to an int. In arithmetic, only its
+        tensor operands may: `i + block_size` with `i` an item of a host tensor (`for i in
+        ix`, `ix = torch.randint(n, (b,))`) and an int reads nothing."""
+        if type(bound) is cst.BinaryOperation:
+            return any(
+                self._bound_reads_device(operand)
+                for operand in (bound.left, bound.right)
+                if self.tensors.is_tensor(operand)
+            )
+        return self._reads_device(bound)
 
     def _formats_tensor(self, expression: cst.BaseExpression) -> bool:
         """`loss`, or a string made from it: `f"{loss:.3f}"`, `str(loss)`, `"%f" % loss`."""

@@ -260,7 +260,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     `writer.append_data(frame)` or `add_image`), which are the program's output, and every
     other read of a loop that shows or saves such a frame on each iteration (it waits for the
     device by design: the loss it logs adds next to nothing), sizes (`int(torch.rand(1) *
-    x.size(-1))`: a host tensor and a Python int), the message of an `assert` (computed only
+    x.size(-1))`: a host tensor and a Python int; also a slice bound computed from the items
+    of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
+    (b,))`, nanoGPT's `get_batch`), the message of an `assert` (computed only
     when it fails), failure paths (an `except` handler, a branch that raises, what follows
     `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
     non-finite values: the body of `if torch.isnan(loss).any():` or `if not
