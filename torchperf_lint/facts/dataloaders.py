@@ -92,10 +92,11 @@ _PLAIN_BUILTINS = frozenset({
 # How many iterators over iterators (`iter(iter(loader))`, by names) a loader is found through.
 _NAME_DEPTH = 3
 # Tensor methods that read nothing but the tensor they are called on: its size, a view or
-# a slice of it in another dtype (`self.data[start:end].long()`).
+# a slice of it in another dtype (`self.data[start:end].long()`, `.type(torch.int64)`).
 _TENSOR_METHODS = frozenset({
     "size", "numel", "dim", "item", "long", "int", "float", "double", "half", "bool", "clone",
     "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+    "type",
 })
 # NumPy's and SciPy's conversions of an array (a sparse matrix's row made dense).
 _ARRAY_METHODS = frozenset({"toarray", "todense", "astype", "copy"})

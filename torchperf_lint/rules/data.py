@@ -69,7 +69,8 @@ class DataLoaderNoWorkers(Rule):
     indexes (`torch.from_numpy(self.x[index].toarray()[0])`, a sparse matrix's row made
     dense) (it only indexes what it holds, returns constants or
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
-    from `torch.randint(0, self.data.size(0) - n, (1,))`), a
+    from `torch.randint(0, self.data.size(0) - n, (1,))`, or
+    `self._data[i]["input_ids"].type(torch.int64)`), a
     Hugging Face dataset preprocessed ahead of training with `.map`, or built from what the
     program holds (`Dataset.from_list(prompts)`, `from_dict`, `from_pandas`), and not
     transformed on access (`with_transform`, `set_transform`), a dataset read back whole from a file (`torch.load(path)`,
