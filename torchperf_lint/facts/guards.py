@@ -278,6 +278,8 @@ class Guards:
         self._first_exits: dict[cst.CSTNode, tuple[int, cst.If] | None] = {}
         # Per `if`, the operands of its `or` and its first-time tests (`_first_time_operands`).
         self._first_times: dict[cst.If, tuple[list, list]] = {}
+        # Per loop, the `if`s that leave it (`_exits_of`).
+        self._exits: dict[cst.CSTNode, list[cst.If]] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
@@ -523,7 +525,7 @@ class Guards:
         """True on few iterations: a modulo test, a test of few values of one of `counters`,
         one of `flags` (true on the first iteration only), or a name bound to one of those;
         an `and` with one such operand, an `or` of them only."""
-        if is_modulo_test(test):
+        if is_modulo_test(test) or self._leaves_the_loop_on(test):
             return True
         if isinstance(test, cst.BooleanOperation):
             left = self._is_sparse_test(test.left, counters, depth, flags)
@@ -538,6 +540,41 @@ class Guards:
                 depth,
             )
         return bool(counters) and _tests_few_counts(test, counters)
+
+    def _leaves_the_loop_on(self, test: cst.BaseExpression) -> bool:
+        """A comparison on which the loop around it also leaves (`self.iter_count >=
+        self.total_steps`, with `if self.iter_count >= self.total_steps: return results` later
+        in the loop): true on the loop's last iteration only."""
+        if type(test) is not cst.Comparison:
+            return False
+        loop = next(
+            (parent for parent in self.scopes.ancestors(test) if type(parent) in (*LOOP_TYPES, *SCOPE_TYPES)),
+            None,
+        )
+        if type(loop) not in LOOP_TYPES:
+            return False
+        return any(branch.test.deep_equals(test) for branch in self._exits_of(loop))
+
+    def _exits_of(self, loop: cst.For | cst.While) -> list[cst.If]:
+        """The `if`s of `loop` whose body ends by leaving it: `return`, or `break` of this loop."""
+        if loop not in self._exits:
+            self._exits[loop] = [
+                branch
+                for branch in descendants_in_scope(loop.body)
+                if type(branch) is cst.If and self._leaves(branch.body, loop)
+            ]
+        return self._exits[loop]
+
+    def _leaves(self, body: cst.BaseSuite, loop: cst.For | cst.While) -> bool:
+        statements = statements_of(body)
+        last = statements[-1] if statements else None
+        if type(last) is not cst.SimpleStatementLine:
+            return False
+        final = last.body[-1]
+        if type(final) is cst.Return:
+            return True
+        nearest = next(parent for parent in self.scopes.ancestors(final) if type(parent) in LOOP_TYPES)
+        return type(final) is cst.Break and nearest is loop
 
     def under_condition(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only under some `if` (either branch) in its function."""

@@ -168,7 +168,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     out).
 
     It stays silent on calls that do not run on every step: under a periodic guard
-    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or a name bound to
+    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or `if step % n ==
+    0 or step >= total_steps:` in a loop that leaves on that same test, `if step >=
+    total_steps: return`: its last iteration, or a name bound to
     one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
     m == 0 or do_log; if do_metric:`, or a call of a project function that returns such a
     test: `if step_check(step, n):`, also one that narrows it before returning it, `test =
