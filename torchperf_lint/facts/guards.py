@@ -413,8 +413,9 @@ class Guards:
         operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
         body assigns `attn`), which runs until its body has run once; or a test of the time
         since a clock read that its body resets (`if now - last > 60: ...; last = now`); or
-        an early exit on the other steps before `node` (`if (i + 1) % accumulation != 0:
-        continue`).
+        a branch whose body ends by leaving the loop (`if updates == max_updates: ...;
+        break`), which runs once; or an early exit on the other steps before `node` (`if (i +
+        1) % accumulation != 0: continue`).
         """
         counters = self.counters.of_loop(loop)
         flags = self.counters.first_flags(loop)
@@ -428,6 +429,7 @@ class Guards:
                     self._is_sparse_test(parent.test, counters, flags=flags)
                     or self._initialized_once(parent) is not None
                     or self._every_interval(parent)
+                    or self._leaves(parent.body, loop)
                 )
             ):
                 return parent

@@ -213,7 +213,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     a run saves at intervals, whatever test decides when), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
     `if skip_batch and skip_time: return` with `skip_batch` such a test), a
-    lazy initialisation (`if buffer is None: buffer = ...`), or behind a latch (`if
+    lazy initialisation (`if buffer is None: buffer = ...`), in a branch whose body ends by
+    leaving the loop (`if updates == max_updates: save(); break`, or `return`: it runs
+    once), or behind a latch (`if
     use_queue or not torch.all(queue[-1] == 0): use_queue = True`: the tensor test runs
     only until the flag is set); in a branch of a step function
     that training and evaluation share which runs only when not training
