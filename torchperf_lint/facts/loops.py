@@ -240,6 +240,20 @@ class Loops:
             for outer in self.enclosing_loops(loop.node)
         )
 
+    @cached_property
+    def passes_over_data(self) -> frozenset[LoopNode]:
+        """The loops around a training loop over a DataLoader (`for epoch_logs in epochs:`
+        around `for x, y in loader:`), when they do not iterate a DataLoader themselves (a
+        meta-learning loop over batches of tasks steps once per task batch): each of their
+        iterations is a pass over the data, also when their own body steps the optimizer once
+        more after it (Poutyne's step for gradients left accumulated at the end of the pass)."""
+        return frozenset(
+            outer.node
+            for loop in self.by_node.values() if loop.is_training and loop.iterates_dataloader
+            for outer in self.enclosing_loops(loop.node)
+            if not outer.iterates_dataloader  # a meta-learning step over tasks is a step
+        )
+
     def is_training_step(self, call: cst.Call, method: str | None) -> bool:
         """`optimizer.step()`, `scaler.step(optimizer)`, or a NativeScaler call."""
         if method == "step" and self.is_optimizer_or_scaler(call.func.value):

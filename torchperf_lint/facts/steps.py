@@ -297,6 +297,8 @@ class Steps:
             return None
         for loop in self.loops.enclosing_loops(node):
             if loop.is_hot:
+                if loop.node in self.loops.passes_over_data:
+                    return None  # once per pass: after the training loop over the data
                 sparse = self.guards.sparse_guard(node, loop.node) is not None
                 return None if sparse else Step(loop)
         function = self.scopes.enclosing_function(node)

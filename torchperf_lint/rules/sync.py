@@ -226,7 +226,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     whose reads belong to TPL202, and in the step of a training loop that runs such an
     evaluation on every iteration (full-batch training, one step and one `test()` per epoch:
     the host waits for the GPU there by design); on
-    calls after the loop or
+    calls after the loop (also in a loop around a training loop over a DataLoader, `for
+    epoch_logs in epochs:` around `for x, y in loader:`, once per pass, even where it steps
+    the optimizer once more for the gradients left accumulated; a loop that iterates a
+    DataLoader itself, over batches of tasks, steps on each) or
     outside any training loop (a reinforcement-learning rollout whose iterations step no
     optimizer, such as PPO's collection of `num_steps` before its update loop, is not one);
     in a function defined in the training loop that nothing runs on every step (it runs when
