@@ -446,8 +446,8 @@ class HostSyncs:
         """A read in a statement that follows an explicit synchronize, with no device work
         queued between them: the values it reads are ready. Statements that queue work and
         read it back at once (`hist = label_hist.mean().item()`) leave nothing queued, and a
-        read in the body of an `if` on a plain flag (`if args.use_flex:`) follows what comes
-        before the `if`."""
+        read in the body of an `if` on a plain flag (`if args.use_flex:`) or of a `with` on
+        host values (`with open(path) as f:`) follows what comes before it."""
         synchronizations = set(self._explicit_synchronizations)
         if not synchronizations or site.node in synchronizations:
             return False
@@ -459,7 +459,7 @@ class HostSyncs:
                     return True
                 if any(self.tensors.is_tensor(call) for call in calls) and not self._reads_back(calls):
                     return False
-            line = self._branch_on_a_flag(line)
+            line = self._host_block_around(line)
         return False
 
     def _reads_back(self, calls: list[cst.Call]) -> bool:
@@ -475,18 +475,25 @@ class HostSyncs:
             for call in calls
         )
 
-    def _branch_on_a_flag(self, line: cst.CSTNode) -> cst.If | None:
-        """The `if` whose body or `else` holds `line`, when its test queues no device work."""
+    def _host_block_around(self, line: cst.CSTNode) -> cst.If | cst.With | None:
+        """The `if` whose body or `else` holds `line`, when its test queues no device work
+        (`if args.use_flex:`), or the `with` whose body holds it, when its items queue none
+        (`with open(log_file, "a") as f:`)."""
         block = self.index.parents.get(line)
-        branch = self.index.parents.get(block)
-        while type(branch) is cst.Else or (type(branch) is cst.If and block is not branch.body):
-            block, branch = branch, self.index.parents.get(branch)
-        return branch if type(branch) is cst.If and self._tests_a_flag(branch) else None
+        around = self.index.parents.get(block)
+        while type(around) is cst.Else or (type(around) is cst.If and block is not around.body):
+            block, around = around, self.index.parents.get(around)
+        if type(around) is cst.If and self._queues_nothing(around.test):
+            return around
+        if type(around) is cst.With and all(self._queues_nothing(item.item) for item in around.items):
+            return around
+        return None
 
-    def _tests_a_flag(self, branch: cst.If) -> bool:
-        """Whether the test of `branch` queues no device work (`if args.use_flex:`)."""
-        test_calls = [node for node in (branch.test, *descendants(branch.test)) if type(node) is cst.Call]
-        return not any(self.tensors.is_tensor(call) for call in test_calls)
+    def _queues_nothing(self, expression: cst.BaseExpression) -> bool:
+        """Whether `expression` calls nothing that makes a tensor (`args.use_flex`,
+        `open(path)`)."""
+        calls = [node for node in (expression, *descendants(expression)) if type(node) is cst.Call]
+        return not any(self.tensors.is_tensor(call) for call in calls)
 
     def _statements_before(self, line: cst.CSTNode | None) -> list[cst.CSTNode]:
         """The statements before `line` in its block, in order (none when it is in no
