@@ -623,7 +623,8 @@ class DataParallel(Rule):
     is then the choice for real runs; when the wrapped model only runs with autograd off
     (inference, such as a metric's feature extractor), or the function that wraps it switches
     it to eval mode, never back, and trains nothing (a sampling entry point that wraps a
-    checkpoint and hands it to its samplers), or the module trains nowhere; and in test
+    checkpoint and hands it to its samplers, or an evaluation that runs it itself, whose
+    missing `torch.no_grad()` is TPL701's finding), or the module trains nowhere; and in test
     files.
 
     ## Why is this bad?
@@ -687,7 +688,8 @@ def _trains(facts: FileFacts) -> bool:
 def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
     """The name the wrapped model is bound to is called, and only with autograd off; or the
     function that wraps it switches it to eval mode and never back, and trains nothing
-    itself (`model = nn.DataParallel(model)`, `model.eval()`, `self.sample_fid(model)`)."""
+    itself (`model = nn.DataParallel(model)`, `model.eval()`, then `self.sample_fid(model)`
+    or `logits = model(data)`)."""
     node: cst.CSTNode = wrapper
     parent = facts.index.parents.get(node)
     while isinstance(parent, (cst.Attribute, cst.Call)) and not isinstance(parent, cst.Arg):
@@ -698,8 +700,7 @@ def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
     runs = [call for call in facts.index.calls if dotted_name(call.func) in names]
     function = facts.scopes.enclosing_function(wrapper)
     local = all("." not in name for name in names)  # not `self.net`, which other methods run
-    own_runs = [run for run in runs if facts.scopes.enclosing_function(run) is function]
-    if local and not own_runs and _only_evaluated(facts, names, function):
+    if local and _only_evaluated(facts, names, function):
         return True
     return bool(runs) and all(facts.guards.grad_maybe_disabled(run) for run in runs)
 
