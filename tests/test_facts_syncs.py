@@ -397,12 +397,40 @@ def train(model, dataset, optimizer, pinned):
 """
 
 
-def test_the_copy_starting_each_step_is_the_first_blocking_batch_copy_before_the_update() -> None:
+def test_the_next_blocking_copy_is_the_first_upload_the_host_reaches_before_an_update() -> None:
     facts = facts_of(NEXT_STEP_COPIES)
-    blocking, asynchronous, after_the_update = facts.loops.training_loops
-    assert facts.code(facts.copy_starting_each_step(blocking)) == "x.cuda()"
-    assert facts.copy_starting_each_step(asynchronous) is None
-    assert facts.copy_starting_each_step(after_the_update) is None
+    blocking, asynchronous, copied_late = facts.loops.training_loops
+
+    def last_step(loop):
+        return loop.step_calls[-1]
+
+    # After the step, the next iteration starts with a blocking copy of the batch.
+    assert facts.code(facts.next_blocking_copy(blocking, last_step(blocking))) == "x.cuda()"
+    assert facts.next_blocking_copy(asynchronous, last_step(asynchronous)) is None
+    # A copy later in the same iteration comes first; before it, the backward does.
+    assert facts.code(facts.next_blocking_copy(copied_late, last_step(copied_late))) == "y.cuda()"
+    forward = copied_late.backward_calls[0].func.value
+    assert facts.next_blocking_copy(copied_late, forward) is None
+
+
+def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def train(model, loader, optimizer, tokenizer, regions):\n"
+        "    for image, text in loader:\n"
+        "        ids = tokenizer(text, return_tensors='pt').to('cuda')\n"
+        "        model(image.cuda(non_blocking=True), ids).backward()\n"
+        "        optimizer.step()\n"
+        "    for image, text in loader:\n"
+        "        region = next(regions)\n"
+        "        region = [t.to('cuda') for t in region]\n"
+        "        model(region).backward()\n"
+        "        optimizer.step()\n"
+    )
+    tokenized, regional = facts.loops.training_loops
+    # Without the read, the tokenizer would run while the device finishes the step.
+    assert facts.next_blocking_copy(tokenized, tokenized.step_calls[0]) is None
+    assert facts.code(facts.next_blocking_copy(regional, regional.step_calls[0])) == "t.to('cuda')"
 
 
 def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:
@@ -417,10 +445,10 @@ def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set()
     )
     facts = facts_of(prepared.format(config=""))
     [loop] = facts.loops.training_loops
-    assert facts.code(facts.copy_starting_each_step(loop)) == "loader"
+    assert facts.code(facts.next_blocking_copy(loop, loop.step_calls[0])) == "loader"
     configured = facts_of(prepared.format(config="dataloader_config=config"))
     [loop] = configured.loops.training_loops
-    assert configured.copy_starting_each_step(loop) is None
+    assert configured.next_blocking_copy(loop, loop.step_calls[0]) is None
 
 
 def test_a_read_at_the_end_of_the_step_names_the_next_steps_blocking_copy() -> None:

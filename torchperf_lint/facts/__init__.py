@@ -28,7 +28,13 @@ from torchperf_lint.facts.loops import (
     unwrapped_iterable,
 )
 from torchperf_lint.facts.models import ModelUse
-from torchperf_lint.facts.names import NameResolver, dotted_name, root_name, target_names
+from torchperf_lint.facts.names import (
+    NameResolver,
+    dotted_name,
+    last_identifier,
+    root_name,
+    target_names,
+)
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
@@ -37,6 +43,9 @@ from torchperf_lint.facts.tensors import TensorExpressions
 from torchperf_lint.source import IPYTHON_LINE_MARKER
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+# How the words of the name of a call that prepares data on the host begin (`tokenizer(text)`,
+# `image_processor(images)`; not `is_main_process()`).
+_DATA_PREPARATION_WORDS = ("token", "processor", "encode", "transform", "augment", "collate")
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (
     "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "counters",
@@ -245,26 +254,63 @@ class FileFacts:
                 return root_name(iterated) in loop.target_names
         return False
 
-    def copy_starting_each_step(self, loop: LoopFacts) -> cst.CSTNode | None:
-        """Where each iteration of `loop` copies its batch to the device with a copy that
-        waits for all the work the previous iteration queued: the first blocking move of
-        the batch (`x.cuda()`, `x.to(device)` without `non_blocking=True`, `is_blocking_move`)
-        before the loop's first backward or optimizer step, or the loop's iterable when it
-        is a loader Accelerate prepared, which copies with its default, blocking copies."""
+    def next_blocking_copy(self, loop: LoopFacts, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The blocking copy of host data to the device that the host reaches next after
+        `node` in the body of `loop`, before any backward or optimizer step, going on from
+        the start of the next iteration: a blocking move (`is_blocking_move`: `x.cuda()`,
+        `x.to(device)` without `non_blocking=True`) of the batch (`copies_a_batch`), of the
+        next item of an iterator (`region = next(region_iter)`) or of other host memory
+        (`torch.cat([image0, image1]).to(device)`); at the start of the iteration, the loop's
+        iterable when it is a loader Accelerate prepared, which copies with its default,
+        blocking copies. Such a copy waits for all the work queued before it. None when the
+        host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`):
+        that work would overlap the device's if nothing waited before it."""
         order = self.index.preorder
-        updates = loop.backward_calls + loop.step_calls + loop.step_helper_calls
-        first_update = min((order[call] for call in updates), default=None)
-        for call in sorted(loop.own_calls, key=order.__getitem__):
-            if first_update is not None and order[call] > first_update:
-                break
-            if self.host_syncs.is_blocking_move(call) and self.copies_a_batch(call, loop):
-                return call
+        updates = set(loop.backward_calls + loop.step_calls + loop.step_helper_calls)
+        calls = sorted(loop.own_calls, key=order.__getitem__)
+        position = order[node]
+        later = [call for call in calls if order[call] > position]
+        earlier = [call for call in calls if order[call] <= position]
         iterated = iterated_expression(loop.node)
-        if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(
-            unwrapped_iterable(iterated)
-        ):
-            return iterated
+        for call in (*later, None, *earlier):
+            if call is None:  # the next iteration starts
+                if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(
+                    unwrapped_iterable(iterated)
+                ):
+                    return iterated
+                continue
+            if call in updates or _prepares_data(call):
+                return None
+            if self._uploads_data(call, loop):
+                receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
+                return None if any(map(_prepares_data, receiver_calls)) else call
         return None
+
+    def _uploads_data(self, call: cst.Call, loop: LoopFacts) -> bool:
+        if not self.host_syncs.is_blocking_move(call):
+            return False
+        if self.copies_a_batch(call, loop) or self.host_syncs.uploads_and_waits(call):
+            return True
+        copied = call.func.value
+        if type(copied) is cst.Name:  # `t` of `[t.to(device) for t in region[1:]]`
+            copied = next(
+                (
+                    iterated
+                    for target, iterated in self.tensors.iterations_around(copied)
+                    if copied.value in target_names(target)
+                ),
+                copied,
+            )
+        while isinstance(copied, (cst.Attribute, cst.Subscript)):
+            copied = copied.value
+        values = [  # not what this copy makes: `region = [t.to(device) for t in region]`
+            value
+            for value in (self.scopes.bound_values(copied) if type(copied) is cst.Name else [])
+            if not self.index.contains(value, call)
+        ]
+        return bool(values) and all(
+            type(value) is cst.Call and dotted_name(value.func) == "next" for value in values
+        )
 
     def samples_elsewhere(self, source: cst.BaseExpression) -> str | None:
         """What the program says the dataset `source` holds (see `ProgramAnswers`): one that
@@ -323,6 +369,13 @@ class FileFacts:
             for block in reversed(list(self.scopes.ancestors(node)))
             if type(block) is cst.IndentedBlock
         ]
+
+
+def _prepares_data(call: cst.Call) -> bool:
+    """A call that prepares data on the host by its name: a tokenizer's, a processor's, an
+    encoder's, a transform's or a collate function's (`tokenizer(text)`, `processor(images)`)."""
+    words = (last_identifier(call.func) or "").lower().split("_")
+    return any(word.startswith(_DATA_PREPARATION_WORDS) for word in words)
 
 
 def _runs_only_checks(module: cst.Module, index: SyntaxIndex) -> bool:

@@ -303,16 +303,19 @@ class SyncInTrainingLoop(_PerIterationRule):
     every N steps instead, or keep the decision on the device (`torch.where`, or skip the
     update with a `GradScaler`, which already ignores steps with non-finite gradients).
 
-    A sync after the step's last update (`optimizer.step()`, or `loss.backward()` or a step
-    helper when the loop has no step of its own) in a loop whose next step starts with a
-    blocking copy of its batch (`x.cuda()` or `x.to(device)` without `non_blocking=True`,
-    before the first backward or step; or a loader that `accelerator.prepare` returned, in a
-    module that sets no `DataLoaderConfiguration`: Accelerate's copies block by default)
-    is one wait with that copy: the copy waits for the same work, so removing the read alone
-    gives back only the time the host spends fetching the next batch. The finding points at
-    the copy too, and its advice is to make both go: accumulate on the device, and copy
-    from pinned memory with `non_blocking=True` (with Accelerate,
-    `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`).
+    A sync that the host follows, before any further backward or optimizer step, with a
+    blocking copy of host data to the device (`x.cuda()` or `x.to(device)` without
+    `non_blocking=True`, of the batch, of `next(region_iter)` or of `torch.cat([a, b])`;
+    later in the same step, or at the start of the next; or a loader that
+    `accelerator.prepare` returned, in a module that sets no `DataLoaderConfiguration`:
+    Accelerate's copies block by default) is one wait with that copy: the copy waits for
+    the same work, so removing the read alone gives back only the time the host spends
+    fetching the next batch. The finding points at the copy too, and its advice is to make
+    both go: accumulate on the device, and copy from pinned memory with `non_blocking=True`
+    (with Accelerate, `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`).
+    Where the host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`,
+    a processor, a transform), the read alone costs that work's overlap, and the finding
+    stays as it is.
 
     ## Example
     ```python
@@ -378,17 +381,10 @@ class SyncInTrainingLoop(_PerIterationRule):
         return loop.is_training
 
     def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> cst.CSTNode | None:
-        """For a sync after the last update of the training loop's body (`optimizer.step()`,
-        `loss.backward()` or a step helper), the blocking copy that starts the loop's next
-        step (`FileFacts.copy_starting_each_step`): it waits for the same work."""
-        loop = step.loop
-        if loop is None:
-            return None
-        updates = loop.backward_calls + loop.step_calls + loop.step_helper_calls
-        order = facts.index.preorder
-        if not updates or order[site.node] < max(order[call] for call in updates):
-            return None
-        return facts.copy_starting_each_step(loop)
+        """The blocking copy of host data the training loop reaches next after the sync,
+        before any further update (`FileFacts.next_blocking_copy`): it waits for the same
+        work."""
+        return None if step.loop is None else facts.next_blocking_copy(step.loop, site.node)
 
 
 class SyncInEvalLoop(_PerIterationRule):
