@@ -570,7 +570,9 @@ class BlockingHostToDeviceCopy(Rule):
     An evaluation loop (no backward pass) that reads a device value on every batch
     (`correct += pred.eq(y).sum().item()`, `losses.update(loss.item())`) is not checked: the
     read drains the GPU each iteration, so the blocking copy has no queued work to wait behind
-    and `non_blocking=True` would only overlap the copy with the launch of the forward pass.
+    and `non_blocking=True` would only overlap the copy with the launch of the forward pass;
+    nor is a loop that only copies batches and stores them (`preloaded.append({"ids":
+    b["ids"].to(device)})`, a prefetch), which queues nothing for a copy to overlap with.
     A training loop is checked either way (its per-step read is TPL201's finding). Test files
     are not checked.
 
@@ -617,7 +619,9 @@ class BlockingHostToDeviceCopy(Rule):
             loader = facts.loader_of(loop.node)
             if loader is None or not loader.pins_memory or loader.moved_by_a_framework:
                 continue
-            if not loop.is_training and self._waits_every_iteration(facts, loop):
+            if not loop.is_training and (
+                self._waits_every_iteration(facts, loop) or self._only_stores_copies(facts, loop)
+            ):
                 continue
             for call in loop.own_calls:
                 if not facts.host_syncs.is_blocking_move(call):
@@ -632,6 +636,16 @@ class BlockingHostToDeviceCopy(Rule):
                 yield self.finding(call, fix)
 
     @staticmethod
+    def _only_stores_copies(facts: FileFacts, loop: LoopFacts) -> bool:
+        """The loop only copies batches and stores them (`preload.append({"ids":
+        b["ids"].to(device)})`): it queues no computation for a copy to overlap with."""
+        return all(
+            facts.host_syncs.is_blocking_move(call)
+            or last_identifier(call.func) in _STORING_CALLS
+            for call in loop.own_calls
+        )
+
+    @staticmethod
     def _waits_every_iteration(facts: FileFacts, loop: LoopFacts) -> bool:
         """Whether the loop reads a device value on every iteration (`loss.item()`,
         `correct += pred.eq(y).sum().item()`), outside sparse guards and error paths."""
@@ -644,6 +658,11 @@ class BlockingHostToDeviceCopy(Rule):
 
 
 
+# Calls that store values or walk an iterable, and queue nothing on the device.
+_STORING_CALLS = frozenset({
+    "append", "extend", "insert", "update", "setdefault", "tqdm", "enumerate", "zip", "len",
+    "items", "keys", "values",
+})
 # Factories that compute their values on the device when given `device=`. Factories that copy
 # host data (`torch.tensor`, `as_tensor`, `from_numpy`, the legacy `torch.LongTensor(...)`)
 # still build the tensor on the host with `device=`, then copy it: the fix would gain nothing.
