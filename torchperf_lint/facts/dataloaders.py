@@ -341,7 +341,8 @@ class DataLoaders:
         class around it (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL
         agent collecting experience with the current policy), or a replay or rollout buffer
         the training fills: the dataset itself (`DataLoader(replay_buffer)`,
-        `DataLoader(OffpolicyReplayBuffer(...))`) or what it is built from
+        `DataLoader(OffpolicyReplayBuffer(...))`, `DataLoader(self)` in a class whose name or
+        base says so, `class PPORolloutStorage(BaseRolloutStore)`) or what it is built from
         (`RLDataset(self.buffer)`, `ReplayDataset(replay_buffer)`). Worker processes would read
         stale copies of it."""
         dataset = loader.argument("dataset")
@@ -352,6 +353,10 @@ class DataLoaders:
         methods = {method.name.value for method in (methods_of(cls) if cls is not None else ())}
         if any(_names_live_state(value) for value in values):
             return True
+        if cls is not None and dotted_name(dataset.value) == "self" and any(
+            _names_live_state(name) for name in (cls.name, *(base.value for base in cls.bases))
+        ):
+            return True  # `DataLoader(self)` in a `PPORolloutStorage(BaseRolloutStore)`
         for value in values:
             if isinstance(value, cst.Call) and _names_live_state(value.func):
                 return True

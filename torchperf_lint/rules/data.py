@@ -126,7 +126,8 @@ class DataLoaderNoWorkers(Rule):
     (`ExperienceSourceDataset(self.generate_trajectory_samples)`, an RL agent collecting
     experience with the current policy) or a replay or rollout buffer the training fills,
     as the dataset or what it is built from (`RLDataset(self.buffer)`,
-    `DataLoader(replay_buffer)`, `ReplayDataset(rollout_buffer)`): workers would sample
+    `DataLoader(replay_buffer)`, `ReplayDataset(rollout_buffer)`, or the buffer handing
+    itself over, `DataLoader(self)` in `class PPORolloutStorage(BaseRolloutStore)`): workers would sample
     from stale copies of it. And it is
     silent for a dataset class of the module whose `__getitem__` (or `__iter__`) moves its
     samples to the accelerator (`audio.to(self.device)`): a forked worker cannot use CUDA.
