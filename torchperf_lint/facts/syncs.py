@@ -910,6 +910,7 @@ class HostSyncs:
                 # `for i, d in enumerate(next_done):` (their items).
                 return all(
                     self.is_host_value(source, depth + 1, containers and not is_item)
+                    or self.is_loader_batch(source)  # `for r_id, cam in zip(ref_ids, cams):`
                     for source, is_item in sources
                 )
             item_of = self.tensors.iterated_for(expression)

@@ -241,7 +241,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     the read waits for nothing or is the algorithm itself: a read in a `with
     torch.cuda.stream(side):` block, which waits for that stream only, not for the step's
     work on the default one; host tensors (the batches a
-    DataLoader yields before they are moved, tensors built without `device=`, also when
+    DataLoader yields before they are moved, and their items, `r_id` in `for r_id, cam in
+    zip(ref_ids, cams):`, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
     a tokenizer's or processor's `return_tensors="pt"` encoding and the list it encodes,
