@@ -782,6 +782,19 @@ class Guards:
                 return True
         return False
 
+    def for_empty_input(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is in the body of an `if` for an input with nothing in it, or
+        almost nothing: a size compared with 0 (`if len(targets) == 0:`, `if x.numel() ==
+        0:`, `if boxes.shape[0] == 0:`, `if num_insts == 0:`, `if self.n_max_boxes == 0:`,
+        `if not len(boxes):`) or kept below a literal of at most 3 (`if idx.shape[0] < 3:`):
+        a degenerate batch, a fallback the usual step does not take."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.If and child is parent.body and _tests_for_empty(parent.test):
+                return True
+        return False
+
     def never_enabled(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only when a switch that nothing turns on is on: the body of
         `if self.gradient_checkpointing and self.training:` in a class that sets
@@ -1455,6 +1468,40 @@ def _none_compared(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] 
     if type(comparison.operator) is cst.Is:
         return test.left, False
     return None
+
+
+def _tests_for_empty(test: cst.BaseExpression) -> bool:
+    """`len(x) == 0`, `x.numel() == 0`, `x.shape[0] < 3`, `num_insts == 0`, `not len(x)`;
+    an `or` of such tests, or an `and` with one."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _tests_for_empty(test.left), _tests_for_empty(test.right)
+        return left or right if isinstance(test.operator, cst.And) else left and right
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_size(test.expression)
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    [comparison] = test.comparisons
+    bound = literal_value(comparison.comparator)
+    if type(bound) is not int or not _is_size(test.left):
+        return False
+    if type(comparison.operator) in (cst.Equal, cst.LessThanEqual):
+        return bound == 0 if type(comparison.operator) is cst.Equal else 0 <= bound < 3
+    return type(comparison.operator) is cst.LessThan and 0 < bound <= 3
+
+
+def _is_size(expression: cst.BaseExpression) -> bool:
+    """`len(x)`, `x.numel()`, `x.nelement()`, `x.shape[0]`, `x.size(0)`, or a local or
+    `self.` count by its name (`num_insts`, `self.n_max_boxes`; not `args.num_workers`)."""
+    if type(expression) is cst.Call:
+        return dotted_name(expression.func) == "len" or last_identifier(expression.func) in (
+            "numel", "nelement", "size"
+        )
+    if type(expression) is cst.Subscript:
+        return last_identifier(expression.value) == "shape"
+    name = dotted_name(expression) or ""
+    if name.count(".") > (1 if name.startswith("self.") else 0):
+        return False
+    return name.rsplit(".", 1)[-1].startswith(("num_", "n_"))
 
 
 def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -203,12 +203,14 @@ class Steps:
 
     def off_the_usual_path(self, node: cst.CSTNode) -> bool:
         """On a path that the steps of a usual run do not take: a failure path
-        (`on_error_path`), a debugging mode (`Guards.debug_only`), or a branch that only objects
-        built with a switch away from its default run (`Guards.off_default_option`)."""
+        (`on_error_path`), a debugging mode (`Guards.debug_only`), a branch that only objects
+        built with a switch away from its default run (`Guards.off_default_option`), or the
+        fallback for an empty input (`Guards.for_empty_input`)."""
         return (
             self.on_error_path(node)
             or self.guards.debug_only(node)
             or self.guards.off_default_option(node)
+            or self.guards.for_empty_input(node)
         )
 
     def behind_periodic_predicate(self, node: cst.CSTNode) -> bool:

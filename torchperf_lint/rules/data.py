@@ -707,7 +707,9 @@ class TensorCreatedThenMoved(Rule):
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
     a function whose result is cached: `@cached_property`, `@lru_cache`, start-up, a `__main__`
     block outside the training loop, an error path (also a branch for
-    non-finite values: `if torch.isnan(K).any(): K = torch.eye(n).to(x.device)`), a branch that runs
+    non-finite values: `if torch.isnan(K).any(): K = torch.eye(n).to(x.device)`), the
+    fallback for an empty or nearly empty input (`if self.n_max_boxes == 0:`, `if
+    len(boxes) == 0:`, `if idx.shape[0] < 3:`), a branch that runs
     every N steps, the set-up of a loop that runs a model with autograd off: buffers a
     decoding or sampling function allocates before its loop, or lazily in it under `if attn
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in

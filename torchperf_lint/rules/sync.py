@@ -272,7 +272,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     x.size(-1))`: a host tensor and a Python int; also a slice bound computed from the items
     of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
     (b,))`, nanoGPT's `get_batch`), the message of an `assert` (computed only
-    when it fails), failure paths (an `except` handler, a branch that raises, what follows
+    when it fails), the fallback for an empty input (`if len(boxes) == 0:`, `if
+    num_insts == 0:`), failure paths (an `except` handler, a branch that raises, what follows
     `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
     non-finite values: the body of `if torch.isnan(loss).any():` or `if not
     torch.isfinite(loss).all(): ...; continue`; the test itself is still reported, and the
