@@ -132,6 +132,8 @@ _LIGHT_OPERATIONS = frozenset({
 # read's advice depends on the rule that reports it).
 _INDEXING = "Indexing a device tensor with a host-memory index"
 _INDEX_ADVICE = "build the index on the device (`torch.randperm(n, device=device)`)"
+# How to stop an explicit synchronize from waiting on every step.
+_SYNCHRONIZE_ADVICE = "remove it, or synchronize only where a clock reads the time it bounds"
 # Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
 # `append_data`, `writer.add_image`): a frame copied to the host for one of them is the
 # program's output, not a wait to remove.
@@ -272,7 +274,7 @@ class HostSyncs:
             HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE) for subscript in self._host_indexes
         )
         found.extend(
-            HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,")
+            HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,", advice=_SYNCHRONIZE_ADVICE)
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
         )
