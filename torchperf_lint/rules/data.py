@@ -640,10 +640,9 @@ class BlockingHostToDeviceCopy(Rule):
     def _only_stores_copies(facts: FileFacts, loop: LoopFacts) -> bool:
         """The loop only copies batches and stores them (`preload.append({"ids":
         b["ids"].to(device)})`): it queues no computation for a copy to overlap with."""
-        return all(
-            facts.host_syncs.is_blocking_move(call)
-            or last_identifier(call.func) in _STORING_CALLS
-            for call in loop.own_calls
+        stores = [call for call in loop.own_calls if last_identifier(call.func) in _STORING_CALLS]
+        return any(last_identifier(call.func) in _STORES for call in stores) and all(
+            call in stores or facts.host_syncs.is_blocking_move(call) for call in loop.own_calls
         )
 
     @staticmethod
@@ -659,11 +658,10 @@ class BlockingHostToDeviceCopy(Rule):
 
 
 
-# Calls that store values or walk an iterable, and queue nothing on the device.
-_STORING_CALLS = frozenset({
-    "append", "extend", "insert", "update", "setdefault", "tqdm", "enumerate", "zip", "len",
-    "items", "keys", "values",
-})
+# Calls that store values, and those that store them or walk an iterable: neither queues
+# anything on the device.
+_STORES = frozenset({"append", "extend", "insert", "update", "setdefault"})
+_STORING_CALLS = _STORES | {"tqdm", "enumerate", "zip", "len", "items", "keys", "values"}
 # Factories that compute their values on the device when given `device=`. Factories that copy
 # host data (`torch.tensor`, `as_tensor`, `from_numpy`, the legacy `torch.LongTensor(...)`)
 # still build the tensor on the host with `device=`, then copy it: the fix would gain nothing.
