@@ -551,6 +551,8 @@ def test_show_settings_names_where_the_version_comes_from(tmp_path):
         ("triton == 2.3.*\n", (2, 3, 0), (2, 4, 0)),
         # The pin narrows the file's torch line.
         ("torch>=1.13\ntriton==2.1.0\n", (2, 1, 0), (2, 2, 0)),
+        # VideoMAEv2: Triton 1.x goes with PyTorch 1 only, which needs no Triton.
+        ("torch>=1.2\ntriton==1.0.0\n", (1, 2, 0), (2, 0, 0)),
         # A contradicting pin, a range, or a release not in the table say nothing.
         ("torch>=2.4\ntriton==2.1.0\n", (2, 4, 0), None),
         ("torch>=1.13\ntriton>=2.1\n", (1, 13, 0), None),

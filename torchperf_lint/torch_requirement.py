@@ -271,13 +271,15 @@ def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[Torch
 # Packages pinned beside PyTorch that only some of its releases go with, by the pin's
 # `major.minor`: the oldest PyTorch release and the first one past them.
 # - Each PyTorch wheel requires one Triton release (`torch 2.1.* → triton==2.1.0`, `2.4.* →
-#   3.0.0`).
+#   3.0.0`); releases before 2.0 require none, so Triton's 0.x and 1.x, which no 2.x wheel
+#   accepts, go with PyTorch 1 only.
 # - PyTorch's conda channel builds each release for a few CUDA versions, chosen with the
 #   `pytorch-cuda` package (from 1.13, its first, to 2.5, its last): `pytorch-cuda=11.7`
 #   installs PyTorch 1.13 or 2.0.
 _TORCH_OF_COMPANION: dict[str, dict[tuple[int, int], tuple[Version, Version]]] = {
     "triton": {
-        (2, 0): ((2, 0), (2, 1)), (2, 1): ((2, 1), (2, 2)), (2, 2): ((2, 2), (2, 3)),
+        (0, 2): ((1, 0), (2, 0)), (0, 3): ((1, 0), (2, 0)), (0, 4): ((1, 0), (2, 0)),
+        (1, 0): ((1, 0), (2, 0)), (1, 1): ((1, 0), (2, 0)), (2, 0): ((2, 0), (2, 1)), (2, 1): ((2, 1), (2, 2)), (2, 2): ((2, 2), (2, 3)),
         (2, 3): ((2, 3), (2, 4)), (3, 0): ((2, 4), (2, 5)), (3, 1): ((2, 5), (2, 6)),
         (3, 2): ((2, 6), (2, 7)), (3, 3): ((2, 7), (2, 8)), (3, 4): ((2, 8), (2, 9)),
     },
