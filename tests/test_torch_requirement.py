@@ -474,6 +474,21 @@ def test_a_program_that_imports_a_module_removed_in_torch_2_gets_no_finding(tmp_
     assert [finding[:3] for finding in findings(tmp_path)] == [finding[:3] for finding in SAFE]
 
 
+@pytest.mark.parametrize(
+    "imported",
+    [
+        # ColossalAI's examples: modules only its releases for PyTorch 1 had, and its legacy
+        # engine, whose releases support PyTorch 2.1 at most.
+        "from colossalai.utils.memory_utils.utils import colo_set_process_memory_fraction\n",
+        "from colossalai.gemini import ChunkManager, GeminiManager\n",
+        "import colossalai.engine\n",
+    ],
+)
+def test_a_program_that_imports_a_framework_module_of_old_releases_gets_no_finding(tmp_path, imported):
+    write_files(tmp_path, {"utils.py": "import torch\n" + imported, "train.py": "import utils\n" + TRAIN})
+    assert findings(tmp_path) == []
+
+
 def test_a_guarded_import_of_a_removed_module_runs_on_any_release(tmp_path):
     guarded = "try:\n    from torch._six import inf\nexcept ImportError:\n    from torch import inf\n"
     write_files(tmp_path, {"utils.py": guarded, "train.py": "import utils\n" + TRAIN})

@@ -423,15 +423,31 @@ def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpressio
         yield target
 
 
-# Modules PyTorch removed, and the release that no longer has them.
-_REMOVED_TORCH_MODULES = {"torch._six": [2, 0, 0]}
+# Modules whose import caps the PyTorch a program runs on, with the first release it cannot:
+# - PyTorch removed `torch._six` in 2.0.
+# - ColossalAI removed modules that its releases for PyTorch 1 only had (v0.1-v0.2 import
+#   `torch._six` or pin `torch<2.0`), and later the legacy engine, whose releases (to v0.3.1)
+#   support PyTorch 2.1 at most by their README.
+_MODULES_ONLY_BELOW = {
+    "torch._six": [2, 0, 0],
+    "colossalai.utils.memory_utils": [2, 0, 0],
+    "colossalai.gemini": [2, 0, 0],
+    "colossalai.zero.init_ctx": [2, 0, 0],
+    "colossalai.zero.shard_utils": [2, 0, 0],
+    "colossalai.utils.model.colo_init_context": [2, 0, 0],
+    "colossalai.core": [2, 2, 0],
+    "colossalai.engine": [2, 2, 0],
+    "colossalai.trainer": [2, 2, 0],
+    "colossalai.registry": [2, 2, 0],
+}
 
 
 def _imports_only_below(module: cst.Module) -> list[int] | None:
-    """`ModuleSummary.imports_only_below`: the release that removed a module the file imports
-    at its top level, outside any `try` or `if` (`from torch._six import inf`, `from torch
-    import _six`); a guarded import (`try: from torch._six import inf` / `except ImportError:
-    from torch import inf`) runs on any release."""
+    """`ModuleSummary.imports_only_below`: the first PyTorch release a module the file
+    imports at its top level, outside any `try` or `if`, cannot run on (`_MODULES_ONLY_BELOW`:
+    `from torch._six import inf`, `from torch import _six`, `from
+    colossalai.gemini.chunk import ChunkManager`); a guarded import (`try: from torch._six
+    import inf` / `except ImportError: from torch import inf`) runs on any release."""
     removed = []
     for statement in module.body:
         if type(statement) is not cst.SimpleStatementLine:
@@ -445,8 +461,19 @@ def _imports_only_below(module: cst.Module) -> list[int] | None:
                 names = [source, *(f"{source}.{dotted_name(alias.name)}" for alias in aliases)]
             else:
                 continue
-            removed.extend(_REMOVED_TORCH_MODULES[name] for name in names if name in _REMOVED_TORCH_MODULES)
+            removed.extend(
+                _MODULES_ONLY_BELOW[prefix]
+                for name in names
+                for prefix in _dotted_prefixes(name)
+                if prefix in _MODULES_ONLY_BELOW
+            )
     return min(removed) if removed else None
+
+
+def _dotted_prefixes(name: str | None) -> list[str]:
+    """`a.b.c`, `a.b`, `a` for `a.b.c`."""
+    parts = (name or "").split(".")
+    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
 
 
 def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:

@@ -189,7 +189,10 @@ class DeprecatedCudaAmp(Rule):
     which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`).
     Nor where every program the file belongs to imports, unguarded, a module PyTorch 2.0
     removed (`from torch._six import inf` in the `utils.py` that each entry point
-    imports): that code cannot run on a release where these names warn. A guarded import
+    imports), or one that only a framework's releases for older PyTorch have
+    (`colossalai.gemini`, gone from ColossalAI when it moved to PyTorch 2; its legacy
+    `colossalai.engine`, whose releases support PyTorch 2.1 at most): that code cannot run
+    on a release where these names warn. A guarded import
     (`try: from torch._six import inf` / `except ImportError: from torch import inf`) runs
     anywhere, and so does a file that some program without such an import also uses.
 

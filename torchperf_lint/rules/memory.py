@@ -534,7 +534,8 @@ class CheckpointUseReentrant(Rule):
     releases older than 2.1, which do not warn and whose default is the reentrant variant
     the code was written with: a project that pins or caps `torch` there (`torch==1.13.1`,
     see TPL301), or whose every program imports a module PyTorch 2.0 removed (`from
-    torch._six import inf` in the `utils.py` every entry point imports).
+    torch._six import inf` in the `utils.py` every entry point imports) or one only
+    ColossalAI's releases for PyTorch 1 have (`colossalai.gemini`, see TPL301).
 
     A constructor's switch needs no construction the linker resolves, unlike a function's
     parameter (whose function, with no caller in the project, is reported: it is an API
