@@ -47,6 +47,15 @@ def is_modulo_test(test: cst.BaseExpression) -> bool:
     return False
 
 
+def _is_interval_flag(test: cst.BaseExpression) -> bool:
+    """`state.should_save`, `control.should_log`, `self.control.should_evaluate`: a flag a
+    trainer's callbacks set on its save, logging or evaluation steps (Hugging Face's
+    `TrainerControl`), or an `and` with one as an operand."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _is_interval_flag(test.left) or _is_interval_flag(test.right)
+    return isinstance(test, cst.Attribute) and test.attr.value in _INTERVAL_FLAGS
+
+
 def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a chain of `and`s (`a and b and c`), or the test itself."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -103,6 +112,8 @@ def _is_modulo(expression: cst.BaseExpression) -> bool:
 
 # How many names bound to names a guard test is followed through.
 _NAME_DEPTH = 3
+# The flags a trainer's callbacks set on its save, logging and evaluation steps.
+_INTERVAL_FLAGS = frozenset({"should_save", "should_log", "should_evaluate"})
 # Wall clocks: a synchronize next to a clock read bounds a timed interval, and a test of the
 # time since a clock read that the test's body resets runs at intervals.
 CLOCKS = frozenset({
@@ -376,10 +387,11 @@ class Guards:
         return False
 
     def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
-        """A modulo test (`is_modulo_test`), or a name every value of which is one, also as
+        """A modulo test (`is_modulo_test`) or a trainer's interval flag (`if
+        state.should_save:`), or a name every value of which is one, also as
         an operand of a top-level `and`; a value that narrows the name's own test (`test =
         step % freq == 0`, then `test = test and acc_step == 0`) keeps it periodic."""
-        if is_modulo_test(test):
+        if is_modulo_test(test) or _is_interval_flag(test):
             return True
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.is_periodic_test(test.left, depth) or self.is_periodic_test(test.right, depth)
@@ -527,7 +539,7 @@ class Guards:
         """True on few iterations: a modulo test, a test of few values of one of `counters`,
         one of `flags` (true on the first iteration only), or a name bound to one of those;
         an `and` with one such operand, an `or` of them only."""
-        if is_modulo_test(test) or self._leaves_the_loop_on(test):
+        if is_modulo_test(test) or _is_interval_flag(test) or self._leaves_the_loop_on(test):
             return True
         if isinstance(test, cst.BooleanOperation):
             left = self._is_sparse_test(test.left, counters, depth, flags)

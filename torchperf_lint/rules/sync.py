@@ -169,7 +169,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     out).
 
     It stays silent on calls that do not run on every step: under a periodic guard
-    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, or `if step % n ==
+    (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, a flag a
+    trainer's callbacks set on those steps, `if state.should_save:`, `control.should_log`, or `if step % n ==
     0 or step >= total_steps:` in a loop that leaves on that same test, `if step >=
     total_steps: return`: its last iteration, or a name bound to
     one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
