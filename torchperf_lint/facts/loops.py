@@ -17,7 +17,7 @@ from typing import Union
 import libcst as cst
 
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
-from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex
+from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex, statements_of
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
@@ -367,10 +367,15 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
 def _literal_trips(loop: LoopNode, scopes: Scopes) -> int | None:
     """The most iterations of `for _ in range(n):` outside any other loop of its function,
     `n` a literal or a name bound only to literals (`n_iter = 5`, also `training_iter = 2 if
-    smoke_test else 50`: either count); None for any other loop."""
+    smoke_test else 50`: either count), or of a loop over `enumerate(...)` that leaves after
+    a literal count (`if idx == 3: break`, a feature demo's four steps); None for any other
+    loop."""
     if not isinstance(loop, cst.For) or scopes.in_a_loop(loop):
         return None
     expression = loop.iter
+    counted = _trips_until_break(loop)
+    if counted is not None:
+        return counted
     if not (
         isinstance(expression, cst.Call)
         and isinstance(expression.func, cst.Name)
@@ -388,6 +393,41 @@ def _literal_trips(loop: LoopNode, scopes: Scopes) -> int | None:
     if not counts or not all(type(count) is int for count in counts):
         return None
     return max(counts)
+
+
+def _trips_until_break(loop: cst.For) -> int | None:
+    """For `for idx, batch in enumerate(loader):` whose body holds `if idx == 3: break` (or
+    `idx >= 3`, `idx > 2`), the iterations it makes at most (4); else None."""
+    target = loop.target
+    if not (
+        isinstance(loop.iter, cst.Call)
+        and dotted_name(loop.iter.func) == "enumerate"
+        and isinstance(target, cst.Tuple)
+        and target.elements
+        and isinstance(target.elements[0].value, cst.Name)
+    ):
+        return None
+    counter = target.elements[0].value.value
+    for statement in statements_of(loop.body):
+        if not (type(statement) is cst.If and _ends_in_break(statement.body)):
+            continue
+        test = statement.test
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+            continue
+        [comparison] = test.comparisons
+        bound = literal_value(comparison.comparator)
+        if dotted_name(test.left) != counter or type(bound) is not int:
+            continue
+        extra = {cst.Equal: 1, cst.GreaterThanEqual: 1, cst.GreaterThan: 2}.get(type(comparison.operator))
+        if extra is not None:
+            return bound + extra
+    return None
+
+
+def _ends_in_break(body: cst.BaseSuite) -> bool:
+    statements = statements_of(body)
+    last = statements[-1] if statements else None
+    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Break
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

@@ -202,7 +202,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     in a loop over a literal collection of constants (`for
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a fit
     of at most 100 steps (`for i in range(training_iter):` with `training_iter = 2 if
-    smoke_test else 50`, outside any other loop: a tutorial's few dozen full-batch steps,
+    smoke_test else 50`, or `for idx, batch in enumerate(loader):` that leaves after a
+    literal count, `if idx == 3: break`, outside any other loop: a tutorial's few dozen full-batch steps,
     whose waits add up to milliseconds; the functions it calls are still judged), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
