@@ -465,8 +465,9 @@ class HostSyncs:
         return False
 
     def _reads_back(self, calls: list[cst.Call]) -> bool:
-        """Every call of a statement is a host read or part of what one reads
-        (`label_hist.mean().item()`): the work it queues is done when it ends."""
+        """Every call of a statement that makes a tensor is part of what a host read reads
+        (`label_hist.mean().item()`, `Counter(pred.argmax(1).tolist())`): the work it
+        queues is done when it ends."""
         receivers = [
             call.func.value
             for call in calls
@@ -475,6 +476,7 @@ class HostSyncs:
         return bool(receivers) and all(
             any(self.index.contains(receiver, call) or call.func.value is receiver for receiver in receivers)
             for call in calls
+            if self.tensors.is_tensor(call)
         )
 
     def _host_block_around(self, line: cst.CSTNode) -> cst.If | cst.With | None:
@@ -483,8 +485,8 @@ class HostSyncs:
         (`with open(log_file, "a") as f:`)."""
         block = self.index.parents.get(line)
         around = self.index.parents.get(block)
-        while type(around) is cst.Else or (type(around) is cst.If and block is not around.body):
-            block, around = around, self.index.parents.get(around)
+        if type(around) is cst.Else:  # to the `if` whose `else` it is
+            around = self.index.parents.get(around)
         if type(around) is cst.If and self._queues_nothing(around.test):
             return around
         if type(around) is cst.With and all(self._queues_nothing(item.item) for item in around.items):

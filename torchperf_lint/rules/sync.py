@@ -135,8 +135,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     other work between them, or another compound statement, ends it). A read right after an
     explicit synchronize waits for nothing more: only the synchronize is reported (also a
     read after statements that each read back the work they queue, `hist =
-    x.mean().item()`, or in the body of an `if` on a plain flag, `if args.use_flex:`, or of
-    a `with` on host values, `with open(log_file, "a") as f:`). A
+    x.mean().item()`, or in either branch of an `if` on a plain flag, `if args.use_flex:`, or
+    in the body of a `with` on host values, `with open(log_file, "a") as f:`). A
     comparison with `None` (`if p_model == None:`) reads nothing: PyTorch answers `False`
     without looking at the tensor. A read in
     a branch of an `if` whose test is itself a read runs only when that test holds, or right
