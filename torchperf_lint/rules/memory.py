@@ -276,9 +276,11 @@ class LossGraphRetained(Rule):
     without a graph), accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in
     the iteration (`loss = a` then `loss = loss + b`), a loss that the iteration itself
-    backpropagates into a container the loop resets, if only on some iterations
-    (`running_loss += loss; loss.backward()` with `running_loss = 0` after each optimizer
-    step: backward freed what the graphs saved, and they live for a few micro-batches), and
+    backpropagates into a container the loop, or a loop around it, resets, if only on some
+    iterations (`running_loss += loss; loss.backward()` with `running_loss = 0` after each
+    optimizer step, or `losses = []` at the top of a step whose loop over sub-networks
+    appends and backpropagates each loss: backward freed what the graphs saved, and they
+    live for a few micro-batches), and
     test files. The same accumulation never reset (`total_loss += loss` across the run, the
     PyTorch FAQ's example) is reported even after `loss.backward()`: the graph nodes pile up.
 
@@ -458,15 +460,20 @@ def _backpropagated_until_reset(
 ) -> bool:
     """The stored value is backpropagated in the loop (`current_loss.backward()`), which frees
     what its graph saved, and the container is reset in the loop, if only on some iterations
-    (`running_loss = 0` after each optimizer step of a gradient-accumulation loop): it holds
-    the bare graphs of a few micro-batches, never a growing history."""
+    (`running_loss = 0` after each optimizer step of a gradient-accumulation loop), or in a
+    loop around it (`losses = []` at the top of each step, then a loop over sub-networks that
+    appends and backpropagates each loss): it holds the bare graphs of a few micro-batches,
+    never a growing history."""
     stored = dotted_name(store.value)
     if stored is None or not any(
         isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == stored
         for call in loop.backward_calls
     ):
         return False
-    return next(_resets_in_loop(facts, store, loop, rebinding), None) is not None
+    return any(
+        next(_resets_in_loop(facts, store, around, rebinding), None) is not None
+        for around in facts.loops.enclosing_loops(store.statement)
+    )
 
 
 def _precedes(block: cst.CSTNode, line: cst.CSTNode, statement: cst.CSTNode, facts: FileFacts) -> bool:
