@@ -132,6 +132,12 @@ class ProgramAnswers:
         preprocessed ahead of training), or None when the program does not say."""
         return None
 
+    def unpinnable_batch(self, collate: cst.BaseExpression) -> bool:
+        """Whether the project function `collate` (a DataLoader's `collate_fn`) returns a
+        batch that pinning cannot pin: one it builds from a plain class without
+        `pin_memory` (DETR's `utils.collate_fn`, whose images are a `NestedTensor`)."""
+        return False
+
     def never_called(self, function: cst.FunctionDef) -> bool:
         """Whether nothing can run `function`, a method or a private function: no file of
         the project, tests included, names it, no decorator registers it, and no framework

@@ -1563,6 +1563,11 @@ class ProgramFacts:
     def _answer_returned_loader(self, file: str, ref: Ref, index: int | None = None) -> Answer:
         return self.returned_loader(self.resolve(file, ref), index)
 
+    def _answer_unpinnable_batch(self, file: str, ref: Ref) -> bool:
+        target = self.resolve(file, ref)
+        record = self.function(target) if target is not None else None
+        return record is not None and record.unpinnable_batch
+
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return self.never_called(Target(file, qualname, "function"))
 

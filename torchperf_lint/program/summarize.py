@@ -6,6 +6,7 @@ import builtins
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import cached_property
 
 import libcst as cst
 
@@ -15,7 +16,12 @@ from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.dataloaders import DESERIALIZERS, MISSING
 from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
-from torchperf_lint.facts.index import SCOPE_TYPES, nearest_ancestor
+from torchperf_lint.facts.index import (
+    SCOPE_TYPES,
+    descendants_in_scope,
+    methods_of,
+    nearest_ancestor,
+)
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
 from torchperf_lint.facts.names import alias_binding, dotted_name
 from torchperf_lint.facts.steps import saves_a_checkpoint
@@ -636,6 +642,42 @@ class _Summarizer:
             returns_cuda_device=self._returns_cuda_device(function),
             returns=self._returns(function),
             iterated=sorted(set(iterated)),
+            unpinnable_batch=self._builds_unpinnable_batch(function),
+        )
+
+    @cached_property
+    def _unpinnable_builders(self) -> frozenset[str]:
+        """The classes of the module that a DataLoader cannot pin (plain classes, without a
+        `pin_memory` method: DETR's `NestedTensor`), and the module's functions that only
+        return one, also through one another (`nested_tensor_from_tensor_list`), by name."""
+        classes = {
+            cls.name.value
+            for cls in self.facts.index.classes
+            if all(dotted_name(base.value) == "object" for base in cls.bases)
+            and not methods_of(cls, ("pin_memory",))
+            and self.facts.scopes.enclosing_function(cls) is None
+        }
+        builders = set(classes)
+        while True:  # `return _onnx_nested_tensor(...)` of a function that returns one
+            found = {
+                function.name.value
+                for function, returns in self.returns.items()
+                if all(
+                    type(node.value) is cst.Call and dotted_name(node.value.func) in builders
+                    for node in returns
+                )
+            }
+            if found <= builders:
+                return frozenset(builders)
+            builders |= found
+
+    def _builds_unpinnable_batch(self, function: cst.FunctionDef) -> bool:
+        """`FunctionSummary.unpinnable_batch`: `function` returns a value and builds one the
+        DataLoader cannot pin on the way (DETR's `collate_fn`: `batch[0] =
+        nested_tensor_from_tensor_list(batch[0])`, then `return tuple(batch)`)."""
+        return bool(self.returns.get(function)) and any(
+            type(node) is cst.Call and dotted_name(node.func) in self._unpinnable_builders
+            for node in descendants_in_scope(function.body)
         )
 
     def _loop(self, loop: LoopFacts) -> LoopSummary:

@@ -121,6 +121,9 @@ class FunctionSummary:
     returns_cuda_device: bool = False
     returns: list[Value] = field(default_factory=list)
     iterated: list[str] = field(default_factory=list)  # Parameters a loop of its iterates.
+    # Returns a batch a DataLoader cannot pin: it builds an instance of a plain class of its
+    # module without `pin_memory` (DETR's `collate_fn` and its `NestedTensor`).
+    unpinnable_batch: bool = False
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     # Attributes it may set to a true value (`obj.use_checkpoint = flag`, `setattr(obj,

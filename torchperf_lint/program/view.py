@@ -122,6 +122,10 @@ class LinkedAnswers(ProgramAnswers):
         answer = self._ask(*question)
         return answer if isinstance(answer, str) else None
 
+    def unpinnable_batch(self, collate: cst.BaseExpression) -> bool:
+        ref = self._project_ref(collate)
+        return ref is not None and bool(self._ask("unpinnable_batch", ref))
+
     def never_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("never_called", self.refs.qualname(function)))
 

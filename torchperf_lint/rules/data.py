@@ -241,7 +241,10 @@ class DataLoaderNoPinMemory(Rule):
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
     sampler draws a handful of samples, or its trainer reads a handful of its batches; its
     loops only look at the data; no caller takes the branch that builds it); for
-    `DataLoader([])`, a stand-in that yields no batch; when the dataset is a class of the
+    `DataLoader([])`, a stand-in that yields no batch; when its `collate_fn` is a project
+    function that builds the batch from a plain class of its module without a `pin_memory`
+    method, which pinning leaves as it is (DETR's `utils.collate_fn`, whose images become a
+    `NestedTensor`: only the small targets would be pinned); when the dataset is a class of the
     module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a range of indices
@@ -337,6 +340,9 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # `TensorDataset(torch.arange(n))`: a few integers per batch
             if facts.dataloaders.collates_token_ids(loader):
                 continue  # padded token ids: kilobytes per batch
+            collate = loader.argument("collate_fn")
+            if collate is not None and facts.program.unpinnable_batch(collate.value):
+                continue  # DETR's `NestedTensor`: pinning leaves the images as they are
             if facts.dataloaders.built_by_a_dataset(loader):
                 continue  # a dataset's one-time preprocessing pass
             if facts.dataloaders.wraps_a_dataset_given_instead(loader):
