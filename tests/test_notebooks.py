@@ -191,6 +191,17 @@ def test_ipython_lines_are_skipped_and_rows_stay_right():
     ]
 
 
+def test_a_cell_that_declares_another_language_is_not_linted():
+    # ms-swift's notebooks: shell cells that VS Code marks as such, in a Python notebook.
+    document = json.loads(notebook(IMPORTS, ["git clone https://example.com/repo.git\n"], ["x = 1\n"]))
+    document["cells"][1]["metadata"] = {"vscode": {"languageId": "shellscript"}}
+    data = (json.dumps(document) + "\n").encode()
+    assert lint_notebook(data, "nb.ipynb", DEFAULTS).diagnostics == []
+    document["cells"][1]["metadata"] = {"vscode": {"languageId": "python"}}
+    [diagnostic] = lint_notebook((json.dumps(document) + "\n").encode(), "nb.ipynb", DEFAULTS).diagnostics
+    assert diagnostic.code == "E902"
+
+
 def test_an_indented_shell_escape_that_starts_a_cell_is_an_ipython_line():
     # IPython removes a cell's leading indentation: ` !tts --text ...` runs the shell.
     data = notebook(

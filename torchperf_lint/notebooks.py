@@ -12,7 +12,8 @@ stay right, with the line in its comment (what `%time train(loader)` names is st
 there: `FileFacts.ipython_names`), and they are never rewritten (one that starts a cell
 indented, ` !tts ...`, at column 0: IPython removes a cell's leading indentation). A cell
 magic whose body is Python (`%%time`, `%%timeit`, `%%capture`, `%%prun`) keeps its body
-linted; any other cell magic (`%%bash`, `%%writefile`) takes the whole cell out.
+linted; any other cell magic (`%%bash`, `%%writefile`) takes the whole cell out, and so does
+a cell whose metadata declares another language (VS Code's `"languageId": "shellscript"`).
 
 A notebook whose joined code does not parse is read cell by cell, as IPython runs it: a cell
 that does not parse on its own (a `$ python train.py` transcript, a pasted training log) fails
@@ -174,7 +175,7 @@ def read_notebook(data: bytes) -> Notebook:
     for index, cell in enumerate(document["cells"]):
         if not isinstance(cell, dict):
             raise NotebookError(f"not a notebook: cell {index + 1} is not an object")
-        if cell.get("cell_type") != "code":
+        if cell.get("cell_type") != "code" or not _cell_is_python(cell):
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(line, str) for line in source):
@@ -198,6 +199,15 @@ def _is_python(document: dict) -> bool:
         if isinstance(info, dict) and isinstance(info.get(field_name), str):
             return info[field_name].lower() == "python"
     return True
+
+
+def _cell_is_python(cell: dict) -> bool:
+    """False for a cell that declares another language in its metadata, as VS Code records
+    it (`{"vscode": {"languageId": "shellscript"}}`), like a `%%bash` cell: not linted."""
+    metadata = cell.get("metadata")
+    editor = metadata.get("vscode") if isinstance(metadata, dict) else None
+    language = editor.get("languageId") if isinstance(editor, dict) else None
+    return not isinstance(language, str) or language.lower() == "python"
 
 
 def _code_cell(
