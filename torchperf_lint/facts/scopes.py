@@ -141,18 +141,20 @@ class Scopes:
     def bound_values(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """Values assigned to the name or `self.attr` that `expression` reads.
 
-        A name is looked up in its own function first, then at module level; a function
-        parameter that is never reassigned has no known value.
+        A name is looked up in its own function first, then in the functions around it (a
+        closure's free name), then at module level; a function parameter that is never
+        reassigned has no known value.
         """
         name = dotted_name(expression)
         if name is None:
             return []
         if name.startswith("self."):
             return self._bindings.get((None, name), [])
-        function = self.enclosing_function(expression)
-        local = self._bindings.get((function, name), [])
-        if local or self.is_parameter(name.split(".")[0], function):
-            return local
+        root = name.split(".")[0]
+        for function in self.enclosing_functions(expression):
+            values = self._bindings.get((function, name), [])
+            if values or self.is_parameter(root, function):
+                return values
         return self._bindings.get((None, name), [])
 
     def shows_every_binding(self, name: cst.Name) -> bool:
