@@ -599,8 +599,33 @@ class DataLoaders:
             )
         if isinstance(expression, (cst.Name, cst.Attribute)) and depth < 3:
             values = self.scopes.bound_values(expression)
+            if not values and isinstance(expression, cst.Name):
+                return self._local_collate_of_token_ids(expression, depth)
             return bool(values) and all(self._collates_token_ids(v, depth + 1) for v in values)
         return False
+
+    def _local_collate_of_token_ids(self, name: cst.Name, depth: int) -> bool:
+        """`name` is a function defined in the same function that pads with a text collator
+        bound there, or with the tokenizer, and names no images (trlx's `def
+        collate_fn(elems): batch = hf_collate_fn(...)` after `hf_collate_fn =
+        DataCollatorWithPadding(self.tokenizer)`, or `self.tokenizer.pad(...)`)."""
+        scope = self.scopes.enclosing_function(name)
+        local = [
+            function for function in self.index.functions
+            if function.name.value == name.value and self.scopes.enclosing_function(function) is scope
+        ]
+        if len(local) != 1:
+            return False
+        nodes = list(descendants(local[0].body))
+        return any(
+            type(node) is cst.Call
+            and (self._collates_token_ids(node, depth + 1) or self._collates_token_ids(node.func, depth + 1))
+            for node in nodes
+        ) and not any(
+            _names_pixels(last_identifier(node) or "")
+            for node in nodes
+            if isinstance(node, (cst.Name, cst.Attribute))
+        )
 
     def tiny_images(self, loader: DataLoaderConstruction) -> bool:
         """The dataset is one of the datasets of tiny images, by name (torchvision's MNIST and

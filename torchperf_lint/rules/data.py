@@ -261,7 +261,8 @@ class DataLoaderNoPinMemory(Rule):
     such as `DataCollatorWithPadding(tokenizer)`, a collate function given a tokenizer's
     padding id, or the tokenizer itself, and nothing about images or audio:
     `partial(padded_collate_sft, padding_idx=tokenizer.pad_id)`, `Collater(self.tokenizer,
-    512)`; not when the dataset names images or audio, `ImageCaptions(captions,
+    512)`, or a function defined beside the loader that pads with one of those, `def
+    collate_fn(xs): return self.tokenizer.pad(...)`; not when the dataset names images or audio, `ImageCaptions(captions,
     image_processor=p)`) or no batch at all (`collate_fn=list` hands over the
     samples, prompts, as they are);
     when it is one of the datasets of tiny images
