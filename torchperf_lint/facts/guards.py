@@ -30,8 +30,11 @@ _COMPATIBILITY_ERRORS = frozenset({
     "BaseException",
 })
 # Tests that pick an API by PyTorch version or feature: `torch.__version__ >= "2.3"`,
-# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`.
-_VERSION_TEST = re.compile(r"version|hasattr|getattr|greater|older|newer|\d_\d", re.IGNORECASE)
+# `TORCH_GE_2_3`, `hasattr(torch, "amp")`, `is_torch_greater_or_equal("2.4")`, or a call
+# given a version string, `ppe.requires("2.3.0")`.
+_VERSION_TEST = re.compile(
+    r"version|hasattr|getattr|greater|older|newer|\d_\d|\(\s*[\"']\d+\.\d+", re.IGNORECASE
+)
 
 
 def is_modulo_test(test: cst.BaseExpression) -> bool:

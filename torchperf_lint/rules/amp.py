@@ -165,12 +165,14 @@ class DeprecatedCudaAmp(Rule):
     somewhere that warns: an import nothing reads, or only annotations and type checks
     read, is not), and so is each use.
     Importing the module itself (`from torch.cuda import amp`) is not reported; its uses
-    (`amp.autocast()`) are, except in annotations and type checks (`isinstance`,
-    `assertIsInstance`), which call nothing. An import inside a function binds only there:
+    (`amp.autocast()`) are, except in annotations, type checks (`isinstance`,
+    `assertIsInstance`) and a mock's spec (`MagicMock(spec=GradScaler)`), which build
+    nothing. An import inside a function binds only there:
     the fix of its uses never touches another function's. Compatibility shims are left
     alone: code inside
     `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
-    `if` that tests the PyTorch version or `hasattr`. Test files are checked too: a
+    `if` that tests the PyTorch version or `hasattr` (also a call given a version string,
+    `X if ppe.requires("2.3.0") else Y`). Test files are checked too: a
     deprecation warns there as well; but not when the oldest PyTorch the project supports
     (below) lacks the replacement (a project declaring `torch>=1.8`): its tests must also
     run on the releases where the deprecated name is the only one, and the warning is only
@@ -368,11 +370,13 @@ class DeprecatedCudaAmp(Rule):
 
 def _is_type_reference(facts: FileFacts, reference: cst.BaseExpression) -> bool:
     """In an annotation, or the class argument of `isinstance`/`issubclass` or of unittest's
-    `assertIsInstance`."""
+    `assertIsInstance`, or the spec of a mock (`MagicMock(spec=GradScaler)`: never built)."""
     for parent, child in facts.scopes.ancestors_with_child(reference):
         if isinstance(parent, cst.Annotation):
             return True
         if isinstance(parent, cst.Arg) and child is parent.value:
+            if parent.keyword is not None and parent.keyword.value in ("spec", "spec_set"):
+                return True
             call = facts.index.parents.get(parent)
             if isinstance(call, cst.Call) and (
                 facts.names.call_name(call) in _TYPE_CHECKS
