@@ -434,8 +434,11 @@ def _assigned_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpressio
 # - ColossalAI removed modules that its releases for PyTorch 1 only had (v0.1-v0.2 import
 #   `torch._six` or pin `torch<2.0`), and later the legacy engine, whose releases (to v0.3.1)
 #   support PyTorch 2.1 at most by their README.
+# - timm's `Dataset` (renamed `ImageDataset` in 0.4) is from releases that import
+#   `torch._six.container_abcs`, which PyTorch 1.9 removed.
 _MODULES_ONLY_BELOW = {
     "torch._six": [2, 0, 0],
+    "timm.data.Dataset": [1, 9, 0],
     "colossalai.utils.memory_utils": [2, 0, 0],
     "colossalai.gemini": [2, 0, 0],
     "colossalai.zero.init_ctx": [2, 0, 0],

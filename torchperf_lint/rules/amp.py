@@ -193,7 +193,8 @@ class DeprecatedCudaAmp(Rule):
     removed (`from torch._six import inf` in the `utils.py` that each entry point
     imports), or one that only a framework's releases for older PyTorch have
     (`colossalai.gemini`, gone from ColossalAI when it moved to PyTorch 2; its legacy
-    `colossalai.engine`, whose releases support PyTorch 2.1 at most): that code cannot run
+    `colossalai.engine`, whose releases support PyTorch 2.1 at most; timm 0.3's
+    `timm.data.Dataset`, whose releases break on PyTorch 1.9): that code cannot run
     on a release where these names warn. A guarded import
     (`try: from torch._six import inf` / `except ImportError: from torch import inf`) runs
     anywhere, and so does a file that some program without such an import also uses.
