@@ -395,7 +395,8 @@ class HostSyncs:
         """The statement after the synchronize (or before it) reads a clock, a wall clock or
         the time between two CUDA events (`start.elapsed_time(end)`, which needs `end` to have
         completed), or starts or stops a timer object (`fw_timer.toc()`, whose method reads the
-        clock): it bounds a timed interval, a measurement rather than a stray wait. A
+        clock), or ends the block of a timer's `with` (`with Timer("step"):`, whose exit reads
+        the clock): it bounds a timed interval, a measurement rather than a stray wait. A
         synchronize next to `start.record()` of a CUDA event opens such an interval. A
         synchronize alone in a branch of an `if` (`if device.type == "cuda":
         torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
@@ -417,6 +418,12 @@ class HostSyncs:
                 break
             line = branch
         position = lines.index(line)
+        around = parents.get(block)
+        if position == len(lines) - 1 and type(around) is cst.With and any(
+            "timer" in (last_identifier(item.item.func if type(item.item) is cst.Call else item.item) or "").lower()
+            for item in around.items
+        ):
+            return True  # the end of `with Timer("step"):`, whose exit reads the clock
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(
             isinstance(node, cst.Call)
