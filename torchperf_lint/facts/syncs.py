@@ -395,8 +395,8 @@ class HostSyncs:
         """The statement after the synchronize (or before it) reads a clock, a wall clock or
         the time between two CUDA events (`start.elapsed_time(end)`, which needs `end` to have
         completed), or starts or stops a timer object (`fw_timer.toc()`, whose method reads the
-        clock), or ends the block of a timer's `with` (`with Timer("step"):`, whose exit reads
-        the clock): it bounds a timed interval, a measurement rather than a stray wait. A
+        clock), or ends the block of a timer's `with` but for host work (`with Timer("step"):`,
+        whose exit reads the clock): it bounds a timed interval, a measurement rather than a stray wait. A
         synchronize next to `start.record()` of a CUDA event opens such an interval. A
         synchronize alone in a branch of an `if` (`if device.type == "cuda":
         torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
@@ -419,11 +419,11 @@ class HostSyncs:
             line = branch
         position = lines.index(line)
         around = parents.get(block)
-        if position == len(lines) - 1 and type(around) is cst.With and any(
+        if type(around) is cst.With and all(map(self._queues_nothing, lines[position + 1:])) and any(
             "timer" in (last_identifier(item.item.func if type(item.item) is cst.Call else item.item) or "").lower()
             for item in around.items
         ):
-            return True  # the end of `with Timer("step"):`, whose exit reads the clock
+            return True  # the end of `with Timer("step"):`, whose exit reads the clock, but a print
         neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
         return any(
             isinstance(node, cst.Call)
@@ -500,7 +500,7 @@ class HostSyncs:
             return around
         return None
 
-    def _queues_nothing(self, expression: cst.BaseExpression) -> bool:
+    def _queues_nothing(self, expression: cst.CSTNode) -> bool:
         """Whether `expression` calls nothing that makes a tensor (`args.use_flex`,
         `open(path)`)."""
         calls = [node for node in (expression, *descendants(expression)) if type(node) is cst.Call]

@@ -124,8 +124,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     that does not bound a timed interval (a clock read right before or after it: `time.time()`,
     a CUDA event's `start.elapsed_time(end)`, which needs the synchronize, `start.record()`
     of a `torch.cuda.Event`, which opens the interval after it, or a timer object's method,
-    `fw_timer.toc()`, `self.timer.start()`, or the end of a timer's `with`, `with
-    Timer("update"):`, whose exit reads the clock). A chain
+    `fw_timer.toc()`, `self.timer.start()`, or the end of a timer's `with` but for host
+    work, `with Timer("update"):`, whose exit reads the clock). A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
