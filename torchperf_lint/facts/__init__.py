@@ -249,10 +249,20 @@ class FileFacts:
             return False
         if copied.value in loop.target_names:
             return True
-        for target, iterated in self.tensors.iterations_around(copied):
-            if copied.value in target_names(target):
-                return root_name(iterated) in loop.target_names
-        return False
+        iterated = self._iterated_for_item(copied)
+        return iterated is not None and root_name(iterated) in loop.target_names
+
+    def _iterated_for_item(self, name: cst.Name) -> cst.BaseExpression | None:
+        """What the innermost loop or comprehension that binds `name` iterates (`batch` for
+        `t` in `[t.to(device) for t in batch]`), or None."""
+        return next(
+            (
+                iterated
+                for target, iterated in self.tensors.iterations_around(name)
+                if name.value in target_names(target)
+            ),
+            None,
+        )
 
     def next_blocking_copy(self, loop: LoopFacts, node: cst.CSTNode) -> cst.CSTNode | None:
         """The blocking copy of host data to the device that the host reaches next after
@@ -274,9 +284,7 @@ class FileFacts:
         iterated = iterated_expression(loop.node)
         for call in (*later, None, *earlier):
             if call is None:  # the next iteration starts
-                if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(
-                    unwrapped_iterable(iterated)
-                ):
+                if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(iterated):
                     return iterated
                 continue
             if call in updates or _prepares_data(call):
@@ -292,15 +300,9 @@ class FileFacts:
         if self.copies_a_batch(call, loop) or self.host_syncs.uploads_and_waits(call):
             return True
         copied = call.func.value
-        if type(copied) is cst.Name:  # `t` of `[t.to(device) for t in region[1:]]`
-            copied = next(
-                (
-                    iterated
-                    for target, iterated in self.tensors.iterations_around(copied)
-                    if copied.value in target_names(target)
-                ),
-                copied,
-            )
+        item_of = self._iterated_for_item(copied) if type(copied) is cst.Name else None
+        if item_of is not None:  # `t` of `[t.to(device) for t in region[1:]]`
+            copied = item_of
         while isinstance(copied, (cst.Attribute, cst.Subscript)):
             copied = copied.value
         values = [  # not what this copy makes: `region = [t.to(device) for t in region]`

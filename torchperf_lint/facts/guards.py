@@ -16,6 +16,7 @@ from torchperf_lint.facts.index import (
     SyntaxIndex,
     descendants,
     descendants_in_scope,
+    final_simple_statement,
     methods_of,
     statements_of,
 )
@@ -583,11 +584,9 @@ class Guards:
         return self._exits[loop]
 
     def _leaves(self, body: cst.BaseSuite, loop: cst.For | cst.While) -> bool:
-        statements = statements_of(body)
-        last = statements[-1] if statements else None
-        if type(last) is not cst.SimpleStatementLine:
+        final = final_simple_statement(body)
+        if final is None:
             return False
-        final = last.body[-1]
         if type(final) is cst.Return:
             return True
         nearest = next(parent for parent in self.scopes.ancestors(final) if type(parent) in LOOP_TYPES)
@@ -787,7 +786,7 @@ class Guards:
                 if held is not UNKNOWN:  # only then build a test of it to evaluate
                     tested = _value_with(test.with_changes(left=cst.Name("held")), "held", held)
                     default = tested if isinstance(tested, bool) else default
-            given = _none_compared(test)  # `self.remap is not None`: whether it was given
+            given = none_compared(test)  # `self.remap is not None`: whether it was given
             if given is not None:
                 attribute, negated = given[0], negated != (not given[1])
                 if self._constructor_literal(attribute) is None:
@@ -1471,7 +1470,7 @@ def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> boo
     return False
 
 
-def _none_compared(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+def none_compared(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
     """(`x`, True) for `x is not None`, (`x`, False) for `x is None`."""
     if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return None

@@ -241,6 +241,14 @@ def statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
     return list(body) if isinstance(body, (list, tuple)) else []
 
 
+def final_simple_statement(block: cst.CSTNode | None) -> cst.BaseSmallStatement | None:
+    """The simple statement a block ends with when its last line is simple (`...; break`);
+    None when it ends with a compound statement, or for a one-line suite."""
+    statements = statements_of(block)
+    last = statements[-1] if statements else None
+    return last.body[-1] if type(last) is cst.SimpleStatementLine else None
+
+
 def nearest_ancestor(
     parents: dict[cst.CSTNode, cst.CSTNode],
     memo: dict[cst.CSTNode, cst.CSTNode | None],

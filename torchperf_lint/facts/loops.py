@@ -17,7 +17,13 @@ from typing import Union
 import libcst as cst
 
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
-from torchperf_lint.facts.index import LOOP_TYPES, SCOPE_TYPES, SyntaxIndex, statements_of
+from torchperf_lint.facts.index import (
+    LOOP_TYPES,
+    SCOPE_TYPES,
+    SyntaxIndex,
+    final_simple_statement,
+    statements_of,
+)
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, target_names
 from torchperf_lint.facts.scopes import Scopes
 
@@ -409,7 +415,7 @@ def _trips_until_break(loop: cst.For) -> int | None:
         return None
     counter = target.elements[0].value.value
     for statement in statements_of(loop.body):
-        if not (type(statement) is cst.If and _ends_in_break(statement.body)):
+        if not (type(statement) is cst.If and type(final_simple_statement(statement.body)) is cst.Break):
             continue
         test = statement.test
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
@@ -422,12 +428,6 @@ def _trips_until_break(loop: cst.For) -> int | None:
         if extra is not None:
             return bound + extra
     return None
-
-
-def _ends_in_break(body: cst.BaseSuite) -> bool:
-    statements = statements_of(body)
-    last = statements[-1] if statements else None
-    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Break
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

@@ -37,7 +37,13 @@ import libcst as cst
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
 from torchperf_lint.facts.guards import Guards
-from torchperf_lint.facts.index import SCOPE_TYPES, descendants, descendants_in_scope, methods_of
+from torchperf_lint.facts.index import (
+    SCOPE_TYPES,
+    descendants,
+    descendants_in_scope,
+    final_simple_statement,
+    methods_of,
+)
 from torchperf_lint.facts.loops import LoopFacts, Loops
 from torchperf_lint.facts.names import NameResolver, last_identifier, root_name
 from torchperf_lint.facts.program import ProgramAnswers, StepWitness
@@ -71,10 +77,7 @@ def saves_a_checkpoint(call: cst.Call) -> bool:
 
 def _ends_in_leave(block: cst.BaseSuite) -> bool:
     """Its last statement is `return`, `break` or `continue`."""
-    statements = getattr(block, "body", ())
-    last = statements[-1] if statements else None
-    small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
-    return bool(small) and isinstance(small[-1], (cst.Return, cst.Break, cst.Continue))
+    return isinstance(final_simple_statement(block), (cst.Return, cst.Break, cst.Continue))
 
 
 # Tests that find non-finite values (`torch.isnan(x).any()`, `math.isinf(v)`).
@@ -507,10 +510,7 @@ class Steps:
             return any(self._ends_in_exit(branch) for branch in branches) and all(
                 self._ends_in_exit(branch) or _ends_in_leave(branch) for branch in branches
             )
-        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
-        if not small:
-            return False
-        final = small[-1]
+        final = final_simple_statement(block)
         if isinstance(final, cst.Raise):
             return True
         return (

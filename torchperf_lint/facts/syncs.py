@@ -24,7 +24,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, is_dtype
-from torchperf_lint.facts.guards import CLOCKS, conjuncts
+from torchperf_lint.facts.guards import CLOCKS, conjuncts, none_compared
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
     ScopeNode,
@@ -579,13 +579,10 @@ class HostSyncs:
         """`if grad_norm is not None:` (or `is None`) of a name its function binds, not a
         parameter: a value of this step, not a switch that decides whether the branch runs
         on every step."""
-        test = branch.test
-        if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        compared = none_compared(branch.test)
+        if compared is None:
             return False
-        [comparison] = test.comparisons
-        if type(comparison.operator) not in (cst.Is, cst.IsNot) or not is_none(comparison.comparator):
-            return False
-        name = test.left
+        name = compared[0]
         function = self.scopes.enclosing_function(branch)
         return (
             type(name) is cst.Name
