@@ -242,8 +242,10 @@ def statements_of(block: cst.CSTNode | None) -> list[cst.CSTNode]:
 
 
 def final_simple_statement(block: cst.CSTNode | None) -> cst.BaseSmallStatement | None:
-    """The simple statement a block ends with when its last line is simple (`...; break`);
-    None when it ends with a compound statement, or for a one-line suite."""
+    """The simple statement a block ends with when its last line is simple (`...; break`),
+    also a one-line suite's (`if done: break`); None when it ends with a compound statement."""
+    if type(block) is cst.SimpleStatementSuite:
+        return block.body[-1] if block.body else None
     statements = statements_of(block)
     last = statements[-1] if statements else None
     return last.body[-1] if type(last) is cst.SimpleStatementLine else None
