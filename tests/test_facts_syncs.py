@@ -405,10 +405,11 @@ def test_the_next_blocking_copy_is_the_first_upload_the_host_reaches_before_an_u
         return loop.step_calls[-1]
 
     # After the step, the next iteration starts with a blocking copy of the batch.
-    assert facts.code(facts.next_blocking_copy(blocking, last_step(blocking))) == "x.cuda()"
+    copy = facts.next_blocking_copy(blocking, last_step(blocking))
+    assert (facts.code(copy.node), copy.by_accelerate) == ("x.cuda()", False)
     assert facts.next_blocking_copy(asynchronous, last_step(asynchronous)) is None
     # A copy later in the same iteration comes first; before it, the backward does.
-    assert facts.code(facts.next_blocking_copy(copied_late, last_step(copied_late))) == "y.cuda()"
+    assert facts.code(facts.next_blocking_copy(copied_late, last_step(copied_late)).node) == "y.cuda()"
     forward = copied_late.backward_calls[0].func.value
     assert facts.next_blocking_copy(copied_late, forward) is None
 
@@ -430,7 +431,7 @@ def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> No
     tokenized, regional = facts.loops.training_loops
     # Without the read, the tokenizer would run while the device finishes the step.
     assert facts.next_blocking_copy(tokenized, tokenized.step_calls[0]) is None
-    assert facts.code(facts.next_blocking_copy(regional, regional.step_calls[0])) == "t.to('cuda')"
+    assert facts.code(facts.next_blocking_copy(regional, regional.step_calls[0]).node) == "t.to('cuda')"
 
 
 def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:
@@ -445,7 +446,8 @@ def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set()
     )
     facts = facts_of(prepared.format(config=""))
     [loop] = facts.loops.training_loops
-    assert facts.code(facts.next_blocking_copy(loop, loop.step_calls[0])) == "loader"
+    copy = facts.next_blocking_copy(loop, loop.step_calls[0])
+    assert (facts.code(copy.node), copy.by_accelerate) == ("loader", True)
     configured = facts_of(prepared.format(config="dataloader_config=config"))
     [loop] = configured.loops.training_loops
     assert configured.next_blocking_copy(loop, loop.step_calls[0]) is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import PurePath
+from typing import NamedTuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -51,6 +52,14 @@ _PROGRAM_INDEPENDENT = (
     "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "counters",
     "models", "ipython_names",
 )
+
+
+class BlockingCopy(NamedTuple):
+    """A blocking copy of host data to the device (`FileFacts.next_blocking_copy`): the copy
+    call, or the loader whose batches Accelerate copies (`by_accelerate`)."""
+
+    node: cst.CSTNode
+    by_accelerate: bool
 
 
 class FileFacts:
@@ -264,7 +273,7 @@ class FileFacts:
             None,
         )
 
-    def next_blocking_copy(self, loop: LoopFacts, node: cst.CSTNode) -> cst.CSTNode | None:
+    def next_blocking_copy(self, loop: LoopFacts, node: cst.CSTNode) -> BlockingCopy | None:
         """The blocking copy of host data to the device that the host reaches next after
         `node` in the body of `loop`, before any backward or optimizer step, going on from
         the start of the next iteration: a blocking move (`is_blocking_move`: `x.cuda()`,
@@ -285,13 +294,15 @@ class FileFacts:
         for call in (*later, None, *earlier):
             if call is None:  # the next iteration starts
                 if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(iterated):
-                    return iterated
+                    return BlockingCopy(iterated, by_accelerate=True)
                 continue
             if call in updates or _prepares_data(call):
                 return None
             if self._uploads_data(call, loop):
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
-                return None if any(map(_prepares_data, receiver_calls)) else call
+                if any(map(_prepares_data, receiver_calls)):
+                    return None
+                return BlockingCopy(call, by_accelerate=False)
         return None
 
     def _uploads_data(self, call: cst.Call, loop: LoopFacts) -> bool:

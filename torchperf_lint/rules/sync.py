@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchperf_lint.facts import FileFacts
+from torchperf_lint.facts import BlockingCopy, FileFacts
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.steps import Step
 from torchperf_lint.facts.syncs import HostSync
@@ -62,8 +62,8 @@ class _PerIterationRule(Rule):
             advice = site.advice or self.read_advice
             copy = self.next_copy_waiting_too(facts, site, step)
             if copy is not None:
-                also_at += ((copy, _NEXT_COPY_NOTE),)
-                advice += _ACCELERATE_COPY_ADVICE if type(copy) is not cst.Call else _COPY_ADVICE
+                also_at += ((copy.node, _NEXT_COPY_NOTE),)
+                advice += _ACCELERATE_COPY_ADVICE if copy.by_accelerate else _COPY_ADVICE
             yield self.finding(
                 site.node,
                 related=step.path,
@@ -72,7 +72,7 @@ class _PerIterationRule(Rule):
                 advice=advice,
             )
 
-    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> cst.CSTNode | None:
+    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> BlockingCopy | None:
         """The blocking batch copy of the next step that waits for the same work as `site`,
         when the two are one fix (see `SyncInTrainingLoop`); None for rules that do not
         pair them."""
@@ -385,7 +385,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     def selects(self, facts: FileFacts, loop: LoopFacts) -> bool:
         return loop.is_training
 
-    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> cst.CSTNode | None:
+    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> BlockingCopy | None:
         """The blocking copy of host data the training loop reaches next after the sync,
         before any further update (`FileFacts.next_blocking_copy`): it waits for the same
         work."""
