@@ -642,3 +642,109 @@ def test_a_conda_file_named_requirements_yaml_is_read_and_its_pins_hold_together
     write_files(tmp_path, {"requirements.yaml": environment})
     declared = declared_torch(tmp_path)
     assert (declared.versions, declared.files) == (TorchRange((2, 2, 0), (2, 3, 0)), ("requirements.yaml",))
+
+
+@pytest.mark.parametrize(
+    ("readme", "oldest"),
+    [
+        # GroupViT: a conda install command in a fenced block.
+        (
+            (
+                "## Setup\n```shell\nconda create -n groupvit python=3.7 -y\n"
+                "conda install pytorch==1.8.0 torchvision==0.9.0 cudatoolkit=11.1 -c pytorch\n```\n"
+            ),
+            (1, 8, 0),
+        ),
+        # A pip command with a local version and an index, prompt and all.
+        (
+            "    $ pip install torch==1.8.0+cu111 torchvision==0.9.0+cu111 -f https://x.org/whl\n",
+            (1, 8, 0),
+        ),
+        # SNN-MLP: a requirements list in a code block.
+        ("## Requirements\n```bash\ntorch==1.7.1\ntorchvision==0.8.2\ntimm==0.3.2\n```\n", (1, 7, 1)),
+        # Two recipes (one per CUDA version) are alternatives.
+        (
+            "`pip install torch==1.12.1`\n\nor `python -m pip install 'torch==1.10.0' && pip install -e .`\n",
+            (1, 10, 0),
+        ),
+        ("```\nconda install -y pytorch=1.4.0 cudatoolkit=10.0 -c pytorch\n```\n", (1, 4, 0)),
+        # DAT: a list of dependencies, one item per package.
+        ("## Dependencies\n\n- Python 3.9\n- PyTorch == 1.11.0\n- timm == 0.5.4\n", (1, 11, 0)),
+        ("* `torch>=2.1,<2.4`\n", (2, 1, 0)),
+    ],
+)
+def test_a_readme_install_command_declares_the_oldest_torch_the_code_runs_on(tmp_path, readme, oldest):
+    # A floor only: the README shows an environment its authors tested, and caps nothing.
+    write_files(tmp_path, {"README.md": readme})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange(oldest, None), ("README.md",))
+
+
+@pytest.mark.parametrize(
+    "readme",
+    [
+        "Requires PyTorch 1.8 or newer: torch==1.8 is what we tested.\n",  # prose
+        "```\npip install torch torchvision\n```\n",  # no version
+        "```\npip install -r requirements.txt -c pytorch==1.8\nconda install -c pytorch==1.8 numpy\n```\n",
+        "```\ntorch\nnumpy==1.24\n```\n",
+        "- PyTorch 1.11 or newer, with torch==1.11 tested\n- PyTorch\n",
+    ],
+)
+def test_a_readme_without_a_pinned_install_declares_nothing(tmp_path, readme):
+    write_files(tmp_path, {"README.md": readme})
+    assert declared_torch(tmp_path) is None
+
+
+def test_a_conda_environment_pin_holds_over_a_torch_named_without_a_version(tmp_path):
+    # RCG: `install_requires=["torch"]` and a conda environment pinning PyTorch 1.7.1.
+    write_files(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='rcg', install_requires=['torch', 'numpy'])\n",
+            "environment.yaml": "dependencies:\n  - pytorch=1.7.1\n",
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 7, 1), (1, 7, 2)), ("environment.yaml",))
+    # A floor in the packaging is a way to install as well: the range stays open.
+    write_files(tmp_path, {"requirements.txt": "torch>=1.6\n"})
+    assert declared_torch(tmp_path).versions == TorchRange((1, 6, 0), None)
+    # Without the environment's version, nothing declares one.
+    write_files(tmp_path, {"environment.yaml": "dependencies:\n  - pytorch\n", "requirements.txt": ""})
+    assert declared_torch(tmp_path).versions == TorchRange()
+
+
+def test_a_readme_below_the_root_declares_only_where_the_packaging_above_does_not(tmp_path):
+    pin = "```\nconda install pytorch==1.10.1 -c pytorch\n```\n"
+    write_files(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='d', install_requires=['torch>=1.4'])\n",
+            "examples/community/README.md": pin,
+            "examples/community/pipeline.py": TRAIN,
+            "research/snn/readme.md": pin,
+            "research/snn/models/mlp.py": TRAIN,
+        },
+    )
+    configuration = Configuration(cwd=tmp_path)
+    community = configuration.declared_torch(tmp_path / "examples/community/pipeline.py")
+    assert (community.directory, community.versions) == (tmp_path, TorchRange((1, 4, 0), None))
+    (tmp_path / "setup.py").unlink()
+    snn = Configuration(cwd=tmp_path).declared_torch(tmp_path / "research/snn/models/mlp.py")
+    assert (snn.directory, snn.versions, snn.files) == (
+        tmp_path / "research/snn",
+        TorchRange((1, 10, 1), None),
+        ("readme.md",),
+    )
+
+
+def test_a_readme_pin_keeps_the_finding_and_makes_a_breaking_fix_display_only(tmp_path):
+    # Mask2Former's INSTALL.md installs PyTorch 1.9; the code runs, and warns, on newer
+    # releases too, but `torch.amp.autocast` and `torch.amp.GradScaler` would break it there.
+    readme = "# Install\n\n```\nconda install pytorch==1.9.0 torchvision==0.10.0 -c pytorch\n```\n"
+    write_files(tmp_path, {"INSTALL.md": readme, "train.py": TRAIN})
+    pinned = findings(tmp_path)
+    assert [finding[:3] for finding in pinned] == [finding[:3] for finding in SAFE]
+    assert fix(tmp_path) == TRAIN
+    write_files(tmp_path, {"INSTALL.md": "# Install\n\n```\npip install torch torchvision\n```\n"})
+    assert fix(tmp_path) != TRAIN

@@ -561,10 +561,15 @@ class Configuration:
         if directory not in self._declared:
             from torchperf_lint.discovery import marks_a_project  # discovery imports this module
 
-            declared = declared_torch(directory)
-            at_root = marks_a_project(directory)
-            if declared is None and not at_root and directory.parent != directory:
-                declared = self._declared_in(directory.parent)
+            at_root = marks_a_project(directory) or directory.parent == directory
+            declared = declared_torch(directory, readmes=False)
+            if declared is not None:
+                declared = declared_torch(directory)
+            else:
+                # A README below the root declares only where the packaging above does not.
+                declared = None if at_root else self._declared_in(directory.parent)
+                if declared is None:
+                    declared = declared_torch(directory)
             self._declared[directory] = declared
         return self._declared[directory]
 

@@ -27,7 +27,26 @@ these names `torch` with or without a version:
   and the requirement lines of their `pip:` list (`torch==2.1.0`). Conda's `=1.12.1` allows
   the releases that start with it (`==1.12.1.*`), `==` exactly that one; a build string after
   a second `=` is not read. A `pytorch-cuda=11.7` entry narrows the file's PyTorch to the
-  releases PyTorch's conda channel builds for that CUDA version (11.7: 1.13 and 2.0).
+  releases PyTorch's conda channel builds for that CUDA version (11.7: 1.13 and 2.0);
+- a README (`README.md`, `readme.md`, `README.rst`, `README`) or `INSTALL.md`, in a
+  project's root or in a folder below it when no packaging file of the folders above
+  declares torch (a README in `examples/community/` may pin what one of its scripts
+  needs; the project's packaging says what the project runs on): its install
+  commands (`pip install torch==1.7.1 torchvision==0.8.2`, `conda install pytorch==1.8.0
+  cudatoolkit=11.1 -c pytorch`, also `python -m pip`, `pip3`, `mamba`), and the lines of
+  its fenced code blocks that are requirement lines (`torch==1.7.1` in a "Requirements"
+  block), and the items of its lists that are one (`- PyTorch == 1.11.0` under
+  "Dependencies"); only those that give torch a version: the README's other mentions of PyTorch
+  are prose, and `pip install torch` says nothing about a version. A README declares a
+  floor only, the oldest release the code must keep running on (`torch==1.8.0` there is
+  `torch>=1.8.0`): it shows an environment its authors tested, which nothing installs
+  for the user, so it caps nothing (the code may well run, and warn, on newer releases),
+  but a fix must not break the code on the release it names.
+
+A conda environment file is a recipe for the whole environment: where it gives torch a
+version, a `torch` that another file of the folder names without one
+(`install_requires=["torch"]` in a `setup.py`) only says that the project needs PyTorch,
+and the environment's version holds.
 
 A pip constraints file (`constraints*.txt`, also `requirements/constraints*.txt`), which
 `pip install -c` applies to every install of the project (its CI's), caps every declaration:
@@ -80,6 +99,17 @@ _CONSTRAINTS_FILE = r"constraints[^/\\]*\.txt"
 _CONDA_ENVIRONMENT_FILE = r"(?:[^/\\]*[-_])?(?:environment|requirements|conda)[^/\\]*\.ya?ml"
 # Conda's names for PyTorch's package, on its own channel and on conda-forge.
 _CONDA_TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
+# The files that say how to install a project in prose, with commands.
+_README_FILE = r"(?i)(?:readme|install)(?:\.(?:md|markdown|rst|txt))?"
+# A command that installs packages: `pip install`, `python3 -m pip install`, `conda install`.
+_INSTALL_COMMAND = (
+    r"(?:sudo\s+)?(?:python[\d.]*\s+-m\s+)?(pip[\d.]*|conda|mamba|micromamba)\s+install\s+(.*)"
+)
+# The options of those commands that take a value (`-c pytorch`, `-f <url>`): not packages.
+_OPTIONS_WITH_A_VALUE = frozenset(
+    ("-c", "--channel", "-f", "--find-links", "-i", "--index-url", "--extra-index-url", "-n",
+     "--name", "-p", "--prefix", "-r", "--requirement", "-e", "--editable", "--target", "-t")
+)
 # A file `setup.py` names that may hold requirements: a relative path to a `.txt` file.
 _REQUIREMENTS_PATH = r"[\w.-]+(?:/[\w.-]+)*\.txt"
 
@@ -184,9 +214,9 @@ def _next(release: Version) -> Version:
     return _release_of(release[:-1] + (release[-1] + 1,))
 
 
-def declared_torch(directory: Path) -> DeclaredTorch | None:
-    """What the packaging files in `directory` declare about torch; None when none names it
-    (or none can be read)."""
+def declared_torch(directory: Path, readmes: bool = True) -> DeclaredTorch | None:
+    """What the packaging files in `directory` declare about torch (with `readmes`, its
+    README's install lines too); None when none names it (or none can be read)."""
     try:
         names = set(os.listdir(directory))
     except OSError:
@@ -221,8 +251,17 @@ def declared_torch(directory: Path) -> DeclaredTorch | None:
         found.extend(
             (name, r) for r in _torch_in(_requirement_lines(directory / name), pin_declares=sole)
         )
+    environments: list[tuple[str, TorchRange]] = []
     for name in sorted(name for name in names if re.fullmatch(_CONDA_ENVIRONMENT_FILE, name)):
-        found.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
+        environments.extend((name, r) for r in _torch_in(_conda_requirement_lines(directory / name)))
+    if any(declaration != TorchRange() for _, declaration in environments):
+        # The environment's version holds over a `torch` named without one (`install_requires`).
+        found = [(name, r) for name, r in found if r != TorchRange()]
+    found.extend(environments)
+    for name in sorted(name for name in names if readmes and re.fullmatch(_README_FILE, name)):
+        found.extend(
+            (name, TorchRange(r.oldest)) for r in _torch_in(_readme_requirement_lines(directory / name))
+        )
     if not found and checks:
         found = [("setup.py", check) for check in checks[:1]]
     if not found:
@@ -449,6 +488,58 @@ def _conda_requirement_lines(path: Path) -> list[str]:
             if requirement is not None:
                 lines.append(requirement)
     return lines
+
+
+def _readme_requirement_lines(path: Path) -> list[str]:
+    """The torch requirements a README's install commands and code blocks give a version,
+    as pip requirement lines (`conda install pytorch==1.8.0` as `torch==1.8.0`)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines: list[str] = []
+    in_code_block = False
+    for raw in text.splitlines():
+        if raw.strip().startswith(("```", "~~~")):
+            in_code_block = not in_code_block
+            continue
+        line = raw.strip().lstrip("$>!").strip()
+        # The line, or the inline code spans of a line of prose (``or `pip install ...` ``).
+        commands = [
+            command
+            for text in (line, *re.findall(r"`+([^`]+)`+", line))
+            for command in [re.match(_INSTALL_COMMAND, text.strip().lstrip("$>!").strip())]
+            if command is not None
+        ]
+        for command in commands:
+            lines.extend(_installed_torch(command.group(1), command.group(2)))
+        item = re.fullmatch(r"[-*+]\s+`?(?:py)?(torch\s*[<>=~!][^`]*)`?", line, re.IGNORECASE)
+        if item is not None:  # `- PyTorch == 1.11.0` in a list of dependencies
+            requirement = item.group(1)
+        elif not commands and in_code_block:
+            requirement = line.split(" #", 1)[0].strip()
+        else:
+            continue
+        if parse_torch_requirement(requirement) not in (None, TorchRange()):
+            lines.append(requirement)
+    return lines
+
+
+def _installed_torch(installer: str, arguments: str) -> list[str]:
+    """The torch requirements with a version that one install command names: `torch==1.7.1`
+    for pip, `pytorch==1.8.0` (or `pytorch=1.8`) for conda; a command ends at `&&` or `;`."""
+    found = []
+    words = re.split(r"\s*(?:&&|;|\|\|)\s*", arguments, maxsplit=1)[0].split()
+    skip_value = False
+    for word in words:
+        word = word.strip("'\"")
+        if skip_value or word.startswith("-"):
+            skip_value = not skip_value and word in _OPTIONS_WITH_A_VALUE
+            continue
+        requirement = word if installer.startswith("pip") else _conda_torch(word)
+        if requirement is not None and parse_torch_requirement(requirement) not in (None, TorchRange()):
+            found.append(requirement)
+    return found
 
 
 def _conda_torch(spec: str) -> str | None:

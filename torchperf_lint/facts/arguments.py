@@ -89,6 +89,14 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
 }
 
 
+def positional_parameters(function: cst.FunctionDef) -> tuple[str, ...]:
+    """The names a call may pass positionally, without a method's `self` or `cls`."""
+    params = function.params
+    names = tuple(param.name.value for param in (*params.posonly_params, *params.params))
+    in_class = names and names[0] in ("self", "cls")
+    return names[1:] if in_class else names
+
+
 def unpacks(call: cst.Call, star: str) -> bool:
     """Whether `call` has a `*args` (`star="*"`) or `**kwargs` (`star="**"`) argument."""
     return any(arg.star == star for arg in call.args)

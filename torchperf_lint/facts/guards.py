@@ -8,7 +8,12 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from torchperf_lint.conventions import LIBRARY_SWITCHES, OFF_VALUES
-from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value
+from torchperf_lint.facts.arguments import (
+    UNKNOWN,
+    bound_argument,
+    literal_value,
+    positional_parameters,
+)
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
@@ -988,31 +993,14 @@ class Guards:
             if param.name.value == switch.value and param.default is not None:
                 return _truth_of_literal(param.default)
         passed = [
-            bound_argument(call, switch.value, _positional_parameters(function))
-            for call in self._calls_of(function)
+            bound_argument(call, switch.value, positional_parameters(function))
+            for call in self.scopes.calls_of(function, self.index.calls)
         ]
         values = {
             _truth_of_literal(_setting_default(arg.value)) if isinstance(arg, cst.Arg) else None
             for arg in passed
         }
         return values.pop() if len(values) == 1 else None
-
-    def _calls_of(self, function: cst.FunctionDef) -> list[cst.Call]:
-        """The calls of `function` in its module: `name(...)` of a module-level function,
-        `self.name(...)` of a method, and for an `__init__`, `Class(...)` and the `cls(...)`
-        of the class's own methods."""
-        cls = self.scopes.enclosing_class(function)
-        if cls is None:
-            callees = {function.name.value}
-        elif function.name.value == "__init__":
-            callees = {cls.name.value, "cls"}
-        else:
-            callees = {f"self.{function.name.value}"}
-        return [
-            call for call in self.index.calls
-            if dotted_name(call.func) in callees
-            and (dotted_name(call.func) != "cls" or self.scopes.enclosing_class(call) is cls)
-        ]
 
     def _constructor_default(self, test: cst.BaseExpression) -> bool | None:
         """The `True`/`False` default of the `__init__` parameter that `self.<attr>` is only
@@ -1604,14 +1592,6 @@ def _tests_a_setting(test: cst.BaseExpression) -> bool:
 def _is_count(expression: cst.BaseExpression) -> bool:
     value = literal_value(expression)
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _positional_parameters(function: cst.FunctionDef) -> tuple[str, ...]:
-    """The names a call may pass positionally, without a method's `self` or `cls`."""
-    params = function.params
-    names = tuple(param.name.value for param in (*params.posonly_params, *params.params))
-    in_class = names and names[0] in ("self", "cls")
-    return names[1:] if in_class else names
 
 
 def _setting_default(value: cst.BaseExpression) -> cst.BaseExpression:

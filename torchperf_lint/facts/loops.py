@@ -16,7 +16,12 @@ from typing import Union
 
 import libcst as cst
 
-from torchperf_lint.facts.arguments import UNKNOWN, literal_value
+from torchperf_lint.facts.arguments import (
+    UNKNOWN,
+    bound_argument,
+    literal_value,
+    positional_parameters,
+)
 from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
@@ -136,7 +141,7 @@ class Loops:
                 scopes.enclosing_function(loop),
                 iterates_dataloader=iterates_a_loader(loop),
                 over_constants=isinstance(loop, cst.For) and _constants(loop.iter),
-                literal_trips=_literal_trips(loop, scopes),
+                literal_trips=_literal_trips(loop, scopes, index.calls),
             )
             for loop in index.loops
         }
@@ -370,16 +375,17 @@ def unwrapped_iterable(expression: cst.BaseExpression) -> cst.BaseExpression:
     return expression
 
 
-def _literal_trips(loop: LoopNode, scopes: Scopes) -> int | None:
+def _literal_trips(loop: LoopNode, scopes: Scopes, calls: list[cst.Call]) -> int | None:
     """The most iterations of `for _ in range(n):` outside any other loop of its function,
     `n` a literal or a name bound only to literals (`n_iter = 5`, also `training_iter = 2 if
     smoke_test else 50`: either count), or of a loop over `enumerate(...)` that leaves after
-    a literal count (`if idx == 3: break`, a feature demo's four steps); None for any other
-    loop."""
+    a literal count (`if idx == 3: break`, a feature demo's four steps, or `if batch_idx + 1
+    == num_it: break` with `num_it=100` the default that every call of the function in the
+    module keeps: a learning-rate range test); None for any other loop."""
     if not isinstance(loop, cst.For) or scopes.in_a_loop(loop):
         return None
     expression = loop.iter
-    counted = _trips_until_break(loop)
+    counted = _trips_until_break(loop, scopes, calls)
     if counted is not None:
         return counted
     if not (
@@ -401,9 +407,11 @@ def _literal_trips(loop: LoopNode, scopes: Scopes) -> int | None:
     return max(counts)
 
 
-def _trips_until_break(loop: cst.For) -> int | None:
+def _trips_until_break(loop: cst.For, scopes: Scopes, calls: list[cst.Call]) -> int | None:
     """For `for idx, batch in enumerate(loader):` whose body holds `if idx == 3: break` (or
-    `idx >= 3`, `idx > 2`), the iterations it makes at most (4); else None."""
+    `idx >= 3`, `idx > 2`, `idx + 1 == 4`), the iterations it makes at most (4); the bound
+    may be a parameter's literal default that the module's calls keep (`_kept_default`);
+    else None."""
     target = loop.target
     if not (
         isinstance(loop.iter, cst.Call)
@@ -421,13 +429,39 @@ def _trips_until_break(loop: cst.For) -> int | None:
         if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
             continue
         [comparison] = test.comparisons
+        counted, offset = test.left, 0
+        if type(counted) is cst.BinaryOperation and type(counted.operator) is cst.Add:
+            counted, offset = counted.left, literal_value(counted.right)
         bound = literal_value(comparison.comparator)
-        if dotted_name(test.left) != counter or type(bound) is not int:
+        if type(comparison.comparator) is cst.Name:
+            bound = _kept_default(comparison.comparator, scopes, calls)
+        if dotted_name(counted) != counter or type(bound) is not int or type(offset) is not int:
             continue
         extra = {cst.Equal: 1, cst.GreaterThanEqual: 1, cst.GreaterThan: 2}.get(type(comparison.operator))
         if extra is not None:
-            return bound + extra
+            return bound - offset + extra
     return None
+
+
+def _kept_default(name: cst.Name, scopes: Scopes, calls: list[cst.Call]) -> object:
+    """The literal default of the parameter `name` reads, when its function never rebinds it
+    and the module calls the function, each time leaving the parameter out
+    (`record_lr(model, loader, optimizer)` for `num_it=100`); else None."""
+    function = scopes.enclosing_function(name)
+    if function is None or not scopes.holds_argument(name):
+        return None
+    params = function.params
+    param = next(
+        (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name.value),
+        None,
+    )
+    own_calls = scopes.calls_of(function, calls)
+    if param is None or param.default is None or not own_calls:
+        return None
+    signature = positional_parameters(function)
+    if any(bound_argument(call, name.value, signature) is not None for call in own_calls):
+        return None
+    return literal_value(param.default)
 
 
 def _constants(expression: cst.BaseExpression) -> bool:

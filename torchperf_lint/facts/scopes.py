@@ -133,6 +133,23 @@ class Scopes:
             self.bound_values(name)
         )
 
+    def calls_of(self, function: cst.FunctionDef, calls: list[cst.Call]) -> list[cst.Call]:
+        """The calls of `function` among the module's `calls`: `name(...)` of a module-level
+        function, `self.name(...)` of a method, and for an `__init__`, `Class(...)` and the
+        `cls(...)` of the class's own methods."""
+        cls = self.enclosing_class(function)
+        if cls is None:
+            callees = {function.name.value}
+        elif function.name.value == "__init__":
+            callees = {cls.name.value, "cls"}
+        else:
+            callees = {f"self.{function.name.value}"}
+        return [
+            call for call in calls
+            if dotted_name(call.func) in callees
+            and (dotted_name(call.func) != "cls" or self.enclosing_class(call) is cls)
+        ]
+
     def binds(self, function: cst.FunctionDef | None, name: str) -> bool:
         """Whether `function` (None: the module's own code) binds `name`: a parameter, an
         assignment, a loop or `with` target."""

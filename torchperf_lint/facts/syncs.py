@@ -541,6 +541,7 @@ class HostSyncs:
             if type(line) is cst.SimpleStatementLine:
                 by_line.setdefault(line, []).append(group)
         merged = []
+        in_a_run: set[int] = set()  # the groups a run gathered (by `id`)
         for line, group in placed:
             if line in branches and not all(self._in_test_of(site.node, line) for site in group):
                 in_else = line.orelse is not None and any(
@@ -553,19 +554,27 @@ class HostSyncs:
                 merged.append(self._merged([group]))
                 continue
             run = self._run_from(self._run_anchor(line, by_line), by_line)
-            if run and group is run[0]:  # the run's first read gathers the others
-                merged.append(self._merged(run))
+            if run and group is run[0] and id(group) not in in_a_run:
+                merged.append(self._merged(run))  # the run's first read gathers the others
+                in_a_run.update(map(id, run))
         return merged
 
     def _run_members(
-        self, line: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
+        self,
+        line: cst.CSTNode,
+        by_line: dict[cst.CSTNode, list[list[HostSync]]],
+        after_a_read: bool = False,
     ) -> list[list[HostSync]] | None:
         """The reads `line` adds to a run of reads: its own, or, for an `if` on a plain flag
-        without `else` (`if grad_norm is not None:`), those of a body whose statements each
-        read or queue little work; None when it adds none."""
+        without `else` (`if grad_norm is not None:`; after a read of the run, also a switch:
+        `if log:`), those of a body whose statements each read or queue little work; None
+        when it adds none. A switch decides whether its reads run at all: a run does not
+        start with them."""
         if line in by_line:
             return by_line[line]
-        if type(line) is not cst.If or line.orelse is not None or not self._tests_a_local_for_none(line):
+        if type(line) is not cst.If or line.orelse is not None:
+            return None
+        if not (self._tests_a_local_for_none(line) or after_a_read and self._tests_a_switch(line)):
             return None
         members: list[list[HostSync]] = []
         for statement in statements_of(line.body):
@@ -591,6 +600,17 @@ class HostSyncs:
             and bool(self.scopes.bound_values(name))
         )
 
+    @staticmethod
+    def _tests_a_switch(branch: cst.If) -> bool:
+        """`if log:`, `if not args.quiet:`, `if logger is not None:`: a test of a name or an
+        attribute, which decides whether the branch runs, the same way on every step."""
+        test = branch.test
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test = test.expression
+        compared = none_compared(test)
+        tested = compared[0] if compared is not None else test
+        return type(tested) in (cst.Name, cst.Attribute) and dotted_name(tested) is not None
+
     def _run_anchor(
         self, line: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
     ) -> cst.CSTNode:
@@ -612,11 +632,12 @@ class HostSyncs:
         for previous in reversed(lines[:position]):
             if self._run_members(previous, by_line) is not None:
                 return []
-            if not self._queues_little(previous):
+            # A switch's reads join a run that an earlier read starts: look past them.
+            if not self._queues_little(previous) and self._run_members(previous, by_line, True) is None:
                 break
         run: list[list[HostSync]] = []
         for line in lines[position:]:
-            members = self._run_members(line, by_line)
+            members = self._run_members(line, by_line, after_a_read=bool(run))
             if members is not None:
                 run.extend(members)
             elif not self._queues_little(line):

@@ -651,16 +651,28 @@ class _Summarizer:
     @cached_property
     def _unpinnable_builders(self) -> frozenset[str]:
         """The classes of the module that a DataLoader cannot pin (plain classes, without a
-        `pin_memory` method: DETR's `NestedTensor`), and the module's functions that only
-        return one, also through one another (`nested_tensor_from_tensor_list`), by name."""
-        classes = {
-            cls.name.value
+        `pin_memory` method: DETR's `NestedTensor`), their class methods that return an
+        instance (`NestedTensor.from_tensor_list`, returning `cls(tensor, mask)`), and the
+        module's functions that only return one, also through one another
+        (`nested_tensor_from_tensor_list`), by name."""
+        classes = [
+            cls
             for cls in self.facts.index.classes
             if all(dotted_name(base.value) == "object" for base in cls.bases)
             and not methods_of(cls, ("pin_memory",))
             and self.facts.scopes.enclosing_function(cls) is None
-        }
-        builders = set(classes)
+        ]
+        builders = {cls.name.value for cls in classes}
+        for cls in classes:
+            for method in methods_of(cls):
+                returns = self.returns.get(method)
+                if returns and any(
+                    dotted_name(decorator.decorator) == "classmethod" for decorator in method.decorators
+                ) and all(
+                    type(node.value) is cst.Call and dotted_name(node.value.func) in ("cls", cls.name.value)
+                    for node in returns
+                ):
+                    builders.add(f"{cls.name.value}.{method.name.value}")
         while True:  # `return _onnx_nested_tensor(...)` of a function that returns one
             found = {
                 function.name.value

@@ -244,7 +244,9 @@ class DataLoaderNoPinMemory(Rule):
     `DataLoader([])`, a stand-in that yields no batch; when its `collate_fn` is a project
     function that builds the batch from a plain class of its module without a `pin_memory`
     method, which pinning leaves as it is (DETR's `utils.collate_fn`, whose images become a
-    `NestedTensor`: only the small targets would be pinned); when the dataset is a class of the
+    `NestedTensor`: only the small targets would be pinned; also through a class method that
+    returns an instance, `NestedTensor.from_tensor_list(...)`, and a `functools.partial` of
+    the function, `partial(utils.collate_fn, False)`); when the dataset is a class of the
     module whose
     `__init__` and `__getitem__` call nothing (its samples are the Python values it was
     given, such as a prompt and an index: nothing to pin); when it is a range of indices
@@ -342,7 +344,7 @@ class DataLoaderNoPinMemory(Rule):
             if facts.dataloaders.collates_token_ids(loader):
                 continue  # padded token ids: kilobytes per batch
             collate = loader.argument("collate_fn")
-            if collate is not None and facts.program.unpinnable_batch(collate.value):
+            if collate is not None and facts.program.unpinnable_batch(_partial_of(facts, collate.value)):
                 continue  # DETR's `NestedTensor`: pinning leaves the images as they are
             if facts.dataloaders.built_by_a_dataset(loader):
                 continue  # a dataset's one-time preprocessing pass
@@ -581,8 +583,10 @@ class BlockingHostToDeviceCopy(Rule):
     and `non_blocking=True` would only overlap the copy with the launch of the forward pass;
     nor is a loop that only copies batches and stores them (`preloaded.append({"ids":
     b["ids"].to(device)})`, a prefetch), which queues nothing for a copy to overlap with.
-    A training loop is checked either way (its per-step read is TPL201's finding). Test files
-    are not checked.
+    A training loop is checked either way (its per-step read is TPL201's finding), unless it
+    is a fit of at most 100 steps, as for TPL201 (a learning-rate range test that leaves
+    after `num_it=100` batches): its copies add up to milliseconds. Test files are not
+    checked.
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
@@ -631,6 +635,8 @@ class BlockingHostToDeviceCopy(Rule):
                 self._waits_every_iteration(facts, loop) or self._only_stores_copies(facts, loop)
             ):
                 continue
+            if loop.short_fit:
+                continue
             for call in loop.own_calls:
                 if not facts.host_syncs.is_blocking_move(call):
                     continue
@@ -663,6 +669,17 @@ class BlockingHostToDeviceCopy(Rule):
             for site in facts.host_syncs.device_reads
         )
 
+
+
+def _partial_of(facts: FileFacts, function: cst.BaseExpression) -> cst.BaseExpression:
+    """The function `functools.partial(f, ...)` calls (`f`); else `function` itself."""
+    if (
+        type(function) is cst.Call
+        and facts.names.qualified_name(function.func) == "functools.partial"
+        and function.args
+    ):
+        return function.args[0].value
+    return function
 
 
 # Calls that store values, and those that store them or walk an iterable: neither queues

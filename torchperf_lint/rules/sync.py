@@ -132,7 +132,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     then the same for `g`, `r1`, ...: one fix, stacking the values and reading them once;
     statements that queue little work between them, `_, predicted = outputs.max(1)` or
     `total += y.size(0)`, and an `if` without `else` that tests a value of the step for
-    `None`, `if grad_norm is not None: norm = grad_norm.item()`, are part of the run;
+    `None`, `if grad_norm is not None: norm = grad_norm.item()`, are part of the run, and
+    so is, after a read of the run, a switch's, `if log: log(loss=loss.item())` (a run does
+    not start with one: its reads run only when it is on);
     other work between them, or another compound statement, ends it). A read right after an
     explicit synchronize waits for nothing more: only the synchronize is reported (also a
     read after statements that each read back the work they queue, `hist =
@@ -204,7 +206,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     stride, width in [(1, 32), (2, 64)]:`, a handful of configurations, not steps), in a fit
     of at most 100 steps (`for i in range(training_iter):` with `training_iter = 2 if
     smoke_test else 50`, or `for idx, batch in enumerate(loader):` that leaves after a
-    literal count, `if idx == 3: break`, outside any other loop: a tutorial's few dozen full-batch steps,
+    literal count, `if idx == 3: break`, or a count that is a parameter's default the
+    module's calls keep, `if batch_idx + 1 == num_it: break` with `num_it=100`, a learning-rate
+    range test, outside any other loop: a tutorial's few dozen full-batch steps,
     whose waits add up to milliseconds; the functions it calls are still judged), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
