@@ -81,6 +81,8 @@ _HOST_VALUE_STEPS = frozenset({
 _DATA_DEPENDENT_SIZES = frozenset({
     "nonzero", "argwhere", "unique", "unique_consecutive", "masked_select",
 })
+# The calls that give a prioritized replay buffer its new priorities, kept on the host.
+_PRIORITY_UPDATES = frozenset({"update_priorities", "update_priority", "update_errors"})
 _STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 _GATHERS = frozenset({"torch.distributed.all_gather", "torch.distributed.gather"})
 _ELEMENT_COUNTS = frozenset({"numel", "len"})
@@ -285,6 +287,7 @@ class HostSyncs:
             and not self._in_assert_message(site.node)
             and not self._reads_gathered_sizes(site.node)
             and not self._on_a_side_stream(site.node)
+            and not self._feeds_replay_priorities(site.node)
         ]
         return self._one_per_index(self._per_statement(found))
 
@@ -300,6 +303,59 @@ class HostSyncs:
             ):
                 return True
         return False
+
+    def _feeds_replay_priorities(self, node: cst.CSTNode) -> bool:
+        """A read of the values prioritized experience replay keeps on the host, the
+        algorithm's own: passed to a replay buffer's `update_priorities(indices, td.cpu())`
+        (also through a name its function passes there), or put in the list a caller asked
+        for with an optional argument (`if errors_out is not None: ... errors_out.append(e)`,
+        a DQN loss's TD errors)."""
+        statement = None
+        for parent in self.scopes.ancestors(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.Call and last_identifier(parent.func) in _PRIORITY_UPDATES:
+                return True
+            if statement is None and isinstance(parent, cst.BaseSmallStatement):
+                statement = parent
+                if self._passed_to_a_priority_update(statement):
+                    return True
+            if type(parent) is cst.If and self._fills_a_requested_list(parent):
+                return True
+        return False
+
+    def _passed_to_a_priority_update(self, statement: cst.BaseSmallStatement) -> bool:
+        """`priorities = td.abs().cpu().numpy()` whose name its function passes to
+        `update_priorities`."""
+        if type(statement) is not cst.Assign or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        if type(target) is not cst.Name:
+            return False
+        function = self.scopes.enclosing_function(statement)
+        return any(
+            last_identifier(call.func) in _PRIORITY_UPDATES
+            and self.scopes.enclosing_function(call) is function
+            and any(type(arg.value) is cst.Name and arg.value.value == target.value for arg in call.args)
+            for call in self.index.calls
+        )
+
+    def _fills_a_requested_list(self, branch: cst.If) -> bool:
+        """`if errors_out is not None:` on an optional parameter of the function, whose body
+        puts values in it (`errors_out.append(e)`, `.extend`)."""
+        compared = none_compared(branch.test)
+        if compared is None or type(compared[0]) is not cst.Name or not compared[1]:
+            return False
+        name = compared[0].value
+        if not self.scopes.is_parameter(name, self.scopes.enclosing_function(branch)):
+            return False
+        return any(
+            type(call.func) is cst.Attribute
+            and call.func.attr.value in ("append", "extend")
+            and dotted_name(call.func.value) == name
+            for call in descendants(branch.body)
+            if type(call) is cst.Call
+        )
 
     def _in_assert_message(self, node: cst.CSTNode) -> bool:
         """In the message of an `assert`, which is computed only when the assertion fails."""

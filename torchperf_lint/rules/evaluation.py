@@ -84,9 +84,10 @@ class FunctionCalls:
         return (self.facts.names.call_name(call) or "").startswith(_GRADIENT_FUNCTIONS)
 
     def _asks_for_gradients(self, call: cst.Call) -> bool:
-        """Differentiates, steps an optimizer, or switches gradients on (`requires_grad_()`,
-        `torch.enable_grad()`, `requires_grad=flag`)."""
-        if self._differentiates(call):
+        """Differentiates, steps an optimizer (also through timm's `NativeScaler`,
+        `loss_scaler(loss, optimizer)`, which runs the backward too), or switches gradients on
+        (`requires_grad_()`, `torch.enable_grad()`, `requires_grad=flag`)."""
+        if self._differentiates(call) or self.facts.loops.is_scaler_step(call):
             return True
         func = call.func
         if isinstance(func, cst.Attribute):
@@ -280,7 +281,8 @@ class EvalWithoutNoGrad(Rule):
     `model.eval()`, whose finding they are).
 
     Where the same function (or module-level script, or notebook) computes gradients (it
-    calls `backward`, steps an optimizer, calls `torch.autograd.grad`, or switches gradients
+    calls `backward`, steps an optimizer, also through timm's `NativeScaler`,
+    `loss_scaler(loss, optimizer)`, calls `torch.autograd.grad`, or switches gradients
     on with `requires_grad_()` or `torch.enable_grad()`), only the calls in an evaluation loop
     count: a loop after `eval()` whose body computes no gradients, itself or through a function
     of the module that does (`hvp(loss, model.weight, v)` with `def hvp(y, w, v): ...

@@ -247,7 +247,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     tensor) runs on every step, and its reads are reported. It is also silent where
     the read waits for nothing or is the algorithm itself: a read in a `with
     torch.cuda.stream(side):` block, which waits for that stream only, not for the step's
-    work on the default one; host tensors (the batches a
+    work on the default one; the values prioritized experience replay keeps on the host
+    (passed to a buffer's `update_priorities(indices, td.cpu().numpy())`, also through a
+    name, or put in the list a caller asked for with an optional argument, `if errors_out
+    is not None: ... errors_out.append(e)`); host tensors (the batches a
     DataLoader yields before they are moved, and their items, `r_id` in `for r_id, cam in
     zip(ref_ids, cams):`, tensors built without `device=`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
