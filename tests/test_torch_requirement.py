@@ -664,7 +664,7 @@ def test_a_conda_file_named_requirements_yaml_is_read_and_its_pins_hold_together
         ("## Requirements\n```bash\ntorch==1.7.1\ntorchvision==0.8.2\ntimm==0.3.2\n```\n", (1, 7, 1)),
         # Two recipes (one per CUDA version) are alternatives.
         (
-            "`pip install torch==1.12.1`\n\nor `python -m pip install 'torch==1.10.0' && pip install -e .`\n",
+            "`pip install torch==1.12.1`\n\n    python -m pip install 'torch==1.10.0' && pip install -e .\n",
             (1, 10, 0),
         ),
         ("```\nconda install -y pytorch=1.4.0 cudatoolkit=10.0 -c pytorch\n```\n", (1, 4, 0)),
@@ -684,6 +684,7 @@ def test_a_readme_install_command_declares_the_oldest_torch_the_code_runs_on(tmp
     "readme",
     [
         "Requires PyTorch 1.8 or newer: torch==1.8 is what we tested.\n",  # prose
+        "Without it, run `pip install 'torch>=2.1'` or `conda install pytorch==1.8.0`.\n",
         "```\npip install torch torchvision\n```\n",  # no version
         "```\npip install -r requirements.txt -c pytorch==1.8\nconda install -c pytorch==1.8 numpy\n```\n",
         "```\ntorch\nnumpy==1.24\n```\n",

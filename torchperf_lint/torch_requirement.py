@@ -504,19 +504,16 @@ def _readme_requirement_lines(path: Path) -> list[str]:
             in_code_block = not in_code_block
             continue
         line = raw.strip().lstrip("$>!").strip()
-        # The line, or the inline code spans of a line of prose (``or `pip install ...` ``).
-        commands = [
-            command
-            for text in (line, *re.findall(r"`+([^`]+)`+", line))
-            for command in [re.match(_INSTALL_COMMAND, text.strip().lstrip("$>!").strip())]
-            if command is not None
-        ]
-        for command in commands:
+        # A line that is a command; not one quoted in a sentence, which may say what to run
+        # in another case (`without it, run `pip install 'torch>=2.1'``).
+        command = re.fullmatch(_INSTALL_COMMAND, line.strip("`").strip())
+        if command is not None:
             lines.extend(_installed_torch(command.group(1), command.group(2)))
+            continue
         item = re.fullmatch(r"[-*+]\s+`?(?:py)?(torch\s*[<>=~!][^`]*)`?", line, re.IGNORECASE)
         if item is not None:  # `- PyTorch == 1.11.0` in a list of dependencies
             requirement = item.group(1)
-        elif not commands and in_code_block:
+        elif in_code_block:
             requirement = line.split(" #", 1)[0].strip()
         else:
             continue
