@@ -749,3 +749,17 @@ def test_a_readme_pin_keeps_the_finding_and_makes_a_breaking_fix_display_only(tm
     assert fix(tmp_path) == TRAIN
     write_files(tmp_path, {"INSTALL.md": "# Install\n\n```\npip install torch torchvision\n```\n"})
     assert fix(tmp_path) != TRAIN
+
+
+def test_a_readme_pin_adds_nothing_to_what_the_packaging_declares(tmp_path):
+    # PixArt: the packaging caps PyTorch below 2.1.2; the README's install line neither
+    # lifts that cap nor raises the floor.
+    write_files(
+        tmp_path,
+        {
+            "requirements.txt": "torch>=1.13,<2.1.2\n",
+            "README.md": "```\npip install torch==2.1.1 torchvision==0.16.1\n```\n",
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 13, 0), (2, 1, 2)), ("requirements.txt",))

@@ -41,7 +41,8 @@ these names `torch` with or without a version:
   floor only, the oldest release the code must keep running on (`torch==1.8.0` there is
   `torch>=1.8.0`): it shows an environment its authors tested, which nothing installs
   for the user, so it caps nothing (the code may well run, and warn, on newer releases),
-  but a fix must not break the code on the release it names.
+  but a fix must not break the code on the release it names. It is read only where the
+  folder's packaging files declare nothing: they say what the project runs on.
 
 A conda environment file is a recipe for the whole environment: where it gives torch a
 version, a `torch` that another file of the folder names without one
@@ -258,10 +259,11 @@ def declared_torch(directory: Path, readmes: bool = True) -> DeclaredTorch | Non
         # The environment's version holds over a `torch` named without one (`install_requires`).
         found = [(name, r) for name, r in found if r != TorchRange()]
     found.extend(environments)
-    for name in sorted(name for name in names if readmes and re.fullmatch(_README_FILE, name)):
-        found.extend(
-            (name, TorchRange(r.oldest)) for r in _torch_in(_readme_requirement_lines(directory / name))
-        )
+    if not found and not checks:  # the packaging says what the project runs on, if it does
+        for name in sorted(name for name in names if readmes and re.fullmatch(_README_FILE, name)):
+            found.extend(
+                (name, TorchRange(r.oldest)) for r in _torch_in(_readme_requirement_lines(directory / name))
+            )
     if not found and checks:
         found = [("setup.py", check) for check in checks[:1]]
     if not found:
