@@ -434,6 +434,37 @@ def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> No
     assert facts.code(facts.next_blocking_copy(regional, regional.step_calls[0]).node) == "t.to('cuda')"
 
 
+def test_a_copy_a_setting_may_skip_or_a_copy_of_a_constant_waits_with_no_read() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "from timm.data.constants import IMAGENET_DEFAULT_MEAN\n"
+        "STD = (0.229, 0.224, 0.225)\n"
+        "def train(model, loader, optimizer, args):\n"
+        "    for x, y in loader:\n"
+        "        if not args.prefetcher:\n"
+        "            x = x.cuda()\n"
+        "        model(x, y).backward()\n"
+        "        optimizer.step()\n"
+        "    for x, y in loader:\n"
+        "        mean = torch.as_tensor(IMAGENET_DEFAULT_MEAN).to('cuda')\n"
+        "        std = torch.as_tensor(STD).to('cuda')\n"
+        "        model((x.cuda(non_blocking=True) - mean) / std).backward()\n"
+        "        optimizer.step()\n"
+        "    for x, y in loader:\n"
+        "        if torch.cuda.is_available():\n"
+        "            x = x.cuda()\n"
+        "        model(x, y).backward()\n"
+        "        optimizer.step()\n"
+    )
+    switched, normalized, on_gpu = facts.loops.training_loops
+    # `--no-prefetcher` is off by default: timm's prefetcher copies without blocking.
+    assert facts.next_blocking_copy(switched, switched.step_calls[0]) is None
+    # A few constant bytes, not the batch.
+    assert facts.next_blocking_copy(normalized, normalized.step_calls[0]) is None
+    # A run on the GPU passes a test for it.
+    assert facts.code(facts.next_blocking_copy(on_gpu, on_gpu.step_calls[0]).node) == "x.cuda()"
+
+
 def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:
     prepared = (
         "import accelerate\n"

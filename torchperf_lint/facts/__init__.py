@@ -47,6 +47,8 @@ _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # How the words of the name of a call that prepares data on the host begin (`tokenizer(text)`,
 # `image_processor(images)`; not `is_main_process()`).
 _DATA_PREPARATION_WORDS = ("token", "processor", "encode", "transform", "augment", "collate")
+# The calls that build a tensor from the values they are given.
+_TENSOR_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.from_numpy"})
 # The analyses that read nothing from the program (the others ask it about loops, guards, ...).
 _PROGRAM_INDEPENDENT = (
     "index", "names", "scopes", "dataloaders", "tensors", "uses_cuda", "autocast", "counters",
@@ -298,12 +300,32 @@ class FileFacts:
                 continue
             if call in updates or _prepares_data(call):
                 return None
-            if self._uploads_data(call, loop):
+            if self._uploads_data(call, loop) and not self._copies_a_constant(call):
+                if not self.guards.runs_on_every_iteration(call, loop.node):
+                    continue  # `if not args.prefetcher:`, off in a default run
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
                 if any(map(_prepares_data, receiver_calls)):
                     return None
                 return BlockingCopy(call, by_accelerate=False)
         return None
+
+    def _copies_a_constant(self, call: cst.Call) -> bool:
+        """`torch.as_tensor(IMAGENET_DEFAULT_MEAN).to(device)`: a copy of numbers written in
+        the source, or of a constant the module imports (`from timm.data.constants import
+        IMAGENET_DEFAULT_MEAN`) or binds at its top level to numbers: a few bytes, not data."""
+        copied = call.func.value
+        if type(copied) is cst.Call and self.names.call_name(copied) in _TENSOR_CONSTRUCTORS:
+            if not copied.args:
+                return False
+            copied = copied.args[0].value
+        if type(copied) is not cst.Name:
+            return _numbers(copied)
+        if any(self.scopes.binds(function, copied.value) for function in self.scopes.enclosing_functions(call)):
+            return False
+        values = self.scopes.bound_values(copied)
+        if values:
+            return all(map(_numbers, values))
+        return (self.names.qualified_name(copied) or copied.value) != copied.value  # imported
 
     def _uploads_data(self, call: cst.Call, loop: LoopFacts) -> bool:
         if not self.host_syncs.is_blocking_move(call):
@@ -382,6 +404,15 @@ class FileFacts:
             for block in reversed(list(self.scopes.ancestors(node)))
             if type(block) is cst.IndentedBlock
         ]
+
+
+def _numbers(expression: cst.BaseExpression) -> bool:
+    """A number, or a list or tuple of numbers, written in the source (`(0.485, 0.456, 0.406)`)."""
+    if isinstance(expression, (cst.List, cst.Tuple)):
+        return bool(expression.elements) and all(_numbers(element.value) for element in expression.elements)
+    if type(expression) is cst.UnaryOperation:
+        expression = expression.expression
+    return isinstance(expression, cst.BaseNumber)
 
 
 def _prepares_data(call: cst.Call) -> bool:

@@ -674,6 +674,24 @@ class Guards:
                 return True
         return False
 
+    def runs_on_every_iteration(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """Whether `node`, in the body of `loop`, runs on each of its iterations of a usual
+        run: no `if` (or conditional expression) between them on a setting, a name or an
+        attribute that a run may switch either way (`if not args.prefetcher:`); a test for
+        the GPU (`if args.cuda:`) is passed by the runs that matter, and a test of a value
+        (`if t is not None`, `if cfg.MODE != FFCV`) is taken to hold on the usual path."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is loop or type(parent) in SCOPE_TYPES:
+                return True
+            if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
+                test = parent.test
+                if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                    test = test.expression
+                setting = dotted_name(test) if type(test) in (cst.Name, cst.Attribute) else None
+                if setting is not None and not any(word in setting.lower() for word in ("cuda", "gpu")):
+                    return False
+        return True
+
     def _device_tested(self, test: cst.BaseExpression) -> str | None:
         """"cpu" or "cuda": the device `test` is true for (`device.type == "cuda"`,
         `device_type != "cpu"`, `torch.cuda.is_available()`, `not` of one), else None."""

@@ -327,7 +327,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     (with Accelerate, `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`).
     Where the host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`,
     a processor, a transform), the read alone costs that work's overlap, and the finding
-    stays as it is.
+    stays as it is. A copy that a setting may skip (`if not args.prefetcher: x = x.cuda()`,
+    timm's, where the default prefetcher already copies without blocking; a test for the GPU,
+    `if torch.cuda.is_available():`, is passed on every step that matters) and a copy of a
+    constant (`torch.as_tensor(IMAGENET_DEFAULT_MEAN).to(device)`, a few bytes) are not
+    paired.
 
     ## Example
     ```python
