@@ -763,3 +763,10 @@ def test_a_readme_pin_adds_nothing_to_what_the_packaging_declares(tmp_path):
     )
     declared = declared_torch(tmp_path)
     assert (declared.versions, declared.files) == (TorchRange((1, 13, 0), (2, 1, 2)), ("requirements.txt",))
+
+
+def test_a_folder_named_like_a_readme_and_an_undecodable_readme_declare_nothing(tmp_path):
+    (tmp_path / "install").mkdir()  # a folder of install scripts, not a README
+    (tmp_path / "install" / "setup.sh").write_text("pip install torch==1.8.0\n")
+    (tmp_path / "README").write_bytes(b"\xff\xfe\x00pip install torch\x00\n")
+    assert declared_torch(tmp_path) is None
