@@ -562,15 +562,10 @@ class Configuration:
             from torchperf_lint.discovery import marks_a_project  # discovery imports this module
 
             at_root = marks_a_project(directory) or directory.parent == directory
-            declared = declared_torch(directory, readmes=False)
-            if declared is not None:
-                declared = declared_torch(directory)
-            else:
-                # A README below the root declares only where the packaging above does not.
-                declared = None if at_root else self._declared_in(directory.parent)
-                if declared is None:
-                    declared = declared_torch(directory)
-            self._declared[directory] = declared
+            inherited = None if at_root else self._declared_in(directory.parent)
+            # A README below the root declares only where the packaging above does not.
+            declared = declared_torch(directory, readmes=inherited is None)
+            self._declared[directory] = declared if declared is not None else inherited
         return self._declared[directory]
 
     def _selected(self, config: Config) -> tuple[RuleInfo, ...]:

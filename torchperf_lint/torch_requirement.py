@@ -460,10 +460,7 @@ def _conda_requirement_lines(path: Path) -> list[str]:
     `torch` with its version (`torch==1.12.1.*`), the lines of the `pip:` list as written.
     Read line by line (the core depends on no YAML parser): a list item under `dependencies:`
     is a conda package, one indented under its `- pip:` item a pip requirement."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
+    text = _text_of(path)
     lines: list[str] = []
     in_dependencies = False
     pip_indent: int | None = None  # the indentation of the `- pip:` item whose list we are in
@@ -495,10 +492,7 @@ def _conda_requirement_lines(path: Path) -> list[str]:
 def _readme_requirement_lines(path: Path) -> list[str]:
     """The torch requirements a README's install commands and code blocks give a version,
     as pip requirement lines (`conda install pytorch==1.8.0` as `torch==1.8.0`)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
+    text = _text_of(path)
     lines: list[str] = []
     in_code_block = False
     for raw in text.splitlines():
@@ -575,12 +569,18 @@ def _string_literals(node: ast.AST) -> list[str]:
     ]
 
 
+def _text_of(path: Path) -> str:
+    """The text of the file at `path`, undecodable bytes replaced; empty when it cannot be
+    read (a folder named like a README, a file gone or forbidden)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _requirement_lines(path: Path) -> list[str]:
     """The requirement lines of a pip requirements file: comments, options (`-r`, `-e`,
     `--index-url`) and blank lines dropped."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
+    text = _text_of(path)
     lines = (line.split(" #", 1)[0].strip() for line in text.splitlines())
     return [line for line in lines if line and not line.startswith(("#", "-"))]
