@@ -97,6 +97,15 @@ def positional_parameters(function: cst.FunctionDef) -> tuple[str, ...]:
     return names[1:] if in_class else names
 
 
+def parameter_named(function: cst.FunctionDef, name: str) -> cst.Param | None:
+    """The parameter `name` of `function` (not `*args` or `**kwargs`), or None."""
+    params = function.params
+    return next(
+        (param for param in (*params.posonly_params, *params.params, *params.kwonly_params) if param.name.value == name),
+        None,
+    )
+
+
 def unpacks(call: cst.Call, star: str) -> bool:
     """Whether `call` has a `*args` (`star="*"`) or `**kwargs` (`star="**"`) argument."""
     return any(arg.star == star for arg in call.args)

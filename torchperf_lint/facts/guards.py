@@ -12,6 +12,7 @@ from torchperf_lint.facts.arguments import (
     UNKNOWN,
     bound_argument,
     literal_value,
+    parameter_named,
     positional_parameters,
 )
 from torchperf_lint.facts.index import (
@@ -63,6 +64,14 @@ def _is_interval_flag(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _is_interval_flag(test.left) or _is_interval_flag(test.right)
     return isinstance(test, cst.Attribute) and test.attr.value in _INTERVAL_FLAGS
+
+
+def switch_tested(test: cst.BaseExpression) -> str | None:
+    """The name or attribute a test of a plain switch reads (`log` for `if log:`,
+    `args.prefetcher` for `if not args.prefetcher:`), or None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    return dotted_name(test) if type(test) in (cst.Name, cst.Attribute) else None
 
 
 def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -684,10 +693,7 @@ class Guards:
             if parent is loop or type(parent) in SCOPE_TYPES:
                 return True
             if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
-                test = parent.test
-                if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-                    test = test.expression
-                setting = dotted_name(test) if type(test) in (cst.Name, cst.Attribute) else None
+                setting = switch_tested(parent.test)
                 if setting is not None and not any(word in setting.lower() for word in ("cuda", "gpu")):
                     return False
         return True
@@ -1006,10 +1012,9 @@ class Guards:
         if not self.scopes.holds_argument(switch):
             return None
         function = self.scopes.enclosing_function(switch)
-        params = function.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.name.value == switch.value and param.default is not None:
-                return _truth_of_literal(param.default)
+        param = parameter_named(function, switch.value)
+        if param is not None and param.default is not None:
+            return _truth_of_literal(param.default)
         passed = [
             bound_argument(call, switch.value, positional_parameters(function))
             for call in self.scopes.calls_of(function, self.index.calls)

@@ -20,6 +20,7 @@ from torchperf_lint.facts.arguments import (
     UNKNOWN,
     bound_argument,
     literal_value,
+    parameter_named,
     positional_parameters,
 )
 from torchperf_lint.facts.index import (
@@ -287,13 +288,10 @@ class Loops:
         function = self.scopes.enclosing_function(name)
         if function is None:
             return False
-        params = function.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            if param.name.value == name.value:
-                annotation = _annotation_name(param.annotation)
-                qualified = self.names.qualified_name(annotation) if annotation is not None else None
-                return bool(qualified) and qualified.startswith(_STEPPER_PREFIXES)
-        return False
+        param = parameter_named(function, name.value)
+        annotation = _annotation_name(param.annotation) if param is not None else None
+        qualified = self.names.qualified_name(annotation) if annotation is not None else None
+        return bool(qualified) and qualified.startswith(_STEPPER_PREFIXES)
 
     def is_optimizer_or_scaler(self, receiver: cst.BaseExpression) -> bool:
         """`optimizer`, `opt`, `self.scaler`, a name bound to `torch.optim.X(...)` or
@@ -450,11 +448,7 @@ def _kept_default(name: cst.Name, scopes: Scopes, calls: list[cst.Call]) -> obje
     function = scopes.enclosing_function(name)
     if function is None or not scopes.holds_argument(name):
         return None
-    params = function.params
-    param = next(
-        (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name.value),
-        None,
-    )
+    param = parameter_named(function, name.value)
     own_calls = scopes.calls_of(function, calls)
     if param is None or param.default is None or not own_calls:
         return None

@@ -24,7 +24,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, is_dtype
-from torchperf_lint.facts.guards import CLOCKS, conjuncts, none_compared
+from torchperf_lint.facts.guards import CLOCKS, conjuncts, none_compared, switch_tested
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
     ScopeNode,
@@ -332,12 +332,17 @@ class HostSyncs:
         target = statement.targets[0].target
         if type(target) is not cst.Name:
             return False
-        function = self.scopes.enclosing_function(statement)
-        return any(
-            last_identifier(call.func) in _PRIORITY_UPDATES
-            and self.scopes.enclosing_function(call) is function
-            and any(type(arg.value) is cst.Name and arg.value.value == target.value for arg in call.args)
+        return (self.scopes.enclosing_function(statement), target.value) in self._passed_as_priorities
+
+    @cached_property
+    def _passed_as_priorities(self) -> frozenset[tuple[cst.FunctionDef | None, str]]:
+        """The names each function passes to a priority update (`update_priorities(idx, p)`)."""
+        return frozenset(
+            (self.scopes.enclosing_function(call), arg.value.value)
             for call in self.index.calls
+            if last_identifier(call.func) in _PRIORITY_UPDATES
+            for arg in call.args
+            if type(arg.value) is cst.Name
         )
 
     def _fills_a_requested_list(self, branch: cst.If) -> bool:
@@ -661,11 +666,9 @@ class HostSyncs:
         """`if log:`, `if not args.quiet:`, `if logger is not None:`: a test of a name or an
         attribute, which decides whether the branch runs, the same way on every step."""
         test = branch.test
-        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test = test.expression
-        compared = none_compared(test)
-        tested = compared[0] if compared is not None else test
-        return type(tested) in (cst.Name, cst.Attribute) and dotted_name(tested) is not None
+        negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+        compared = none_compared(test.expression if negated else test)
+        return switch_tested(compared[0] if compared is not None else test) is not None
 
     def _run_anchor(
         self, line: cst.CSTNode, by_line: dict[cst.CSTNode, list[list[HostSync]]]
