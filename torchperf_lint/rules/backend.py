@@ -622,8 +622,9 @@ class DataParallel(Rule):
     module that also builds `DistributedDataParallel` (or `FullyShardedDataParallel`), which
     is then the choice for real runs; when the wrapped model only runs with autograd off
     (inference, such as a metric's feature extractor), or the function that wraps it switches
-    it to eval mode, never back, and trains nothing (a sampling entry point that wraps a
-    checkpoint and hands it to its samplers, or an evaluation that runs it itself, whose
+    it to eval mode (also as it wraps it: `nn.DataParallel(model).to(device).eval()`), never
+    back, and trains nothing (a sampling entry point that wraps a checkpoint and hands it to
+    its samplers, a feature-extraction pass, or an evaluation that runs it itself, whose
     missing `torch.no_grad()` is TPL701's finding), or the module trains nowhere; and in test
     files.
 
@@ -692,25 +693,30 @@ def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
     or `logits = model(data)`)."""
     node: cst.CSTNode = wrapper
     parent = facts.index.parents.get(node)
+    chained_eval = False  # `DataParallel(model).to(device).eval()`
     while isinstance(parent, (cst.Attribute, cst.Call)) and not isinstance(parent, cst.Arg):
         node, parent = parent, facts.index.parents.get(parent)  # `DataParallel(m).cuda()`
+        chained_eval |= isinstance(node, cst.Attribute) and node.attr.value == "eval"
     if not isinstance(parent, cst.Assign):
         return False
     names = {dotted_name(target.target) for target in parent.targets} - {None}
     runs = [call for call in facts.index.calls if dotted_name(call.func) in names]
     function = facts.scopes.enclosing_function(wrapper)
     local = all("." not in name for name in names)  # not `self.net`, which other methods run
-    if local and _only_evaluated(facts, names, function):
+    if local and _only_evaluated(facts, names, function, chained_eval):
         return True
     return bool(runs) and all(facts.guards.grad_maybe_disabled(run) for run in runs)
 
 
-def _only_evaluated(facts: FileFacts, names: set[str], function: cst.FunctionDef | None) -> bool:
+def _only_evaluated(
+    facts: FileFacts, names: set[str], function: cst.FunctionDef | None, chained_eval: bool
+) -> bool:
     """`function` switches the model it holds in the local variables `names` to eval mode
-    and never to training mode, and neither backpropagates nor steps an optimizer."""
+    (also as it wraps it: `chained_eval`) and never to training mode, and neither
+    backpropagates nor steps an optimizer."""
     if function is None:
         return False
-    modes = set()
+    modes = {"eval"} if chained_eval else set()
     for call in facts.index.calls:
         if facts.scopes.enclosing_function(call) is not function or not isinstance(
             call.func, cst.Attribute
