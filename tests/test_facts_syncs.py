@@ -397,7 +397,13 @@ def train(model, dataset, optimizer, pinned):
 """
 
 
-def test_the_next_blocking_copy_is_the_first_upload_the_host_reaches_before_an_update() -> None:
+def first_wait(facts, loop, node):
+    """The first wait `FileFacts.next_waits` finds, or None."""
+    waits = facts.next_waits(loop, node)
+    return waits[0] if waits else None
+
+
+def test_the_next_wait_is_the_first_upload_the_host_reaches_before_an_update() -> None:
     facts = facts_of(NEXT_STEP_COPIES)
     blocking, asynchronous, copied_late = facts.loops.training_loops
 
@@ -405,13 +411,13 @@ def test_the_next_blocking_copy_is_the_first_upload_the_host_reaches_before_an_u
         return loop.step_calls[-1]
 
     # After the step, the next iteration starts with a blocking copy of the batch.
-    copy = facts.next_blocking_copy(blocking, last_step(blocking))
-    assert (facts.code(copy.node), copy.by_accelerate) == ("x.cuda()", False)
-    assert facts.next_blocking_copy(asynchronous, last_step(asynchronous)) is None
+    copy = first_wait(facts, blocking, last_step(blocking))
+    assert (facts.code(copy.node), copy.kind) == ("x.cuda()", "copy")
+    assert first_wait(facts, asynchronous, last_step(asynchronous)) is None
     # A copy later in the same iteration comes first; before it, the backward does.
-    assert facts.code(facts.next_blocking_copy(copied_late, last_step(copied_late)).node) == "y.cuda()"
+    assert facts.code(first_wait(facts, copied_late, last_step(copied_late)).node) == "y.cuda()"
     forward = copied_late.backward_calls[0].func.value
-    assert facts.next_blocking_copy(copied_late, forward) is None
+    assert first_wait(facts, copied_late, forward) is None
 
 
 def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> None:
@@ -430,8 +436,8 @@ def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> No
     )
     tokenized, regional = facts.loops.training_loops
     # Without the read, the tokenizer would run while the device finishes the step.
-    assert facts.next_blocking_copy(tokenized, tokenized.step_calls[0]) is None
-    assert facts.code(facts.next_blocking_copy(regional, regional.step_calls[0]).node) == "t.to('cuda')"
+    assert first_wait(facts, tokenized, tokenized.step_calls[0]) is None
+    assert facts.code(first_wait(facts, regional, regional.step_calls[0]).node) == "t.to('cuda')"
 
 
 def test_a_copy_a_setting_may_skip_or_a_copy_of_a_constant_waits_with_no_read() -> None:
@@ -458,11 +464,41 @@ def test_a_copy_a_setting_may_skip_or_a_copy_of_a_constant_waits_with_no_read() 
     )
     switched, normalized, on_gpu = facts.loops.training_loops
     # `--no-prefetcher` is off by default: timm's prefetcher copies without blocking.
-    assert facts.next_blocking_copy(switched, switched.step_calls[0]) is None
+    assert first_wait(facts, switched, switched.step_calls[0]) is None
     # A few constant bytes, not the batch.
-    assert facts.next_blocking_copy(normalized, normalized.step_calls[0]) is None
+    assert first_wait(facts, normalized, normalized.step_calls[0]) is None
     # A run on the GPU passes a test for it.
-    assert facts.code(facts.next_blocking_copy(on_gpu, on_gpu.step_calls[0]).node) == "x.cuda()"
+    assert facts.code(first_wait(facts, on_gpu, on_gpu.step_calls[0]).node) == "x.cuda()"
+
+
+def test_a_barrier_the_step_reaches_after_the_read_waits_with_it() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "from utils.dist import synchronize\n"
+        "def train(model, loader, optimizer, accelerator, args):\n"
+        "    for x, y in loader:\n"
+        "        model(x.cuda(non_blocking=True), y).backward()\n"
+        "        optimizer.step()\n"
+        "        dist.barrier()\n"
+        "    for x, y in loader:\n"
+        "        model(x.cuda(non_blocking=True), y).backward()\n"
+        "        optimizer.step()\n"
+        "        synchronize()\n"
+        "    for x, y in loader:\n"
+        "        model(x.cuda(non_blocking=True), y).backward()\n"
+        "        optimizer.step()\n"
+        "        torch.cuda.synchronize()\n"
+        "        if args.sync_ranks:\n"
+        "            accelerator.wait_for_everyone()\n"
+    )
+    barrier, helper, explicit = facts.loops.training_loops
+    wait = first_wait(facts, barrier, barrier.step_calls[0])
+    assert (facts.code(wait.node), wait.kind) == ("dist.barrier()", "barrier")
+    assert facts.code(first_wait(facts, helper, helper.step_calls[0]).node) == "synchronize()"
+    # An explicit synchronize is a finding of its own; a barrier a setting may skip waits
+    # on no usual step.
+    assert first_wait(facts, explicit, explicit.step_calls[0]) is None
 
 
 def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:
@@ -477,11 +513,11 @@ def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set()
     )
     facts = facts_of(prepared.format(config=""))
     [loop] = facts.loops.training_loops
-    copy = facts.next_blocking_copy(loop, loop.step_calls[0])
-    assert (facts.code(copy.node), copy.by_accelerate) == ("loader", True)
+    copy = first_wait(facts, loop, loop.step_calls[0])
+    assert (facts.code(copy.node), copy.kind) == ("loader", "accelerate")
     configured = facts_of(prepared.format(config="dataloader_config=config"))
     [loop] = configured.loops.training_loops
-    assert configured.next_blocking_copy(loop, loop.step_calls[0]) is None
+    assert first_wait(configured, loop, loop.step_calls[0]) is None
 
 
 def test_a_read_at_the_end_of_the_step_names_the_next_steps_blocking_copy() -> None:
@@ -507,3 +543,50 @@ def test_a_read_at_the_end_of_the_step_names_the_next_steps_blocking_copy() -> N
             "train.py", Location(4, 16), "the next step's blocking batch copy waits for the GPU here too"
         ),
     )
+
+
+def test_a_read_before_the_steps_barrier_names_the_barrier() -> None:
+    source = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "def train(model, loader, optimizer, writer):\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        writer.add_scalar('loss', loss.item(), step)\n"
+        "        dist.barrier()\n"
+    )
+    [read] = lint_text(source, "train.py", LintSettings(rules=(BY_CODE["TPL201"],)))
+    assert read.message == (
+        "`.item()` on every training step makes the host wait for the GPU; accumulate on the"
+        " device with `.detach()` and read it every N steps, and drop the barrier the step"
+        " reaches next (the gradients' all-reduce already keeps the ranks in step): removing"
+        " one of the two waits alone gains little"
+    )
+    assert read.related == (Related("train.py", Location(9, 9), "this barrier waits for the GPU here too"),)
+
+
+def test_a_read_before_the_steps_barrier_and_the_next_blocking_copy_names_both() -> None:
+    source = (
+        "import torch\n"
+        "from utils.dist import synchronize\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x.cuda(), y.cuda())\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        print(loss.item())\n"
+        "        synchronize()\n"
+    )
+    [read] = lint_text(source, "train.py", LintSettings(rules=(BY_CODE["TPL201"],)))
+    assert read.message.endswith(
+        ", and drop the barrier the step reaches next (the gradients' all-reduce already keeps"
+        " the ranks in step), and copy the batch asynchronously (`pin_memory=True` on the"
+        " loader, `non_blocking=True` on the copy): removing one of the three waits alone"
+        " gains little"
+    )
+    assert [(item.location, item.message) for item in read.related] == [
+        (Location(9, 9), "this barrier waits for the GPU here too"),
+        (Location(5, 22), "the next step's blocking batch copy waits for the GPU here too"),
+    ]

@@ -23,6 +23,12 @@ from torchperf_lint.config import Configuration, glob_regex, glob_source, is_lit
 from torchperf_lint.diagnostics import FileError
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
+# The files a project launches its runs with, read for the settings they give a run
+# (`program.options`): shell scripts, YAML, JSON and INI configs, the README's commands.
+LAUNCHER_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".yaml", ".yml", ".json", ".md", ".rst", ".cfg")
+# A launcher larger than this is data (annotations, vocabularies), not a config.
+LAUNCHER_MAX_BYTES = 256 * 1024
+_WALKED_SUFFIXES = SOURCE_SUFFIXES + LAUNCHER_SUFFIXES
 GITIGNORE = ".gitignore"
 
 
@@ -207,6 +213,8 @@ class Discovery:
 
     files: list[Path] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    # The launchers in the directories walked (`LAUNCHER_SUFFIXES`), read by the program only.
+    launchers: list[Path] = field(default_factory=list)
 
 
 def discover(
@@ -214,6 +222,7 @@ def discover(
 ) -> Discovery:
     """The files to lint under `paths`, and the directories that could not be read."""
     found: set[Path] = set()
+    launchers: set[Path] = set()
     unreadable: dict[Path, OSError] = {}
     for given in paths:
         absolute = given if given.is_absolute() else configuration.cwd / given
@@ -221,7 +230,8 @@ def discover(
             if force_exclude and configuration.is_excluded(absolute):
                 continue
             inherited = ancestor_ignore_files(absolute)
-            found.update(_walk(absolute, configuration, inherited, unreadable))
+            for path in _walk(absolute, configuration, inherited, unreadable):
+                (launchers if path.name.endswith(LAUNCHER_SUFFIXES) else found).add(path)
         elif not (force_exclude and configuration.is_excluded(absolute)):
             # Missing files are kept: linting reports them as unreadable.
             found.add(absolute)
@@ -229,7 +239,7 @@ def discover(
         _directory_error(directory, error, configuration.cwd)
         for directory, error in sorted(unreadable.items())
     ]
-    return Discovery(sorted(found), errors)
+    return Discovery(sorted(found), errors, sorted(launchers))
 
 
 def _directory_error(directory: Path, error: OSError, cwd: Path) -> FileError:
@@ -276,7 +286,7 @@ def program_files(
     paths: Sequence[Path], configuration: Configuration, discovered: Discovery | None = None
 ) -> list[Path]:
     """Every file of the projects `paths` belong to (their project roots, with the same
-    excludes): the program whose facts the linted files are judged by. A path outside any
+    excludes), and their launchers: the program whose facts the linted files are judged by. A path outside any
     project is its own program (a file in `/tmp` does not make all of `/tmp` one).
     `discovered`, what `discover(paths, configuration)` found, is taken as it is when `paths`
     are their own project roots (`torchperf-lint .` at the top of a project), not walked again."""
@@ -287,8 +297,9 @@ def program_files(
         absolute_paths.add(absolute)
         roots.add(project_root(absolute) or absolute)
     if discovered is not None and roots == absolute_paths and all(map(os.path.isdir, roots)):
-        return discovered.files
-    return discover(sorted(roots), configuration).files
+        return [*discovered.files, *discovered.launchers]
+    found = discover(sorted(roots), configuration)
+    return [*found.files, *found.launchers]
 
 
 def _walk(
@@ -312,10 +323,10 @@ def _walk(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
-        # Neither a directory nor a source (`Path.suffix`: `.py` alone has none): nothing to
-        # ask of it (most files of a tree).
+        # Neither a directory, a source nor a launcher (`Path.suffix`: `.py` alone has
+        # none): nothing to ask of it (most files of a tree).
         if not is_dir and (
-            not entry.name.endswith(SOURCE_SUFFIXES) or entry.name in SOURCE_SUFFIXES
+            not entry.name.endswith(_WALKED_SUFFIXES) or entry.name in SOURCE_SUFFIXES
         ):
             continue
         try:

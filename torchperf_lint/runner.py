@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from torchperf_lint.analysis import Analysis
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
+from torchperf_lint.discovery import LAUNCHER_MAX_BYTES, LAUNCHER_SUFFIXES
 from torchperf_lint.settings import LintSettings
 from torchperf_lint.source import SourceError, decode, read_source, worth_parsing
 
@@ -131,22 +132,37 @@ def summary_job(job: FileJob) -> Analysis:
 
 def summarize_file(path: Path) -> ModuleSummary | None:
     """The summary of the file at `path` (of a file that cannot hold PyTorch code, only the
-    switches it may turn on: `program.plain`); None when it cannot be read or parsed, or
-    has nothing the program reads."""
+    switches it may turn on: `program.plain`; of a launcher, the settings it gives:
+    `program.options`); None when it cannot be read or parsed, or has nothing the program
+    reads."""
     from torchperf_lint.engine import parse
     from torchperf_lint.facts import FileFacts
     from torchperf_lint.program.plain import summarize_plain
     from torchperf_lint.program.summarize import summarize
 
     try:
+        if path.name.endswith(LAUNCHER_SUFFIXES):
+            return _launcher_summary(path)
         text = _python_text(path.read_bytes(), path)
         if text is None:
             return None
         if not worth_parsing(text, path.name):
             return summarize_plain(text)
-        return summarize(FileFacts(parse(text), path))
+        return summarize(FileFacts(parse(text), path), text)
     except (OSError, SourceError):
         return None
+
+
+def _launcher_summary(path: Path) -> ModuleSummary | None:
+    """The settings a launcher gives (`program.options`); None for one too large to be a
+    config, or that gives none."""
+    from torchperf_lint.program.options import summarize_launcher
+
+    with open(path, "rb") as stream:
+        data = stream.read(LAUNCHER_MAX_BYTES + 1)
+    if len(data) > LAUNCHER_MAX_BYTES:
+        return None
+    return summarize_launcher(data.decode("utf-8", errors="replace"))
 
 
 def _python_text(data: bytes, path: Path) -> str | None:

@@ -56,12 +56,14 @@ _PROGRAM_INDEPENDENT = (
 )
 
 
-class BlockingCopy(NamedTuple):
-    """A blocking copy of host data to the device (`FileFacts.next_blocking_copy`): the copy
-    call, or the loader whose batches Accelerate copies (`by_accelerate`)."""
+class NextWait(NamedTuple):
+    """What makes the host wait for the device next in a training step
+    (`FileFacts.next_waits`): a blocking copy of host data to the device (`kind` "copy"), the
+    loader whose batches Accelerate copies with its blocking default ("accelerate"), or a
+    barrier of the ranks ("barrier")."""
 
     node: cst.CSTNode
-    by_accelerate: bool
+    kind: str
 
 
 class FileFacts:
@@ -275,17 +277,21 @@ class FileFacts:
             None,
         )
 
-    def next_blocking_copy(self, loop: LoopFacts, node: cst.CSTNode) -> BlockingCopy | None:
-        """The blocking copy of host data to the device that the host reaches next after
-        `node` in the body of `loop`, before any backward or optimizer step, going on from
-        the start of the next iteration: a blocking move (`is_blocking_move`: `x.cuda()`,
-        `x.to(device)` without `non_blocking=True`) of the batch (`copies_a_batch`), of the
-        next item of an iterator (`region = next(region_iter)`) or of other host memory
-        (`torch.cat([image0, image1]).to(device)`); at the start of the iteration, the loop's
-        iterable when it is a loader Accelerate prepared, which copies with its default,
-        blocking copies. Such a copy waits for all the work queued before it. None when the
-        host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`):
-        that work would overlap the device's if nothing waited before it."""
+    def next_waits(self, loop: LoopFacts, node: cst.CSTNode) -> list[NextWait]:
+        """The waits for the device that the host reaches next after `node` in the body of
+        `loop`, before any backward or optimizer step, going on from the start of the next
+        iteration, in that order: barriers of the ranks (`dist.barrier()`,
+        `accelerator.wait_for_everyone()`, Lightning's `self.barrier()`, a project's
+        `synchronize()` helper), then the first blocking copy: a blocking move
+        (`is_blocking_move`: `x.cuda()`, `x.to(device)` without `non_blocking=True`) of the
+        batch (`copies_a_batch`), of the next item of an iterator (`region =
+        next(region_iter)`) or of other host memory (`torch.cat([image0,
+        image1]).to(device)`), or, at the start of the iteration, the loop's iterable when it
+        is a loader Accelerate prepared, which copies with its default, blocking copies. Each
+        waits for all the work queued before it. No copy when the host prepares data on the
+        way (`tokenizer(text, return_tensors="pt").to(device)`): that work would overlap the
+        device's if nothing waited before it. A copy or a barrier that not every iteration of
+        a usual run reaches (`if not args.prefetcher:`) does not count."""
         order = self.index.preorder
         updates = set(loop.backward_calls + loop.step_calls + loop.step_helper_calls)
         calls = sorted(loop.own_calls, key=order.__getitem__)
@@ -293,21 +299,35 @@ class FileFacts:
         later = [call for call in calls if order[call] > position]
         earlier = [call for call in calls if order[call] <= position]
         iterated = iterated_expression(loop.node)
+        barriers: list[NextWait] = []
         for call in (*later, None, *earlier):
             if call is None:  # the next iteration starts
                 if iterated is not None and self.dataloaders.copied_blocking_by_accelerate(iterated):
-                    return BlockingCopy(iterated, by_accelerate=True)
+                    return [*barriers, NextWait(iterated, "accelerate")]
                 continue
             if call in updates or _prepares_data(call):
-                return None
-            if self._uploads_data(call, loop) and not self._copies_a_constant(call):
-                if not self.guards.runs_on_every_iteration(call, loop.node):
-                    continue  # `if not args.prefetcher:`, off in a default run
+                return barriers
+            if not self.guards.runs_on_every_iteration(call, loop.node):
+                continue  # `if not args.prefetcher:`, off in a default run
+            if self._is_barrier(call):
+                barriers.append(NextWait(call, "barrier"))
+            elif self._uploads_data(call, loop) and not self._copies_a_constant(call):
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
                 if any(map(_prepares_data, receiver_calls)):
-                    return None
-                return BlockingCopy(call, by_accelerate=False)
-        return None
+                    return barriers
+                return [*barriers, NextWait(call, "copy")]
+        return barriers
+
+    def _is_barrier(self, call: cst.Call) -> bool:
+        """`dist.barrier()`, `accelerator.wait_for_everyone()`, `self.barrier()` of a
+        Lightning strategy or Fabric, or a project's helper named for it (`synchronize()`
+        after `from utils.dist import synchronize`, which calls `dist.barrier()`); not
+        `torch.cuda.synchronize()`, an explicit wait reported on its own."""
+        name = last_identifier(call.func)
+        if name in ("barrier", "wait_for_everyone"):
+            return True
+        qualified = self.names.call_name(call) or ""
+        return name == "synchronize" and not qualified.startswith("torch.")
 
     def _copies_a_constant(self, call: cst.Call) -> bool:
         """`torch.as_tensor(IMAGENET_DEFAULT_MEAN).to(device)`: a copy of numbers written in

@@ -74,6 +74,41 @@ def switch_tested(test: cst.BaseExpression) -> str | None:
     return dotted_name(test) if type(test) in (cst.Name, cst.Attribute) else None
 
 
+def setting_test(test: cst.BaseExpression, expected: bool = True) -> list | None:
+    """`test` as a test of one of the run's settings (`program.options`): `[key, operator,
+    literal, expected]`, true when the setting passes it. `args.verbose` is `["verbose",
+    "truth", None, True]`, `not config.TRAIN.CLIP_GRAD` is `["TRAIN.CLIP_GRAD", "truth",
+    None, False]`, `self.args.my_qa_mask != 1` is `["my_qa_mask", "!=", 1, True]`. None for
+    any other test, and for a setting that picks the device (`args.cuda`, `cfg.MODEL.DEVICE`):
+    the runs that matter pass a test for the GPU."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return setting_test(test.expression, not expected)
+    comparison, literal = "truth", None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = _COMPARISON_OPERATORS.get(type(test.comparisons[0].operator))
+        literal = literal_value(test.comparisons[0].comparator)
+        if comparison is None or literal is UNKNOWN:
+            return None
+        test = test.left
+    key = _setting_key(test)
+    if key is None or any(word in key.lower() for word in _DEVICE_WORDS):
+        return None
+    return [key, comparison, literal, expected]
+
+
+def _setting_key(expression: cst.BaseExpression) -> str | None:
+    """The key of a setting read from the run's settings object (`verbose` of `args.verbose`
+    or `self.args.verbose`, `TRAIN.CLIP_GRAD` of `config.TRAIN.CLIP_GRAD`)."""
+    name = dotted_name(expression) if isinstance(expression, cst.Attribute) else None
+    if name is None:
+        return None
+    parts = name.split(".")
+    start = 1 if parts[0] == "self" and len(parts) > 2 else 0
+    if parts[start] not in _SETTINGS_OBJECTS:
+        return None
+    return ".".join(parts[start + 1:])
+
+
 def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a chain of `and`s (`a and b and c`), or the test itself."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -140,6 +175,12 @@ CLOCKS = frozenset({
 })
 # The objects that hold a run's settings (`args.flag`, `self.config.level`).
 _SETTINGS_OBJECTS = frozenset({"args", "config", "cfg", "opt", "opts", "hparams", "settings"})
+# Words of a setting that picks the device (`args.cuda`, `args.no_gpu`, `cfg.MODEL.DEVICE`).
+_DEVICE_WORDS = ("cuda", "gpu", "device")
+_COMPARISON_OPERATORS = {
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">", cst.GreaterThanEqual: ">=", cst.Is: "is", cst.IsNot: "is not",
+}
 # How the names of settings objects end (`training_args`, `model_config`).
 _SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
 # Words in the name of a switch that turns on a debugging mode (`args.debug`,
@@ -664,6 +705,32 @@ class Guards:
             ):
                 return True
         return False
+
+    def setting_tests(self, node: cst.CSTNode) -> list[list]:
+        """The tests of the run's settings (`setting_test`) that `node` must pass to run, in
+        its function: an operand of the `and` of an `if` (or conditional expression) whose
+        body holds it, the negation of the test of one whose `else` holds it (`get_grad_norm`
+        in the `else` of `if config.TRAIN.CLIP_GRAD:`) or of an early exit before it (`if
+        args.qa_mask != 1: continue`)."""
+        tests = []
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                break
+            statements = statements_of(parent)
+            if child in statements:  # after `if args.qa_mask != 1: continue`
+                tests.extend(
+                    test
+                    for earlier in statements[: statements.index(child)]
+                    if type(earlier) is cst.If and _only_exits(earlier.body)
+                    and (test := setting_test(earlier.test, expected=False)) is not None
+                )
+            if type(parent) not in (cst.If, cst.IfExp) or child is parent.test:
+                continue
+            if child is parent.body:
+                tests.extend(filter(None, map(setting_test, conjuncts(parent.test))))
+            else:
+                tests.extend(filter(None, [setting_test(parent.test, expected=False)]))
+        return tests
 
     def cpu_branch(self, node: cst.CSTNode) -> bool:
         """Whether `node` runs only in the branch of a device dispatch taken for the CPU: the

@@ -73,6 +73,12 @@ class ProgramAnswers:
         `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
         return False
 
+    def never_passed(self, test: list) -> bool:
+        """Whether no run the project ships passes `test` of one of its settings
+        (`Guards.setting_test`, `program.options`): the setting's default fails it and no
+        launcher gives it a value that passes."""
+        return False
+
     def receives_counter(self, function: cst.FunctionDef, parameter: str, kind: str) -> bool:
         """Whether every caller passes `function`, as `parameter`, a counter of a loop around
         the call (`kind` "counter": `training_log(loss, iteration)` in `while iteration <

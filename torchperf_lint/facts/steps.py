@@ -207,14 +207,23 @@ class Steps:
     def off_the_usual_path(self, node: cst.CSTNode) -> bool:
         """On a path that the steps of a usual run do not take: a failure path
         (`on_error_path`), a debugging mode (`Guards.debug_only`), a branch that only objects
-        built with a switch away from its default run (`Guards.off_default_option`), or the
-        fallback for an empty input (`Guards.for_empty_input`)."""
+        built with a switch away from its default run (`Guards.off_default_option`), the
+        fallback for an empty input (`Guards.for_empty_input`), or a branch that needs a
+        setting no run the project ships gives it (`left_off_by_settings`)."""
         return (
             self.on_error_path(node)
             or self.guards.debug_only(node)
             or self.guards.off_default_option(node)
             or self.guards.for_empty_input(node)
+            or self.left_off_by_settings(node)
         )
+
+    def left_off_by_settings(self, node: cst.CSTNode) -> bool:
+        """In a branch that needs a value of the run's settings that no shipped run gives
+        (`ProgramAnswers.never_passed`): the body of `if args.verbose:` where `--verbose` is
+        off by default and no launcher turns it on, the `else` of `if
+        config.TRAIN.CLIP_GRAD:` where every config clips."""
+        return any(self.program.never_passed(test) for test in self.guards.setting_tests(node))
 
     def behind_periodic_predicate(self, node: cst.CSTNode) -> bool:
         """Guarded by a project function that returns a periodic test (`if step_check(step,

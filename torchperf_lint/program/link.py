@@ -44,6 +44,7 @@ from torchperf_lint.conventions import (
     runs_its_model_per_step,
 )
 from torchperf_lint.program.modules import ModuleMap
+from torchperf_lint.program.options import takes
 from torchperf_lint.program.summary import CallSite, FunctionSummary, ModuleSummary, Ref, Value
 
 # Name chains (imports of imports, base classes) are followed at most this deep: cycles end.
@@ -727,9 +728,46 @@ class ProgramFacts:
         return (
             site.sparse
             or any(name in self.periodic_predicates for name in site.predicates)
+            or any(self.never_passed(test) for test in site.settings)
             or caller is not None
             and any(self.receives_counter(caller, name, kind) for name, kind in site.counter_guards)
         )
+
+    def never_passed(self, test: list) -> bool:
+        """No run the project ships passes `test` of a setting (`program.options`): every
+        value it may hold fails it."""
+        values = self.setting_values(test[0])
+        return values is not None and not any(takes(test, value) for value in values)
+
+    def setting_values(self, key: str) -> list | None:
+        """The values a setting holds in the runs the project ships: its defaults
+        (`ModuleSummary.setting_defaults`) and what launchers give it (`.settings_given`,
+        matched by its last part: `CLIP_GRAD` of `TRAIN.CLIP_GRAD`); None when one is not
+        known, when no default is declared, or when code of the project may set it
+        (`args.verbose = True`, `switched_on`)."""
+        leaf = key.rpartition(".")[2]
+        declared = self._settings[0].get(key)
+        if not declared or leaf in self.switched_on:
+            return None
+        values = [*declared, *self._settings[1].get(leaf, ())]
+        if not all(values):
+            return None
+        return [value[0] for value in values]
+
+    @cached_property
+    def _settings(self) -> tuple[dict[str, list[list]], dict[str, list[list]]]:
+        """Per setting, the defaults declared outside tests (`[value]`, or `[]` when not a
+        literal), and per last part of a setting's key, the values given."""
+        defaults: dict[str, list[list]] = defaultdict(list)
+        given: dict[str, list[list]] = defaultdict(list)
+        for file, summary in self.summaries.items():
+            if file in self.tests:
+                continue
+            for name, *value in summary.setting_defaults:
+                defaults[name].append(value)
+            for name, *value in summary.settings_given:
+                given[name].append(value)
+        return defaults, given
 
     @cached_property
     def switched_on(self) -> frozenset[str]:
@@ -1570,6 +1608,11 @@ class ProgramFacts:
 
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return self.never_called(Target(file, qualname, "function"))
+
+    def _answer_never_passed(
+        self, file: str, key: str, comparison: str, literal: object, expected: bool
+    ) -> bool:
+        return self.never_passed([key, comparison, literal, expected])
 
     def _answer_switched_on(self, file: str, attribute: str) -> bool:
         return attribute in self.switched_on

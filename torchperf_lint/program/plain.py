@@ -4,8 +4,9 @@ config (`model = dict(backbone=dict(type="ResNet", with_cp=True))`) or a launche
 Such a file is read with Python's own parser, much faster than LibCST's, for the switches it
 may turn on: the keywords of its calls and the keys of its dict literals and subscript
 assignments (`ModuleSummary.keywords_on`), and the attributes it sets (the `switches` of its
-module code), each given a value that may be true. Without a function of its own to follow,
-any value but `False`, `None` or `0` may be.
+module code), each given a value that may be true (without a function of its own to follow,
+any value but `False`, `None` or `0` may be); and the run's settings it declares or gives
+(`program.options`: a config tree's defaults, a launcher's command lines).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from torchperf_lint.conventions import OFF_VALUES
+from torchperf_lint.program.options import attribute_chain, python_settings
 from torchperf_lint.program.summary import FunctionSummary, ModuleSummary
 
 
@@ -23,6 +25,14 @@ def summarize_plain(text: str) -> ModuleSummary | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
+    defaults, given = python_settings(text, tree)
+    declared = {entry[0] for entry in defaults}
+    # A config tree's defaults (`_C.TRAIN.CLIP_GRAD = 5.0`) turn nothing on: no run changes them.
+    defaulting = {
+        id(statement) for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        and all(_declared_entry(target, declared) for target in statement.targets)
+    }
     keywords: set[str] = set()
     attributes: set[str] = set()
     for node in ast.walk(tree):
@@ -34,7 +44,7 @@ def summarize_plain(text: str) -> ModuleSummary | None:
                 key.value for key, value in zip(node.keys, node.values)
                 if _identifier(key) and _may_be_true(value)
             )
-        elif isinstance(node, ast.Assign) and _may_be_true(node.value):
+        elif isinstance(node, ast.Assign) and _may_be_true(node.value) and id(node) not in defaulting:
             for target in node.targets:
                 if isinstance(target, ast.Subscript) and _identifier(target.slice):
                     keywords.add(target.slice.value)  # `cfg["with_cp"] = True`
@@ -42,13 +52,20 @@ def summarize_plain(text: str) -> ModuleSummary | None:
                     attributes.add(target.attr)  # `cfg.model.with_cp = True`
         elif isinstance(node, ast.Call) and _sets_attribute(node):
             attributes.add(node.args[1].value)  # `setattr(cfg, "with_cp", True)`
-    if not keywords and not attributes:
+    if not (keywords or attributes or defaults or given):
         return None
     module_code = FunctionSummary(qualname="", switches=sorted(attributes))
     return ModuleSummary(
         functions={"": module_code} if attributes else {},
         keywords_on=sorted(keywords),
+        setting_defaults=defaults,
+        settings_given=given,
     )
+
+
+def _declared_entry(target: ast.expr, declared: set[str]) -> bool:
+    chain = attribute_chain(target)
+    return chain is not None and ".".join(chain[1:]) in declared
 
 
 def _may_be_true(value: ast.expr) -> bool:

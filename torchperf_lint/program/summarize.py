@@ -23,9 +23,10 @@ from torchperf_lint.facts.index import (
     nearest_ancestor,
 )
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
-from torchperf_lint.facts.names import alias_binding, dotted_name
+from torchperf_lint.facts.names import alias_binding, dotted_name, last_identifier
 from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.tensors import is_none
+from torchperf_lint.program.options import is_argument_class, python_settings
 from torchperf_lint.program.summary import (
     CallSite,
     ClassSummary,
@@ -380,6 +381,30 @@ def _rebinds(value: cst.BaseExpression, name: str) -> bool:
     )
 
 
+def _declares_a_default(
+    assignment: cst.Assign | cst.AnnAssign | cst.AugAssign, declared: set[str], facts: FileFacts
+) -> bool:
+    """`assignment` gives one of the run's settings its default (`program.options`, where
+    its key is `declared`): module code setting a config tree's entry (`_C.TRAIN.CLIP_GRAD =
+    5.0`), or a field of a class of arguments (`clip: int = -1` in `class Args(Tap)`)."""
+    if facts.scopes.enclosing_function(assignment) is not None:
+        return False
+    cls = facts.scopes.enclosing_class(assignment)
+    if cls is not None:
+        bases = [last_identifier(base.value) for base in cls.bases]
+        target = assignment.target if isinstance(assignment, cst.AnnAssign) else None
+        return (
+            isinstance(target, cst.Name)
+            and target.value in declared
+            and is_argument_class(cls.name.value, bases)
+        )
+    targets = assignment.targets if isinstance(assignment, cst.Assign) else ()
+    names = [dotted_name(target.target) for target in targets]
+    return bool(names) and all(
+        name is not None and name.partition(".")[2] in declared for name in names
+    )
+
+
 def _mentions(facts: FileFacts) -> list[str]:
     """Every identifier `facts`' module mentions but the names its definitions bind."""
     defined = {id(definition.name) for definition in (*facts.index.functions, *facts.index.classes)}
@@ -485,16 +510,20 @@ def _dotted_prefixes(name: str | None) -> list[str]:
     return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
 
 
-def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
+def summarize(facts: FileFacts, text: str, refs: References | None = None) -> ModuleSummary:
     """The summary of one file, from facts built without a program (they must not depend on
-    other files); `refs`, when given, are the file's references, built once per file."""
-    return _Summarizer(facts, refs or References(facts)).summary
+    other files) and from its `text` (the run's settings it declares, `program.options`);
+    `refs`, when given, are the file's references, built once per file."""
+    return _Summarizer(facts, refs or References(facts), python_settings(text)).summary
 
 
 class _Summarizer:
-    def __init__(self, facts: FileFacts, refs: References) -> None:
+    def __init__(
+        self, facts: FileFacts, refs: References, settings: tuple[list[list], list[list]]
+    ) -> None:
         self.facts = facts
         self.refs = refs
+        self.setting_defaults, settings_given = settings
         self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
         for node in facts.index.returns:
             function = facts.scopes.enclosing_function(node)
@@ -516,6 +545,8 @@ class _Summarizer:
                 for statement in facts.module.body
             ),
             imports_only_below=_imports_only_below(facts.module),
+            setting_defaults=self.setting_defaults,
+            settings_given=settings_given,
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:
@@ -573,12 +604,16 @@ class _Summarizer:
         """(qualified name of the function, or "" for module code; attribute; the parameter
         of a switch its `__init__` stores, or None) for each attribute the file may set to a
         true value: `obj.flag = value` unless `value` is `False`, `None` or `0`,
-        `setattr(obj, "flag", value)`, and class attributes."""
+        `setattr(obj, "flag", value)`, and class attributes; not the defaults of a config
+        tree (`_C.TRAIN.CLIP_GRAD = 5.0`, `program.options`), which no run changes."""
         facts = self.facts
+        declared = {entry[0] for entry in self.setting_defaults}
         for assignment in facts.index.assigns:
             value = assignment.value
             if value is None or literal_value(value) in OFF_VALUES:
                 continue  # `flag: bool` declares; `self.flag = False` leaves it off
+            if declared and _declares_a_default(assignment, declared, facts):
+                continue
             if isinstance(assignment, cst.Assign):
                 targets = [target.target for target in assignment.targets]
             else:
@@ -758,6 +793,7 @@ class _Summarizer:
             needs=facts.guards.required_parameters(call),
             predicates=[] if sparse else facts.guards.predicate_guards(call),
             counter_guards=[] if sparse else facts.guards.counter_parameter_tests(call),
+            settings=[] if sparse else facts.guards.setting_tests(call),
         )
         if callee is not None:
             owner.calls.append(site)

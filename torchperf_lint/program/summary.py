@@ -95,6 +95,9 @@ class CallSite:
     # flag, with what they must receive (`[["iteration", "counter"]]` for `if iteration ==
     # last + k:`, `Guards.counter_parameter_tests`): when the callers pass one, it is sparse.
     counter_guards: list[list[str]] = field(default_factory=list)
+    # The tests of the run's settings it must pass to run, in its own function
+    # (`Guards.setting_tests`): when no shipped run passes one, it is sparse.
+    settings: list[list] = field(default_factory=list)
 
 
 @dataclass
@@ -179,6 +182,11 @@ class ModuleSummary:
     # Functions whose every result is a periodic test of their arguments or `False`
     # (`def should_log(self, step): return step == 1 or step % self.log_freq == 0`).
     periodic_predicates: list[str] = field(default_factory=list)
+    # The run's settings (`program.options`): the defaults the file declares (`--verbose`
+    # off, `TRAIN.CLIP_GRAD` at 5.0) and the values it gives them, as a launcher does; each
+    # `[name]` (a value the file does not say) or `[name, value]`.
+    setting_defaults: list[list] = field(default_factory=list)
+    settings_given: list[list] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

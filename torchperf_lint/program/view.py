@@ -80,6 +80,9 @@ class LinkedAnswers(ProgramAnswers):
     def receives_counter(self, function: cst.FunctionDef, parameter: str, kind: str) -> bool:
         return bool(self._ask("receives_counter", self.refs.qualname(function), parameter, kind))
 
+    def never_passed(self, test: list) -> bool:
+        return bool(self._ask("never_passed", *test))
+
     def is_test_support(self) -> bool:
         return bool(self._ask("test_support"))
 

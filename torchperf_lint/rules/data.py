@@ -758,6 +758,9 @@ class TensorCreatedThenMoved(Rule):
     only makes up outputs while `torch.onnx.export` traces the model), and a branch
     that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run),
+    a branch that needs a value of the run's settings no shipped run gives them (`if
+    args.verbose:` for a `--verbose` flag off by default that no launcher of the project
+    passes, the `else` of `if config.TRAIN.CLIP_GRAD:` where every config clips),
     a branch on a parameter off by default that no caller turns on (`if init is True:` in
     `forward(self, x, init=False)`, whose callers, `self.conv(x)`, leave it out, or which no code
     of the project calls with `init=` at all), and

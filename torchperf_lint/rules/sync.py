@@ -6,24 +6,35 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchperf_lint.facts import BlockingCopy, FileFacts
+from torchperf_lint.facts import FileFacts, NextWait
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.steps import Step
 from torchperf_lint.facts.syncs import HostSync
 from torchperf_lint.rules.base import Finding, Rule
 
-# A sync at the end of a training step whose next step starts with a blocking batch copy: the
-# copy waits for the same work, so the two go together.
-_NEXT_COPY_NOTE = "the next step's blocking batch copy waits for the GPU here too"
-_COPY_ADVICE = (
-    ", and copy the batch asynchronously (`pin_memory=True` on the loader, `non_blocking=True`"
-    " on the copy): removing one of the two waits alone gains little"
-)
-_ACCELERATE_COPY_ADVICE = (
-    ", and let Accelerate copy batches asynchronously (`pin_memory=True` on the loader,"
-    " `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`): removing"
-    " one of the two waits alone gains little"
-)
+# A sync at the end of a training step whose next step starts with a blocking batch copy, or
+# that the step's barrier follows: the other wait waits for the same work, so the two go
+# together. Per kind of `NextWait`: the note at the other wait, and the advice added.
+_NEXT_WAIT_NOTES = {
+    "copy": "the next step's blocking batch copy waits for the GPU here too",
+    "accelerate": "the next step's blocking batch copy waits for the GPU here too",
+    "barrier": "this barrier waits for the GPU here too",
+}
+_NEXT_WAIT_ADVICE = {
+    "copy": (
+        "copy the batch asynchronously (`pin_memory=True` on the loader, `non_blocking=True`"
+        " on the copy)"
+    ),
+    "accelerate": (
+        "let Accelerate copy batches asynchronously (`pin_memory=True` on the loader,"
+        " `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`)"
+    ),
+    "barrier": (
+        "drop the barrier the step reaches next (the gradients' all-reduce already keeps the"
+        " ranks in step)"
+    ),
+}
+_COUNTS = {2: "two", 3: "three"}
 
 
 class _PerIterationRule(Rule):
@@ -60,10 +71,12 @@ class _PerIterationRule(Rule):
                 return
             also_at = tuple((other.node, f"also waits here: {other.part}") for other in site.others)
             advice = site.advice or self.read_advice
-            copy = self.next_copy_waiting_too(facts, site, step)
-            if copy is not None:
-                also_at += ((copy.node, _NEXT_COPY_NOTE),)
-                advice += _ACCELERATE_COPY_ADVICE if copy.by_accelerate else _COPY_ADVICE
+            waits = self.next_waits_too(facts, site, step)
+            if waits:
+                also_at += tuple((wait.node, _NEXT_WAIT_NOTES[wait.kind]) for wait in waits)
+                advice += "".join(f", and {_NEXT_WAIT_ADVICE[wait.kind]}" for wait in waits)
+                count = _COUNTS.get(len(waits) + 1, str(len(waits) + 1))
+                advice += f": removing one of the {count} waits alone gains little"
             yield self.finding(
                 site.node,
                 related=step.path,
@@ -72,11 +85,11 @@ class _PerIterationRule(Rule):
                 advice=advice,
             )
 
-    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> BlockingCopy | None:
-        """The blocking batch copy of the next step that waits for the same work as `site`,
-        when the two are one fix (see `SyncInTrainingLoop`); None for rules that do not
-        pair them."""
-        return None
+    def next_waits_too(self, facts: FileFacts, site: HostSync, step: Step) -> list[NextWait]:
+        """The step's barriers and the blocking batch copy of the next step that wait for
+        the same work as `site`, when they are one fix with it (see `SyncInTrainingLoop`);
+        none for rules that do not pair them."""
+        return []
 
 
 class SyncInTrainingLoop(_PerIterationRule):
@@ -214,7 +227,14 @@ class SyncInTrainingLoop(_PerIterationRule):
     any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
     config.ignore_sanity_checks:`, a level such as `if opt.debug > 0:`: a switch whose name
     says debug or sanity check, which
-    users turn on to trade speed for checks), in what a call that saves a checkpoint runs
+    users turn on to trade speed for checks), in a branch that needs a value of the run's
+    settings that no run the project ships gives them (`if args.verbose:` for a
+    `--verbose` flag, off by default, that no shell script, README command, YAML or JSON
+    config or Python launcher of the project passes; the `else` of `if
+    config.TRAIN.CLIP_GRAD:` where the config tree's default, `_C.TRAIN.CLIP_GRAD = 5.0`,
+    and every shipped config clip; what follows `if args.qa_mask != 1: continue` with
+    `--qa-mask` at 0; a setting that picks the device, `if args.cuda:`, is taken to be on),
+    in what a call that saves a checkpoint runs
     (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name,
     and what computes the state it is given: `save_checkpoint(checkpoint_state(model,
     optimizer), filename=name)`:
@@ -296,7 +316,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `if isinstance(v, torch.Tensor): v = v.item()`) unless the program shows a caller passing
     it a tensor (`metric_logger.update(acc=acc)`, not `update(loss=loss.item())`), CPU-only modules (or
     `target-device = "cpu"`), and test files, which read values on purpose. A flag or rank
-    guard (`if rank == 0:`, `if args.verbose:`) still runs on every step and is reported.
+    guard (`if rank == 0:`, or `if args.verbose:` where a launcher passes `--verbose`) still
+    runs on every step and is reported.
 
     ## Why is this bad?
     CUDA work is asynchronous: the host queues kernels and runs ahead, preparing the next
@@ -331,7 +352,12 @@ class SyncInTrainingLoop(_PerIterationRule):
     timm's, where the default prefetcher already copies without blocking; a test for the GPU,
     `if torch.cuda.is_available():`, is passed on every step that matters) and a copy of a
     constant (`torch.as_tensor(IMAGENET_DEFAULT_MEAN).to(device)`, a few bytes) are not
-    paired.
+    paired. A barrier of the ranks that the step reaches after the sync, before any further
+    update (`dist.barrier()`, `accelerator.wait_for_everyone()`, Lightning's
+    `self.barrier()`, a project's `synchronize()` helper, at the end of every step), is
+    paired in the same way, before the copy when the step has both: it waits for the same
+    work, and the advice is to drop it too, since the gradients' all-reduce already keeps
+    the ranks in step.
 
     ## Example
     ```python
@@ -396,11 +422,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     def selects(self, facts: FileFacts, loop: LoopFacts) -> bool:
         return loop.is_training
 
-    def next_copy_waiting_too(self, facts: FileFacts, site: HostSync, step: Step) -> BlockingCopy | None:
-        """The blocking copy of host data the training loop reaches next after the sync,
-        before any further update (`FileFacts.next_blocking_copy`): it waits for the same
-        work."""
-        return None if step.loop is None else facts.next_blocking_copy(step.loop, site.node)
+    def next_waits_too(self, facts: FileFacts, site: HostSync, step: Step) -> list[NextWait]:
+        """The barriers, and the blocking copy of host data, that the training loop reaches
+        next after the sync, before any further update (`FileFacts.next_waits`): they wait
+        for the same work."""
+        return [] if step.loop is None else facts.next_waits(step.loop, site.node)
 
 
 class SyncInEvalLoop(_PerIterationRule):

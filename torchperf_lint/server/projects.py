@@ -20,7 +20,7 @@ from pathlib import Path
 
 from torchperf_lint.config import ConfigError, Configuration
 from torchperf_lint.diagnostics import Diagnostic, FileError, FileResult
-from torchperf_lint.discovery import SOURCE_SUFFIXES, program_files, project_root
+from torchperf_lint.discovery import LAUNCHER_SUFFIXES, SOURCE_SUFFIXES, program_files, project_root
 from torchperf_lint.engine import LintSettings, parse
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.locate import locate_related
@@ -131,7 +131,7 @@ class Project:
     def changed_on_disk(self, path: Path) -> None:
         """A file changed, appeared or disappeared on disk (open files keep their buffer)."""
         name = self.name_of(path)
-        if name in self.open or path.suffix not in SOURCE_SUFFIXES:
+        if name in self.open or path.suffix not in (*SOURCE_SUFFIXES, *LAUNCHER_SUFFIXES):
             return
         try:
             excluded = self.configuration.is_excluded(path)

@@ -1,0 +1,241 @@
+"""The run's settings (`program.options`): the defaults Python declares, the values launchers
+give, and which tests of a setting a shipped run passes."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from torchperf_lint.config import Configuration
+from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.program.link import ProgramFacts
+from torchperf_lint.program.options import (
+    declared_settings,
+    python_settings,
+    settings_in_launcher,
+    summarize_launcher,
+    takes,
+)
+from torchperf_lint.program.plain import summarize_plain
+from torchperf_lint.program.summary import ModuleSummary
+
+
+def declared(source: str) -> tuple[list[list], list[list]]:
+    return declared_settings(ast.parse(textwrap.dedent(source)))
+
+
+def test_command_line_options_declare_their_defaults_by_destination() -> None:
+    defaults, given = declared(
+        """
+        parser.add_argument("-v", "--verbose", action="store_true")
+        parser.add_argument("--no-ema", action="store_false", dest="ema")
+        parser.add_argument("--qa-mask", type=int, default=0)
+        parser.add_argument("--resume", type=str)
+        parser.add_argument("--lr", default=get_lr())
+        parser.add_argument("--data", required=True)
+        parser.add_argument("config")
+        parser.add_argument("--modes", action=CustomAction)
+        parser.set_defaults(amp=True)
+        """
+    )
+    assert defaults == [
+        ["verbose", False], ["ema", True], ["qa_mask", 0], ["resume", None], ["lr"],
+        ["data"], ["modes"], ["amp", True],
+    ]
+    assert given == []
+
+
+def test_a_config_tree_declares_each_entry_it_sets_at_its_top_level() -> None:
+    defaults, _ = declared(
+        """
+        from yacs.config import CfgNode as CN
+        _C = CN()
+        _C.TRAIN = CN()
+        _C.TRAIN.CLIP_GRAD = 5.0
+        _C.TRAIN.LR_SCHEDULER = CN()
+        _C.TRAIN.LR_SCHEDULER.NAME = "cosine"
+        _C.AUG.MIXUP = (0.8, 1.0)
+        _C.DATA.PATH = os.environ["DATA"]
+        model = build()
+        model.training = False
+
+        def update(config):
+            config.TRAIN.CLIP_GRAD = 0.0
+        """
+    )
+    assert defaults == [
+        ["TRAIN.CLIP_GRAD", 5.0], ["TRAIN.LR_SCHEDULER.NAME", "cosine"], ["AUG.MIXUP", True],
+        ["DATA.PATH"],
+    ]
+
+
+def test_the_fields_of_a_class_of_arguments_declare_their_defaults() -> None:
+    defaults, _ = declared(
+        """
+        class Args(Tap):
+            clip: int = -1
+            name: str
+            mixup: float = 0.8
+
+        @dataclass
+        class TrainingArguments:
+            fp16: bool = field(default=False, metadata={"help": "..."})
+            output_dir: str = field(metadata={"help": "..."})
+
+        @dataclass
+        class ModelConfig:
+            use_cache: bool = True
+        """
+    )
+    assert defaults == [["clip", -1], ["mixup", 0.8], ["fp16", False], ["output_dir"]]
+
+
+def test_a_python_launcher_names_the_options_of_the_commands_it_builds() -> None:
+    defaults, given = declared(
+        """
+        parser.add_argument("--epochs", default=10, help="see --lr too")
+        cmd = ["python", "train.py", "--verbose", f"--lr={lr}"]
+        os.system("python train.py --amp --batch-size 64")
+        """
+    )
+    assert defaults == [["epochs", 10]]
+    assert sorted(given) == [["amp"], ["batch_size"], ["lr"], ["verbose"]]
+
+
+def test_a_file_that_declares_nothing_is_not_parsed_and_a_broken_one_gives_nothing() -> None:
+    assert python_settings("import torch\nx = 1 - -2\n") == ([], [])
+    assert python_settings("parser.add_argument('--x', default=1\n") == ([], [])
+
+
+def test_a_launcher_gives_options_config_keys_and_dotted_overrides_with_their_values() -> None:
+    text = textwrap.dedent(
+        """\
+        python train.py --cfg configs/swin.yaml --verbose --batch-size 64 --lr=1e-3 \\
+            --opts TRAIN.CLIP_GRAD 0.0 model.name=vit --name 'run one'
+        TRAIN:
+          CLIP_GRAD: 0.0  # no clipping
+          EPOCHS: 300
+          SCHEDULER:
+        {
+          "use_amp": true,
+          "drop_path": null
+        }
+        """
+    )
+    assert settings_in_launcher(text) == [
+        ["cfg", "configs/swin.yaml"], ["verbose"], ["batch_size", 64], ["lr", 0.001],
+        ["opts", "TRAIN.CLIP_GRAD"], ["name"],
+        ["CLIP_GRAD", 0.0], ["EPOCHS", 300], ["use_amp", True], ["drop_path", None],
+        ["CLIP_GRAD", 0.0], ["name", "vit"],
+    ]
+    assert summarize_launcher("# nothing here\n") is None
+
+
+def test_a_test_of_a_setting_passes_by_its_truth_or_comparison() -> None:
+    assert takes(["verbose", "truth", None, True], True)
+    assert not takes(["verbose", "truth", None, True], False)
+    assert takes(["TRAIN.CLIP_GRAD", "truth", None, False], 0.0)
+    assert not takes(["qa_mask", "!=", 1, False], 0)
+    assert takes(["mode", ">=", 1, True], "fast")  # cannot compare: it may pass
+
+
+def program(root: Path, files: dict[str, str]) -> ProgramFacts:
+    """The program of a project written under `root`, as the CLI links it (launchers too)."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    from torchperf_lint.runner import summarize_file
+
+    summaries = {}
+    for path in program_files([root], Configuration(cwd=root)):
+        summary = summarize_file(path)
+        if summary is not None:
+            summaries[path.relative_to(root).as_posix()] = summary
+    return ProgramFacts(summaries)
+
+
+TRAIN = """\
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--qa-mask", type=int, default=0)
+    args = parser.parse_args()
+"""
+
+
+def test_a_setting_no_launcher_names_holds_its_default(tmp_path: Path) -> None:
+    linked = program(tmp_path, {"train.py": TRAIN})
+    assert linked.setting_values("verbose") == [False]
+    assert linked.never_passed(["verbose", "truth", None, True])
+    assert not linked.never_passed(["verbose", "truth", None, False])
+    assert linked.never_passed(["qa_mask", "!=", 1, False])
+    assert linked.setting_values("epochs") is None  # declared nowhere
+
+
+def test_a_launcher_or_code_that_sets_a_setting_makes_its_value_unknown(tmp_path: Path) -> None:
+    linked = program(tmp_path, {
+        "train.py": TRAIN + "args.qa_mask = 1 if args.verbose else 0\n",
+        "scripts/run.sh": "python train.py --verbose\n",
+    })
+    assert linked.setting_values("verbose") is None
+    assert linked.setting_values("qa_mask") is None
+
+
+def test_a_launcher_that_gives_a_value_adds_it(tmp_path: Path) -> None:
+    linked = program(tmp_path, {
+        "config.py": """\
+            from yacs.config import CfgNode as CN
+            _C = CN()
+            _C.TRAIN = CN()
+            _C.TRAIN.CLIP_GRAD = 5.0
+            _C.TRAIN.EMA = False
+        """,
+        "configs/a.yaml": "TRAIN:\n  CLIP_GRAD: 1.0\n  EMA: true\n",
+        "README.md": "Run `python main.py --cfg configs/a.yaml TRAIN.EMA False`.\n",
+    })
+    assert linked.setting_values("TRAIN.CLIP_GRAD") == [5.0, 1.0]
+    assert linked.never_passed(["TRAIN.CLIP_GRAD", "truth", None, False])
+    assert linked.setting_values("TRAIN.EMA") == [False, False, True]  # README.md, a.yaml
+    assert not linked.never_passed(["TRAIN.EMA", "truth", None, True])
+
+
+def test_a_config_trees_defaults_turn_no_switch_on(tmp_path: Path) -> None:
+    summary = summarize_plain("from yacs.config import CfgNode as CN\n_C = CN()\n_C.USE_CP = True\ncfg.with_cp = True\n")
+    assert summary is not None
+    assert summary.functions[""].switches == ["with_cp"]
+    assert summary.setting_defaults == [["USE_CP", True]]
+
+
+def test_the_fields_of_a_class_of_arguments_are_defaults_not_switches(tmp_path: Path) -> None:
+    linked = program(tmp_path, {
+        "train.py": """\
+            import torch
+            from tap import Tap
+
+            class Args(Tap):
+                clip: int = -1
+                ema: bool = True
+
+            class Block(torch.nn.Module):
+                use_checkpoint: bool = True
+        """,
+    })
+    assert linked.setting_values("clip") == [-1]
+    assert linked.never_passed(["clip", ">", 0, True])
+    assert "use_checkpoint" in linked.switched_on and "ema" not in linked.switched_on
+
+
+def test_launchers_are_read_by_the_program_but_not_linted(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import torch\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text("python train.py --verbose\n", encoding="utf-8")
+    (tmp_path / "data.json").write_text("[" + "1," * 200_000 + "1]", encoding="utf-8")
+    found = discover([tmp_path], Configuration(cwd=tmp_path))
+    assert found.files == [tmp_path / "train.py"]
+    assert found.launchers == [tmp_path / "data.json", tmp_path / "run.sh"]
+    from torchperf_lint.runner import summarize_file
+
+    assert summarize_file(tmp_path / "data.json") is None  # too large to be a config
+    assert summarize_file(tmp_path / "run.sh") == ModuleSummary(settings_given=[["verbose"]])

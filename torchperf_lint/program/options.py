@@ -1,0 +1,279 @@
+"""The run's settings, and the values they hold in the runs a project ships.
+
+`if args.verbose:` runs only when a run turns `--verbose` on, and the `else` of `if
+config.TRAIN.CLIP_GRAD:` only when a run turns clipping off. A setting's default is declared
+in Python: a command-line option (`parser.add_argument("--verbose", action="store_true")`
+gives `verbose` the default `False`, and so does `verbose: bool = False` in a class of
+arguments such as `class Args(Tap)`) or an entry of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`,
+yacs and its kin, gives `TRAIN.CLIP_GRAD` the default `5.0`). What a run may set it to is
+written where runs are launched: shell scripts and README commands (`--verbose`,
+`TRAIN.CLIP_GRAD 0.`), YAML and JSON configs (`CLIP_GRAD: 0.0`), the commands a Python
+launcher builds (`"--verbose"`). A test of a setting whose every known value fails it, with
+no launcher giving it another, is passed by no run the project ships: what it guards is off
+the usual path (`Steps.left_off_by_settings`), like a debugging mode.
+
+Each file's part is in its summary (`ModuleSummary.setting_defaults`, `.settings_given`), as
+`[name]` (a value the file does not say) or `[name, value]`; the linker joins them
+(`ProgramFacts.setting_values`). A test of a setting is `[key, operator, literal, expected]`
+(`Guards.setting_tests`): the branch runs when `value <operator> literal` (or the value's
+truth, for the operator "truth") is `expected`.
+
+This module reads Python with the standard library's parser only: a launcher without PyTorch
+code is never parsed by LibCST (`program.plain`).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from torchperf_lint.program.summary import ModuleSummary
+
+# Text a Python file declares or gives settings with; a file without any is not read again.
+_PYTHON_MARKERS = ("add_argument", "set_defaults", "\"--", "'--")
+_COMPARISONS: dict[str, Any] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
+}
+# `--name value` or `--name=value` on a command line (the value may be left out).
+_OPTION = re.compile(
+    r"(?<![\w-])--([A-Za-z_][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)?([^\s\\'\"`-][^\s\\'\"`]*)?"
+)
+# `name: value` in YAML, `"name": value` in JSON, `name = value` in an INI file.
+_KEY = re.compile(
+    r"""^[ \t]*(?:-[ \t]+)?["']?([A-Za-z_]\w*)["']?[ \t]*[:=][ \t]*(.*?)[ \t,]*$""", re.MULTILINE
+)
+# `TRAIN.CLIP_GRAD 0.` (yacs' command-line opts, in capitals) or `train.clip_grad=0` (Hydra).
+_DOTTED = re.compile(
+    r"(?<![\w./-])(?:[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+[ \t]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+=)"
+    r"([^\s\\'\"`]+)"
+)
+# What a config tree is built with (`_C = CN()`, `cfg = edict()`).
+_CONFIG_TREES = frozenset({
+    "CN", "CfgNode", "ConfigDict", "EasyDict", "edict", "AttrDict", "Munch", "SimpleNamespace",
+    "Namespace", "Config",
+})
+# Classes whose fields are command-line arguments: by name (`Args`, `TrainingArguments`,
+# `Hparams`) or by base (typed-argument-parser's `Tap`).
+_ARGUMENT_CLASS_SUFFIXES = ("Args", "Arguments", "Options", "Hparams", "HParams")
+_ARGUMENT_PARSER_BASES = frozenset({"Tap"})
+_YAML_WORDS = {
+    "true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
+    "null": None, "none": None, "~": None,
+}
+
+
+def python_settings(text: str, tree: ast.Module | None = None) -> tuple[list[list], list[list]]:
+    """`declared_settings` of Python `text` (parsed as `tree`, when it is already), nothing
+    for a file that declares no setting or does not parse."""
+    if not (
+        any(marker in text for marker in _PYTHON_MARKERS)
+        or any(f"{name}(" in text for name in _CONFIG_TREES)
+        or any(name in text for name in (*_ARGUMENT_CLASS_SUFFIXES, *_ARGUMENT_PARSER_BASES))
+    ):
+        return [], []
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return [], []
+    return declared_settings(tree)
+
+
+def summarize_launcher(text: str) -> ModuleSummary | None:
+    """The summary of a launcher (`discovery.LAUNCHER_SUFFIXES`): the settings it gives; None when it
+    gives none."""
+    given = settings_in_launcher(text)
+    return ModuleSummary(settings_given=given) if given else None
+
+
+def declared_settings(tree: ast.Module) -> tuple[list[list], list[list]]:
+    """The settings a Python file declares (their defaults) and those it gives a value, as
+    a launcher does."""
+    defaults: list[list] = []
+    declaring: set[int] = set()  # the strings of `add_argument` calls: names and help
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_argument":
+                declaring.update(id(inner) for inner in ast.walk(node))
+                defaults.extend(_option_default(node))
+            elif node.func.attr == "set_defaults":
+                defaults.extend(
+                    _entry(keyword.arg, keyword.value) for keyword in node.keywords if keyword.arg
+                )
+    given = [
+        [name]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in declaring
+        and "--" in node.value
+        for name, _ in _options_in(node.value)
+    ]
+    defaults.extend(_config_tree_defaults(tree))
+    defaults.extend(_argument_class_defaults(tree))
+    return defaults, given
+
+
+def settings_in_launcher(text: str) -> list[list]:
+    """The settings a launcher gives, with the values it gives them where it says."""
+    given = [
+        [name, *_scalar(value)] for name, value in _options_in(text)
+    ]
+    given.extend(
+        [name, *_scalar(value)] for name, value in _KEY.findall(text) if value
+    )
+    for match in _DOTTED.finditer(text):
+        dotted = match.group(0).split("=")[0].split()[0]
+        given.append([dotted.rpartition(".")[2], *_scalar(match.group(1))])
+    return given
+
+
+def takes(test: list, value: object) -> bool:
+    """Whether a run with `value` for the setting passes `test` (an unknown outcome may)."""
+    _, comparison, literal, expected = test
+    try:
+        result = bool(value) if comparison == "truth" else bool(_COMPARISONS[comparison](value, literal))
+    except TypeError:
+        return True
+    return result == expected
+
+
+def _options_in(text: str) -> Iterator[tuple[str, str]]:
+    for match in _OPTION.finditer(text):
+        yield match.group(1).replace("-", "_"), match.group(2) or ""
+
+
+def _scalar(text: str) -> list:
+    """`[value]` for a scalar written in a launcher (`0.`, `true`, `'adam'`), `[]` for none."""
+    text = text.split(" #")[0].strip().strip("'\"")
+    if not text:
+        return []
+    lowered = text.lower()
+    if lowered in _YAML_WORDS:
+        return [_YAML_WORDS[lowered]]
+    try:
+        return [int(text)]
+    except ValueError:
+        pass
+    try:
+        return [float(text)]
+    except ValueError:
+        return [text] if re.fullmatch(r"[\w./-]+", text) else []
+
+
+def _option_default(call: ast.Call) -> list[list]:
+    """`[dest, default]` for `parser.add_argument("--lr", default=0.1)`, `[dest]` when its
+    default is not a literal or it is required; nothing for a positional argument."""
+    names = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    if not names or not all(name.startswith("-") for name in names):
+        return []
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
+    dest = keywords.get("dest")
+    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+        name = dest.value
+    else:
+        long = [name for name in names if name.startswith("--")]
+        name = (long or names)[0].lstrip("-").replace("-", "_")
+    required = keywords.get("required")
+    if required is not None and not (isinstance(required, ast.Constant) and not required.value):
+        return [[name]]
+    if "default" in keywords:
+        return [_entry(name, keywords["default"])]
+    action = keywords.get("action")
+    kind = action.value if isinstance(action, ast.Constant) else None
+    if kind in ("store_true", "store_false"):
+        return [[name, kind == "store_false"]]
+    return [[name, None]] if action is None or kind in ("store", "append", "count") else [[name]]
+
+
+def _config_tree_defaults(tree: ast.Module) -> Iterable[list]:
+    """`[key, default]` for each entry a module's code sets on a config tree it builds at its
+    top level (`_C = CN()`, then `_C.TRAIN.CLIP_GRAD = 5.0` gives "TRAIN.CLIP_GRAD")."""
+    roots: set[str] = set()
+    for statement in tree.body:
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if isinstance(target, ast.Name) and _builds_a_config_tree(statement.value):
+            roots.add(target.id)
+            continue
+        parts = attribute_chain(target)
+        if parts is None or parts[0] not in roots or isinstance(statement.value, ast.Call):
+            continue
+        yield _entry(".".join(parts[1:]), statement.value)
+
+
+def _argument_class_defaults(tree: ast.Module) -> Iterable[list]:
+    """`[field, default]` for each field of a class that declares command-line arguments
+    (`class Args(Tap): clip: int = -1`, a dataclass `TrainingArguments` that
+    `HfArgumentParser` reads: `fp16: bool = field(default=False)`)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef) or not _declares_arguments(node):
+            continue
+        for statement in node.body:
+            if not (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+            ):
+                continue
+            value = statement.value
+            if isinstance(value, ast.Call) and _name_of(value.func) == "field":
+                found = [keyword.value for keyword in value.keywords if keyword.arg == "default"]
+                if not found:
+                    yield [statement.target.id]
+                    continue
+                value = found[0]
+            yield _entry(statement.target.id, value)
+
+
+def _declares_arguments(cls: ast.ClassDef) -> bool:
+    return is_argument_class(cls.name, [_name_of(base) for base in cls.bases])
+
+
+def is_argument_class(name: str, bases: Iterable[str | None]) -> bool:
+    """A class whose fields are command-line arguments: by its name (`Args`,
+    `TrainingArguments`, `Hparams`) or its base (typed-argument-parser's `Tap`)."""
+    return name.endswith(_ARGUMENT_CLASS_SUFFIXES) or any(
+        base in _ARGUMENT_PARSER_BASES for base in bases
+    )
+
+
+def _name_of(expression: ast.expr) -> str | None:
+    if isinstance(expression, ast.Attribute):
+        return expression.attr
+    return expression.id if isinstance(expression, ast.Name) else None
+
+
+def _builds_a_config_tree(value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    return _name_of(value.func) in _CONFIG_TREES
+
+
+def attribute_chain(node: ast.expr) -> list[str] | None:
+    """`["_C", "TRAIN", "CLIP_GRAD"]` for `_C.TRAIN.CLIP_GRAD`; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not parts or not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+def _entry(name: str, value: ast.expr) -> list:
+    """`[name, value]` for a scalar literal (a list or tuple by its truth), else `[name]`."""
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return [name]
+    if isinstance(literal, (list, tuple, dict, set)):
+        return [name, bool(literal)]
+    if literal is None or isinstance(literal, (bool, int, float, str)):
+        return [name, literal]
+    return [name]
