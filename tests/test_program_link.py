@@ -16,7 +16,7 @@ from torchperf_lint.program.summary import ModuleSummary
 
 def summary(source: str, name: str = "x.py") -> ModuleSummary:
     text = textwrap.dedent(source)
-    return summarize(FileFacts(cst.parse_module(text), PurePosixPath(name)), text)
+    return summarize(FileFacts(cst.parse_module(text), PurePosixPath(name)))
 
 
 def program(files: dict[str, str]) -> ProgramFacts:

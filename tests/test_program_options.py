@@ -103,9 +103,10 @@ def test_a_python_launcher_names_the_options_of_the_commands_it_builds() -> None
     assert sorted(given) == [["amp"], ["batch_size"], ["lr"], ["verbose"]]
 
 
-def test_a_file_that_declares_nothing_is_not_parsed_and_a_broken_one_gives_nothing() -> None:
-    assert python_settings("import torch\nx = 1 - -2\n") == ([], [])
-    assert python_settings("parser.add_argument('--x', default=1\n") == ([], [])
+def test_a_file_that_declares_nothing_is_not_walked_and_a_broken_one_gives_nothing() -> None:
+    source = "import torch\nx = 1 - -2\n"
+    assert python_settings(source, ast.parse(source)) == ([], [])
+    assert summarize_plain("parser.add_argument('--x', default=1\n") is None
 
 
 def test_a_launcher_gives_options_config_keys_and_dotted_overrides_with_their_values() -> None:
@@ -200,6 +201,32 @@ def test_a_launcher_that_gives_a_value_adds_it(tmp_path: Path) -> None:
     assert linked.never_passed(["TRAIN.CLIP_GRAD", "truth", None, False])
     assert linked.setting_values("TRAIN.EMA") == [False, False, True]  # README.md, a.yaml
     assert not linked.never_passed(["TRAIN.EMA", "truth", None, True])
+
+
+def test_a_file_with_pytorch_code_declares_settings_as_a_plain_one_does(tmp_path: Path) -> None:
+    linked = program(tmp_path, {
+        "config.py": """\
+            import torch
+            from easydict import EasyDict as edict
+            __C = edict()
+            __C.TRAIN = edict()
+            __C.TRAIN.EMA = torch.cuda.is_available()
+            __C.TRAIN.CLIP = 0.0
+            model = torch.nn.Linear(2, 2)
+            model.training = False
+            parser = argparse.ArgumentParser(
+                description="train",
+            )
+            parser.add_argument(
+                "--amp",
+                action="store_true",
+            )
+        """,
+    })
+    assert linked.summaries["config.py"].setting_defaults == [
+        ["amp", False], ["TRAIN.EMA"], ["TRAIN.CLIP", 0.0],
+    ]
+    assert "EMA" not in linked.switched_on
 
 
 def test_a_config_trees_defaults_turn_no_switch_on(tmp_path: Path) -> None:

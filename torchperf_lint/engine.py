@@ -230,7 +230,7 @@ def analyse_text(
             module = edited.parse(text)
             local = FileFacts(module, PurePath(filename), index=edited.index(module))
         refs = References(local)
-        summary = summarize(local, text, refs)
+        summary = summarize(local, refs)
         if not settings.rules or (noqa is not None and noqa.whole_file):
             return TextAnalysis(summary=summary)
         if link is not None:

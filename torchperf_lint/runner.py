@@ -148,7 +148,7 @@ def summarize_file(path: Path) -> ModuleSummary | None:
             return None
         if not worth_parsing(text, path.name):
             return summarize_plain(text)
-        return summarize(FileFacts(parse(text), path), text)
+        return summarize(FileFacts(parse(text), path))
     except (OSError, SourceError):
         return None
 

@@ -350,6 +350,8 @@ class Guards:
         self._first_times: dict[cst.If, tuple[list, list]] = {}
         # Per loop, the `if`s that leave it (`_exits_of`).
         self._exits: dict[cst.CSTNode, list[cst.If]] = {}
+        # Per node, the tests of settings it must pass to run (`setting_tests`).
+        self._setting_tests: dict[cst.CSTNode, list[list]] = {}
 
     def periodic_guard(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.If | None:
         """The `if step % n == 0:` whose body holds `node` (below `within`, if given); the
@@ -711,25 +713,40 @@ class Guards:
         its function: an operand of the `and` of an `if` (or conditional expression) whose
         body holds it, the negation of the test of one whose `else` holds it (`get_grad_norm`
         in the `else` of `if config.TRAIN.CLIP_GRAD:`) or of an early exit before it (`if
-        args.qa_mask != 1: continue`)."""
-        tests = []
+        args.qa_mask != 1: continue`). Asked of most nodes the steps are asked about: kept
+        per node on the way up, which the nodes of a block share."""
+        path: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+        tests: list[list] = []
         for parent, child in self.scopes.ancestors_with_child(node):
+            known = self._setting_tests.get(child)
+            if known is not None:
+                tests = known
+                break
             if type(parent) in SCOPE_TYPES:
                 break
-            statements = statements_of(parent)
-            if child in statements:  # after `if args.qa_mask != 1: continue`
-                tests.extend(
-                    test
-                    for earlier in statements[: statements.index(child)]
-                    if type(earlier) is cst.If and _only_exits(earlier.body)
-                    and (test := setting_test(earlier.test, expected=False)) is not None
-                )
-            if type(parent) not in (cst.If, cst.IfExp) or child is parent.test:
-                continue
-            if child is parent.body:
-                tests.extend(filter(None, map(setting_test, conjuncts(parent.test))))
-            else:
-                tests.extend(filter(None, [setting_test(parent.test, expected=False)]))
+            path.append((parent, child))
+        for parent, child in reversed(path):
+            tests = [*self._setting_tests_at(parent, child), *tests]
+            self._setting_tests[child] = tests
+        return tests
+
+    def _setting_tests_at(self, parent: cst.CSTNode, child: cst.CSTNode) -> list[list]:
+        """The tests of settings that `parent` puts on running its `child`."""
+        tests = []
+        statements = statements_of(parent)
+        if statements and child in statements:  # after `if args.qa_mask != 1: continue`
+            tests.extend(
+                test
+                for earlier in statements[: statements.index(child)]
+                if type(earlier) is cst.If and _only_exits(earlier.body)
+                and (test := setting_test(earlier.test, expected=False)) is not None
+            )
+        if type(parent) not in (cst.If, cst.IfExp) or child is parent.test:
+            return tests
+        if child is parent.body:
+            tests.extend(filter(None, map(setting_test, conjuncts(parent.test))))
+        else:
+            tests.extend(filter(None, [setting_test(parent.test, expected=False)]))
         return tests
 
     def cpu_branch(self, node: cst.CSTNode) -> bool:

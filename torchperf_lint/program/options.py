@@ -18,8 +18,10 @@ Each file's part is in its summary (`ModuleSummary.setting_defaults`, `.settings
 (`Guards.setting_tests`): the branch runs when `value <operator> literal` (or the value's
 truth, for the operator "truth") is `expected`.
 
-This module reads Python with the standard library's parser only: a launcher without PyTorch
-code is never parsed by LibCST (`program.plain`).
+This module reads Python with the standard library's parser only: a file without PyTorch code
+is never parsed by LibCST (`program.plain`), and of a file with PyTorch code only the
+statements that may declare a setting are read again (`summarize._declared_settings`). The
+command lines a Python file builds are read in files without PyTorch code only: launchers.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ from typing import Any
 
 from torchperf_lint.program.summary import ModuleSummary
 
-# Text a Python file declares or gives settings with; a file without any is not read again.
-_PYTHON_MARKERS = ("add_argument", "set_defaults", "\"--", "'--")
 _COMPARISONS: dict[str, Any] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
@@ -51,6 +51,10 @@ _DOTTED = re.compile(
     r"(?<![\w./-])(?:[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+[ \t]+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+=)"
     r"([^\s\\'\"`]+)"
 )
+# The methods of an argument parser that declare an option, and that set defaults.
+_DECLARING_OPTION = "add_argument"
+_SETTING_DEFAULTS = "set_defaults"
+DECLARING_CALLS = frozenset({_DECLARING_OPTION, _SETTING_DEFAULTS})
 # What a config tree is built with (`_C = CN()`, `cfg = edict()`).
 _CONFIG_TREES = frozenset({
     "CN", "CfgNode", "ConfigDict", "EasyDict", "edict", "AttrDict", "Munch", "SimpleNamespace",
@@ -60,26 +64,23 @@ _CONFIG_TREES = frozenset({
 # `Hparams`) or by base (typed-argument-parser's `Tap`).
 _ARGUMENT_CLASS_SUFFIXES = ("Args", "Arguments", "Options", "Hparams", "HParams")
 _ARGUMENT_PARSER_BASES = frozenset({"Tap"})
+# Text a Python file declares or gives settings with (see `declared_settings`); a file
+# without any is not parsed again.
+_PYTHON_MARKERS = (
+    "add_argument", "set_defaults", "--", *_ARGUMENT_CLASS_SUFFIXES, *_ARGUMENT_PARSER_BASES,
+    *(f"{name}(" for name in _CONFIG_TREES),
+)
 _YAML_WORDS = {
     "true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
     "null": None, "none": None, "~": None,
 }
 
 
-def python_settings(text: str, tree: ast.Module | None = None) -> tuple[list[list], list[list]]:
-    """`declared_settings` of Python `text` (parsed as `tree`, when it is already), nothing
-    for a file that declares no setting or does not parse."""
-    if not (
-        any(marker in text for marker in _PYTHON_MARKERS)
-        or any(f"{name}(" in text for name in _CONFIG_TREES)
-        or any(name in text for name in (*_ARGUMENT_CLASS_SUFFIXES, *_ARGUMENT_PARSER_BASES))
-    ):
+def python_settings(text: str, tree: ast.Module) -> tuple[list[list], list[list]]:
+    """`declared_settings` of Python `text`, parsed as `tree`; nothing, without walking the
+    tree, for a text that names nothing that declares or gives a setting."""
+    if not any(marker in text for marker in _PYTHON_MARKERS):
         return [], []
-    if tree is None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return [], []
     return declared_settings(tree)
 
 
@@ -94,27 +95,29 @@ def declared_settings(tree: ast.Module) -> tuple[list[list], list[list]]:
     """The settings a Python file declares (their defaults) and those it gives a value, as
     a launcher does."""
     defaults: list[list] = []
+    strings: list[ast.Constant] = []
     declaring: set[int] = set()  # the strings of `add_argument` calls: names and help
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "add_argument":
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and "--" in node.value:
+                strings.append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == _DECLARING_OPTION:
                 declaring.update(id(inner) for inner in ast.walk(node))
                 defaults.extend(_option_default(node))
-            elif node.func.attr == "set_defaults":
+            elif node.func.attr == _SETTING_DEFAULTS:
                 defaults.extend(
                     _entry(keyword.arg, keyword.value) for keyword in node.keywords if keyword.arg
                 )
+        elif isinstance(node, ast.ClassDef) and _declares_arguments(node):
+            defaults.extend(_argument_class_defaults(node))
     given = [
         [name]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in declaring
-        and "--" in node.value
+        for node in strings
+        if id(node) not in declaring
         for name, _ in _options_in(node.value)
     ]
     defaults.extend(_config_tree_defaults(tree))
-    defaults.extend(_argument_class_defaults(tree))
     return defaults, given
 
 
@@ -202,33 +205,30 @@ def _config_tree_defaults(tree: ast.Module) -> Iterable[list]:
             roots.add(target.id)
             continue
         parts = attribute_chain(target)
-        if parts is None or parts[0] not in roots or isinstance(statement.value, ast.Call):
-            continue
+        if parts is None or parts[0] not in roots or _builds_a_config_tree(statement.value):
+            continue  # `_C.TRAIN = CN()` holds entries, not a value
         yield _entry(".".join(parts[1:]), statement.value)
 
 
-def _argument_class_defaults(tree: ast.Module) -> Iterable[list]:
+def _argument_class_defaults(cls: ast.ClassDef) -> Iterable[list]:
     """`[field, default]` for each field of a class that declares command-line arguments
     (`class Args(Tap): clip: int = -1`, a dataclass `TrainingArguments` that
     `HfArgumentParser` reads: `fp16: bool = field(default=False)`)."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef) or not _declares_arguments(node):
+    for statement in cls.body:
+        if not (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and statement.value is not None
+        ):
             continue
-        for statement in node.body:
-            if not (
-                isinstance(statement, ast.AnnAssign)
-                and isinstance(statement.target, ast.Name)
-                and statement.value is not None
-            ):
+        value = statement.value
+        if isinstance(value, ast.Call) and _name_of(value.func) == "field":
+            found = [keyword.value for keyword in value.keywords if keyword.arg == "default"]
+            if not found:
+                yield [statement.target.id]
                 continue
-            value = statement.value
-            if isinstance(value, ast.Call) and _name_of(value.func) == "field":
-                found = [keyword.value for keyword in value.keywords if keyword.arg == "default"]
-                if not found:
-                    yield [statement.target.id]
-                    continue
-                value = found[0]
-            yield _entry(statement.target.id, value)
+            value = found[0]
+        yield _entry(statement.target.id, value)
 
 
 def _declares_arguments(cls: ast.ClassDef) -> bool:
@@ -250,9 +250,12 @@ def _name_of(expression: ast.expr) -> str | None:
 
 
 def _builds_a_config_tree(value: ast.expr) -> bool:
-    if not isinstance(value, ast.Call):
-        return False
-    return _name_of(value.func) in _CONFIG_TREES
+    return isinstance(value, ast.Call) and builds_a_config_tree(_name_of(value.func))
+
+
+def builds_a_config_tree(callee: str | None) -> bool:
+    """Calling `callee` builds a config tree (`CN()`, `CfgNode()`, `EasyDict()`)."""
+    return callee in _CONFIG_TREES
 
 
 def attribute_chain(node: ast.expr) -> list[str] | None:

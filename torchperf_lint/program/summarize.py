@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import sys
 from collections.abc import Iterator
@@ -23,10 +24,15 @@ from torchperf_lint.facts.index import (
     nearest_ancestor,
 )
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
-from torchperf_lint.facts.names import alias_binding, dotted_name, last_identifier
+from torchperf_lint.facts.names import alias_binding, dotted_name, last_identifier, root_name
 from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.tensors import is_none
-from torchperf_lint.program.options import is_argument_class, python_settings
+from torchperf_lint.program.options import (
+    DECLARING_CALLS,
+    builds_a_config_tree,
+    declared_settings,
+    is_argument_class,
+)
 from torchperf_lint.program.summary import (
     CallSite,
     ClassSummary,
@@ -381,6 +387,48 @@ def _rebinds(value: cst.BaseExpression, name: str) -> bool:
     )
 
 
+def _declared_settings(facts: FileFacts) -> list[list]:
+    """The defaults of the run's settings the file declares (`program.options`): the
+    statements that may declare one (`parser.add_argument(...)`, a class of arguments, a
+    config tree and its entries) are read again by Python's parser, which `options` reads,
+    without parsing the whole file twice. The command lines a file with PyTorch code builds
+    are not read (a launcher has none)."""
+    module = facts.module
+    assignments = [
+        (statement, small)
+        for statement in module.body
+        if type(statement) is cst.SimpleStatementLine
+        for small in statement.body
+        if type(small) is cst.Assign
+    ]
+    roots = {  # `_C = CN()`
+        target.target.value
+        for _, assignment in assignments
+        if type(assignment.value) is cst.Call
+        and builds_a_config_tree(last_identifier(assignment.value.func))
+        for target in assignment.targets
+        if type(target.target) is cst.Name
+    }
+    nodes: list[cst.CSTNode] = [  # `_C = CN()`, `_C.TRAIN.CLIP_GRAD = 5.0`
+        statement
+        for statement, assignment in assignments
+        if any(root_name(target.target) in roots for target in assignment.targets)
+    ]
+    nodes.extend(call for call in facts.index.calls if last_identifier(call.func) in DECLARING_CALLS)
+    nodes.extend(
+        cls for cls in facts.index.classes
+        if is_argument_class(cls.name.value, [last_identifier(base.value) for base in cls.bases])
+    )
+    if not nodes:
+        return []
+    snippet = "\n".join(module.code_for_node(node).strip() for node in nodes)
+    try:
+        tree = ast.parse(snippet)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return declared_settings(tree)[0]
+
+
 def _declares_a_default(
     assignment: cst.Assign | cst.AnnAssign | cst.AugAssign, declared: set[str], facts: FileFacts
 ) -> bool:
@@ -510,20 +558,17 @@ def _dotted_prefixes(name: str | None) -> list[str]:
     return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
 
 
-def summarize(facts: FileFacts, text: str, refs: References | None = None) -> ModuleSummary:
+def summarize(facts: FileFacts, refs: References | None = None) -> ModuleSummary:
     """The summary of one file, from facts built without a program (they must not depend on
-    other files) and from its `text` (the run's settings it declares, `program.options`);
-    `refs`, when given, are the file's references, built once per file."""
-    return _Summarizer(facts, refs or References(facts), python_settings(text)).summary
+    other files); `refs`, when given, are the file's references, built once per file."""
+    return _Summarizer(facts, refs or References(facts)).summary
 
 
 class _Summarizer:
-    def __init__(
-        self, facts: FileFacts, refs: References, settings: tuple[list[list], list[list]]
-    ) -> None:
+    def __init__(self, facts: FileFacts, refs: References) -> None:
         self.facts = facts
         self.refs = refs
-        self.setting_defaults, settings_given = settings
+        self.setting_defaults = _declared_settings(facts)
         self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
         for node in facts.index.returns:
             function = facts.scopes.enclosing_function(node)
@@ -546,7 +591,6 @@ class _Summarizer:
             ),
             imports_only_below=_imports_only_below(facts.module),
             setting_defaults=self.setting_defaults,
-            settings_given=settings_given,
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:
