@@ -22,7 +22,9 @@ from torchperf_lint.program.summary import ModuleSummary
 
 
 def declared(source: str) -> tuple[list[list], list[list]]:
-    return declared_settings(ast.parse(textwrap.dedent(source)))
+    """The defaults and the given settings of `source`."""
+    settings = declared_settings(ast.parse(textwrap.dedent(source)))
+    return settings.defaults, settings.given
 
 
 def test_command_line_options_declare_their_defaults_by_destination() -> None:
@@ -44,6 +46,8 @@ def test_command_line_options_declare_their_defaults_by_destination() -> None:
         ["data"], ["modes"], ["amp", True],
     ]
     assert given == []
+    aliases = declared_settings(ast.parse('parser.add_argument("-r", "--l2-reg", "--reg")')).aliases
+    assert aliases == [["r", "l2_reg"], ["reg", "l2_reg"]]
 
 
 def test_a_config_tree_declares_each_entry_it_sets_at_its_top_level() -> None:
@@ -105,7 +109,7 @@ def test_a_python_launcher_names_the_options_of_the_commands_it_builds() -> None
 
 def test_a_file_that_declares_nothing_is_not_walked_and_a_broken_one_gives_nothing() -> None:
     source = "import torch\nx = 1 - -2\n"
-    assert python_settings(source, ast.parse(source)) == ([], [])
+    assert python_settings(source, ast.parse(source)) == ([], [], [])
     assert summarize_plain("parser.add_argument('--x', default=1\n") is None
 
 
@@ -234,6 +238,18 @@ def test_a_config_trees_defaults_turn_no_switch_on(tmp_path: Path) -> None:
     assert summary is not None
     assert summary.functions[""].switches == ["with_cp"]
     assert summary.setting_defaults == [["USE_CP", True]]
+
+
+def test_a_launcher_gives_an_option_by_its_short_name_even_when_git_ignores_it(
+    tmp_path: Path,
+) -> None:
+    linked = program(tmp_path, {
+        "run.py": "import torch\nparser.add_argument('-r', '--regularization', default=0.0)\n",
+        ".gitignore": "*.sh\n",
+        "examples.sh": "python run.py --do_train -r 0.000002\n",
+    })
+    assert linked.setting_values("regularization") == [0.0, 0.000002]
+    assert not linked.never_passed(["regularization", "!=", 0.0, True])
 
 
 def test_the_fields_of_a_class_of_arguments_are_defaults_not_switches(tmp_path: Path) -> None:

@@ -336,8 +336,10 @@ def _walk(
         path = Path(entry.path)
         if linked_dir or excluded.matches(path):
             continue
-        if is_gitignored(entry.name, is_dir, ignore_files, folders):
-            continue
+        if is_gitignored(entry.name, is_dir, ignore_files, folders) and (
+            is_dir or not entry.name.endswith(LAUNCHER_SUFFIXES)
+        ):
+            continue  # a launcher is read even when ignored: a run script of the user's
         if is_dir:
             if not is_virtualenv(path):
                 yield from _walk(path, configuration, ignore_files, unreadable)

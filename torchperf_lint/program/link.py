@@ -742,24 +742,31 @@ class ProgramFacts:
     def setting_values(self, key: str) -> list | None:
         """The values a setting holds in the runs the project ships: its defaults
         (`ModuleSummary.setting_defaults`) and what launchers give it (`.settings_given`,
-        matched by its last part: `CLIP_GRAD` of `TRAIN.CLIP_GRAD`); None when one is not
+        matched by its last part, `CLIP_GRAD` of `TRAIN.CLIP_GRAD`, or by another name of
+        its option, `-r` of `--regularization`); None when one is not
         known, when no default is declared, or when code of the project may set it
         (`args.verbose = True`, `switched_on`)."""
         leaf = key.rpartition(".")[2]
         declared = self._settings[0].get(key)
         if not declared or leaf in self.switched_on:
             return None
-        values = [*declared, *self._settings[1].get(leaf, ())]
+        given = self._settings[1]
+        names = (leaf, *self._settings[2].get(leaf, ()))  # `-r` of `--regularization`
+        values = [*declared, *(value for name in names for value in given.get(name, ()))]
         if not all(values):
             return None
         return [value[0] for value in values]
 
     @cached_property
-    def _settings(self) -> tuple[dict[str, list[list]], dict[str, list[list]]]:
+    def _settings(
+        self,
+    ) -> tuple[dict[str, list[list]], dict[str, list[list]], dict[str, set[str]]]:
         """Per setting, the defaults declared outside tests (`[value]`, or `[]` when not a
-        literal), and per last part of a setting's key, the values given."""
+        literal); per name a setting is given by (the last part of its key, or an alias),
+        the values given; per option, its aliases."""
         defaults: dict[str, list[list]] = defaultdict(list)
         given: dict[str, list[list]] = defaultdict(list)
+        aliases: dict[str, set[str]] = defaultdict(set)
         for file, summary in self.summaries.items():
             if file in self.tests:
                 continue
@@ -767,7 +774,9 @@ class ProgramFacts:
                 defaults[name].append(value)
             for name, *value in summary.settings_given:
                 given[name].append(value)
-        return defaults, given
+            for alias, name in summary.setting_aliases:
+                aliases[name].add(alias)
+        return defaults, given, aliases
 
     @cached_property
     def switched_on(self) -> frozenset[str]:

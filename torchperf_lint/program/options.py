@@ -30,7 +30,7 @@ import ast
 import operator
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from torchperf_lint.program.summary import ModuleSummary
 
@@ -38,9 +38,9 @@ _COMPARISONS: dict[str, Any] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
 }
-# `--name value` or `--name=value` on a command line (the value may be left out).
+# `--name value`, `--name=value` or `-n value` on a command line (the value may be left out).
 _OPTION = re.compile(
-    r"(?<![\w-])--([A-Za-z_][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)?([^\s\\'\"`-][^\s\\'\"`]*)?"
+    r"(?<![\w-])(--?[A-Za-z_][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)?([^\s\\'\"`-][^\s\\'\"`]*)?"
 )
 # `name: value` in YAML, `"name": value` in JSON, `name = value` in an INI file.
 _KEY = re.compile(
@@ -76,11 +76,21 @@ _YAML_WORDS = {
 }
 
 
-def python_settings(text: str, tree: ast.Module) -> tuple[list[list], list[list]]:
+class DeclaredSettings(NamedTuple):
+    """What a Python file says of the run's settings (`ModuleSummary.setting_defaults`,
+    `.settings_given`, `.setting_aliases`)."""
+
+    defaults: list[list]
+    given: list[list]
+    # `[alias, name]` for an option's other names (`-r` of `--regularization`).
+    aliases: list[list[str]]
+
+
+def python_settings(text: str, tree: ast.Module) -> DeclaredSettings:
     """`declared_settings` of Python `text`, parsed as `tree`; nothing, without walking the
     tree, for a text that names nothing that declares or gives a setting."""
     if not any(marker in text for marker in _PYTHON_MARKERS):
-        return [], []
+        return DeclaredSettings([], [], [])
     return declared_settings(tree)
 
 
@@ -91,10 +101,11 @@ def summarize_launcher(text: str) -> ModuleSummary | None:
     return ModuleSummary(settings_given=given) if given else None
 
 
-def declared_settings(tree: ast.Module) -> tuple[list[list], list[list]]:
-    """The settings a Python file declares (their defaults) and those it gives a value, as
-    a launcher does."""
+def declared_settings(tree: ast.Module) -> DeclaredSettings:
+    """The settings a Python file declares (their defaults, and the other names of its
+    options) and those it gives a value, as a launcher does."""
     defaults: list[list] = []
+    aliases: list[list[str]] = []
     strings: list[ast.Constant] = []
     declaring: set[int] = set()  # the strings of `add_argument` calls: names and help
     for node in ast.walk(tree):
@@ -105,6 +116,7 @@ def declared_settings(tree: ast.Module) -> tuple[list[list], list[list]]:
             if node.func.attr == _DECLARING_OPTION:
                 declaring.update(id(inner) for inner in ast.walk(node))
                 defaults.extend(_option_default(node))
+                aliases.extend(_option_aliases(node))
             elif node.func.attr == _SETTING_DEFAULTS:
                 defaults.extend(
                     _entry(keyword.arg, keyword.value) for keyword in node.keywords if keyword.arg
@@ -118,7 +130,7 @@ def declared_settings(tree: ast.Module) -> tuple[list[list], list[list]]:
         for name, _ in _options_in(node.value)
     ]
     defaults.extend(_config_tree_defaults(tree))
-    return defaults, given
+    return DeclaredSettings(defaults, given, aliases)
 
 
 def settings_in_launcher(text: str) -> list[list]:
@@ -146,8 +158,15 @@ def takes(test: list, value: object) -> bool:
 
 
 def _options_in(text: str) -> Iterator[tuple[str, str]]:
+    """`(name, value)` for each option of a command line (`--batch-size 64` gives
+    `("batch_size", "64")`, `-r 0.1` gives `("r", "0.1")`), value "" when none follows."""
     for match in _OPTION.finditer(text):
-        yield match.group(1).replace("-", "_"), match.group(2) or ""
+        yield _option_name(match.group(1)), match.group(2) or ""
+
+
+def _option_name(option: str) -> str:
+    """How argparse names the attribute of an option string: `--batch-size` is `batch_size`."""
+    return option.lstrip("-").replace("-", "_")
 
 
 def _scalar(text: str) -> list:
@@ -171,16 +190,11 @@ def _scalar(text: str) -> list:
 def _option_default(call: ast.Call) -> list[list]:
     """`[dest, default]` for `parser.add_argument("--lr", default=0.1)`, `[dest]` when its
     default is not a literal or it is required; nothing for a positional argument."""
-    names = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
-    if not names or not all(name.startswith("-") for name in names):
+    names = _option_strings(call)
+    if not names:
         return []
     keywords = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
-    dest = keywords.get("dest")
-    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
-        name = dest.value
-    else:
-        long = [name for name in names if name.startswith("--")]
-        name = (long or names)[0].lstrip("-").replace("-", "_")
+    name = _destination(names, keywords.get("dest"))
     required = keywords.get("required")
     if required is not None and not (isinstance(required, ast.Constant) and not required.value):
         return [[name]]
@@ -191,6 +205,33 @@ def _option_default(call: ast.Call) -> list[list]:
     if kind in ("store_true", "store_false"):
         return [[name, kind == "store_false"]]
     return [[name, None]] if action is None or kind in ("store", "append", "count") else [[name]]
+
+
+def _option_aliases(call: ast.Call) -> list[list[str]]:
+    """`[alias, dest]` for each name of an option but the one it is stored under
+    (`add_argument("-r", "--regularization")` gives `["r", "regularization"]`)."""
+    names = _option_strings(call)
+    dest = next((keyword.value for keyword in call.keywords if keyword.arg == "dest"), None)
+    stored = _destination(names, dest) if names else ""
+    return [[_option_name(name), stored] for name in names if _option_name(name) != stored]
+
+
+def _option_strings(call: ast.Call) -> list[str]:
+    """The option strings `add_argument` is given (`["-r", "--regularization"]`), none for a
+    positional argument."""
+    names = [
+        arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    ]
+    return names if names and all(name.startswith("-") for name in names) else []
+
+
+def _destination(names: list[str], dest: ast.expr | None) -> str:
+    """The attribute argparse stores an option under: `dest=`, else its first long option
+    string, else its first."""
+    if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+        return dest.value
+    long = [name for name in names if name.startswith("--")]
+    return _option_name((long or names)[0])
 
 
 def _config_tree_defaults(tree: ast.Module) -> Iterable[list]:

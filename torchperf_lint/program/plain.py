@@ -25,8 +25,8 @@ def summarize_plain(text: str) -> ModuleSummary | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    defaults, given = python_settings(text, tree)
-    declared = {entry[0] for entry in defaults}
+    settings = python_settings(text, tree)
+    declared = {entry[0] for entry in settings.defaults}
     # A config tree's defaults (`_C.TRAIN.CLIP_GRAD = 5.0`) turn nothing on: no run changes them.
     defaulting = {
         id(statement) for statement in tree.body
@@ -52,14 +52,15 @@ def summarize_plain(text: str) -> ModuleSummary | None:
                     attributes.add(target.attr)  # `cfg.model.with_cp = True`
         elif isinstance(node, ast.Call) and _sets_attribute(node):
             attributes.add(node.args[1].value)  # `setattr(cfg, "with_cp", True)`
-    if not (keywords or attributes or defaults or given):
+    if not (keywords or attributes or any(settings)):
         return None
     module_code = FunctionSummary(qualname="", switches=sorted(attributes))
     return ModuleSummary(
         functions={"": module_code} if attributes else {},
         keywords_on=sorted(keywords),
-        setting_defaults=defaults,
-        settings_given=given,
+        setting_defaults=settings.defaults,
+        settings_given=settings.given,
+        setting_aliases=settings.aliases,
     )
 
 

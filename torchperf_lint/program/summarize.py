@@ -29,6 +29,7 @@ from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.tensors import is_none
 from torchperf_lint.program.options import (
     DECLARING_CALLS,
+    DeclaredSettings,
     builds_a_config_tree,
     declared_settings,
     is_argument_class,
@@ -387,7 +388,7 @@ def _rebinds(value: cst.BaseExpression, name: str) -> bool:
     )
 
 
-def _declared_settings(facts: FileFacts) -> list[list]:
+def _declared_settings(facts: FileFacts) -> DeclaredSettings:
     """The defaults of the run's settings the file declares (`program.options`): the
     statements that may declare one (`parser.add_argument(...)`, a class of arguments, a
     config tree and its entries) are read again by Python's parser, which `options` reads,
@@ -419,14 +420,15 @@ def _declared_settings(facts: FileFacts) -> list[list]:
         cls for cls in facts.index.classes
         if is_argument_class(cls.name.value, [last_identifier(base.value) for base in cls.bases])
     )
+    nothing = DeclaredSettings([], [], [])
     if not nodes:
-        return []
+        return nothing
     snippet = "\n".join(module.code_for_node(node).strip() for node in nodes)
     try:
         tree = ast.parse(snippet)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    return declared_settings(tree)[0]
+        return nothing
+    return declared_settings(tree)._replace(given=[])
 
 
 def _declares_a_default(
@@ -568,7 +570,7 @@ class _Summarizer:
     def __init__(self, facts: FileFacts, refs: References) -> None:
         self.facts = facts
         self.refs = refs
-        self.setting_defaults = _declared_settings(facts)
+        self.settings = _declared_settings(facts)
         self.returns: dict[cst.FunctionDef, list[cst.Return]] = {}
         for node in facts.index.returns:
             function = facts.scopes.enclosing_function(node)
@@ -590,7 +592,8 @@ class _Summarizer:
                 for statement in facts.module.body
             ),
             imports_only_below=_imports_only_below(facts.module),
-            setting_defaults=self.setting_defaults,
+            setting_defaults=self.settings.defaults,
+            setting_aliases=self.settings.aliases,
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:
@@ -651,7 +654,7 @@ class _Summarizer:
         `setattr(obj, "flag", value)`, and class attributes; not the defaults of a config
         tree (`_C.TRAIN.CLIP_GRAD = 5.0`, `program.options`), which no run changes."""
         facts = self.facts
-        declared = {entry[0] for entry in self.setting_defaults}
+        declared = {entry[0] for entry in self.settings.defaults}
         for assignment in facts.index.assigns:
             value = assignment.value
             if value is None or literal_value(value) in OFF_VALUES:

@@ -187,6 +187,8 @@ class ModuleSummary:
     # `[name]` (a value the file does not say) or `[name, value]`.
     setting_defaults: list[list] = field(default_factory=list)
     settings_given: list[list] = field(default_factory=list)
+    # `[alias, name]` for the other names of its options (`-r` of `--regularization`).
+    setting_aliases: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
