@@ -274,6 +274,11 @@ class DataLoaderNoPinMemory(Rule):
     method, `ExperienceSourceDataset(self.generate_trajectory_samples)`, or a replay buffer):
     such a loader must load in the training process, which would then pin every batch
     itself, an extra copy on the step's path;
+    when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone):
+    the training process loads every batch, and pinning it there adds a copy on the step's
+    path for little; when its batches hold one sample (`batch_size=1`,
+    `batch_size=None`, or neither a `batch_size` nor a `batch_sampler`: an evaluation or a
+    tool that goes sample by sample, whose copies pinning would not shorten);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module or is a class of the module whose
@@ -334,6 +339,10 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # `DataLoader([])`: a stand-in that yields no batch
             if _never_read_per_step(facts, loader):
                 continue
+            if loader.value("num_workers") == 0:
+                continue  # loaded in the training process on purpose, which would pin it too
+            if _single_samples(loader):
+                continue  # one sample per step: a copy that pinning would not shorten
             elsewhere = facts.samples_elsewhere
             if facts.dataloaders.preprocessed_rows(loader, elsewhere):
                 continue  # rows tokenized ahead of training: kilobytes of ids per batch
@@ -361,6 +370,15 @@ class DataLoaderNoPinMemory(Rule):
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
             fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
             yield self.finding(loader.call, fix)
+
+
+def _single_samples(loader: DataLoaderConstruction) -> bool:
+    """Batches of one sample: `batch_size=1` or `batch_size=None`, or neither a `batch_size`
+    nor a `batch_sampler`."""
+    size = loader.value("batch_size")
+    if size is MISSING:
+        return loader.value("batch_sampler") is MISSING
+    return size is None or size == 1
 
 
 def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
