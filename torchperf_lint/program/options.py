@@ -95,8 +95,8 @@ def python_settings(text: str, tree: ast.Module) -> DeclaredSettings:
 
 
 def summarize_launcher(text: str) -> ModuleSummary | None:
-    """The summary of a launcher (`discovery.LAUNCHER_SUFFIXES`): the settings it gives; None when it
-    gives none."""
+    """The summary of a launcher (`discovery.LAUNCHER_SUFFIXES`): the settings it gives;
+    None when it gives none."""
     given = settings_in_launcher(text)
     return ModuleSummary(settings_given=given) if given else None
 
@@ -135,12 +135,8 @@ def declared_settings(tree: ast.Module) -> DeclaredSettings:
 
 def settings_in_launcher(text: str) -> list[list]:
     """The settings a launcher gives, with the values it gives them where it says."""
-    given = [
-        [name, *_scalar(value)] for name, value in _options_in(text)
-    ]
-    given.extend(
-        [name, *_scalar(value)] for name, value in _KEY.findall(text) if value
-    )
+    given = [[name, *_scalar(value)] for name, value in _options_in(text)]
+    given.extend([name, *_scalar(value)] for name, value in _KEY.findall(text) if value)
     for match in _DOTTED.finditer(text):
         dotted = match.group(0).split("=")[0].split()[0]
         given.append([dotted.rpartition(".")[2], *_scalar(match.group(1))])
