@@ -491,14 +491,21 @@ def test_a_barrier_the_step_reaches_after_the_read_waits_with_it() -> None:
         "        torch.cuda.synchronize()\n"
         "        if args.sync_ranks:\n"
         "            accelerator.wait_for_everyone()\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        model(x.cuda(non_blocking=True), y).backward()\n"
+        "        optimizer.step()\n"
+        "        if step % 100 == 0:\n"
+        "            evaluate(model)\n"
+        "            dist.barrier()\n"
     )
-    barrier, helper, explicit = facts.loops.training_loops
+    barrier, helper, explicit, periodic = facts.loops.training_loops
     wait = first_wait(facts, barrier, barrier.step_calls[0])
     assert (facts.code(wait.node), wait.kind) == ("dist.barrier()", "barrier")
     assert facts.code(first_wait(facts, helper, helper.step_calls[0]).node) == "synchronize()"
     # An explicit synchronize is a finding of its own; a barrier a setting may skip waits
-    # on no usual step.
+    # on no usual step, and one after a periodic evaluation on few steps.
     assert first_wait(facts, explicit, explicit.step_calls[0]) is None
+    assert first_wait(facts, periodic, periodic.step_calls[0]) is None
 
 
 def test_accelerate_copies_blocking_unless_its_dataloader_configuration_is_set() -> None:

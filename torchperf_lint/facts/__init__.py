@@ -290,8 +290,9 @@ class FileFacts:
         is a loader Accelerate prepared, which copies with its default, blocking copies. Each
         waits for all the work queued before it. No copy when the host prepares data on the
         way (`tokenizer(text, return_tensors="pt").to(device)`): that work would overlap the
-        device's if nothing waited before it. A copy or a barrier that not every iteration of
-        a usual run reaches (`if not args.prefetcher:`) does not count."""
+        device's if nothing waited before it. A copy that not every iteration of a usual run
+        reaches (`if not args.prefetcher:`) does not count, nor does a barrier under any
+        `if` of the loop's body (`if step % eval_interval == 0: ...; fabric.barrier()`)."""
         order = self.index.preorder
         updates = set(loop.backward_calls + loop.step_calls + loop.step_helper_calls)
         calls = sorted(loop.own_calls, key=order.__getitem__)
@@ -310,7 +311,8 @@ class FileFacts:
             if not self.guards.runs_on_every_iteration(call, loop.node):
                 continue  # `if not args.prefetcher:`, off in a default run
             if self._is_barrier(call):
-                barriers.append(NextWait(call, "barrier"))
+                if not self.guards.under_condition(call, within=loop.node):
+                    barriers.append(NextWait(call, "barrier"))  # not after a periodic evaluation
             elif self._uploads_data(call, loop) and not self._copies_a_constant(call):
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
                 if any(map(_prepares_data, receiver_calls)):

@@ -649,10 +649,11 @@ class Guards:
         nearest = next(parent for parent in self.scopes.ancestors(final) if type(parent) in LOOP_TYPES)
         return type(final) is cst.Break and nearest is loop
 
-    def under_condition(self, node: cst.CSTNode) -> bool:
-        """Whether `node` runs only under some `if` (either branch) in its function."""
+    def under_condition(self, node: cst.CSTNode, within: cst.CSTNode | None = None) -> bool:
+        """Whether `node` runs only under some `if` (either branch) in its function (or
+        inside `within`, a loop of it)."""
         for parent in self.scopes.ancestors(node):
-            if isinstance(parent, ScopeNode):
+            if isinstance(parent, ScopeNode) or parent is within:
                 return False
             if isinstance(parent, (cst.If, cst.IfExp)):
                 return True

@@ -34,7 +34,7 @@ _NEXT_WAIT_ADVICE = {
         " ranks in step)"
     ),
 }
-_COUNTS = {2: "two", 3: "three"}
+_COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 class _PerIterationRule(Rule):
@@ -354,8 +354,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     constant (`torch.as_tensor(IMAGENET_DEFAULT_MEAN).to(device)`, a few bytes) are not
     paired. A barrier of the ranks that the step reaches after the sync, before any further
     update (`dist.barrier()`, `accelerator.wait_for_everyone()`, Lightning's
-    `self.barrier()`, a project's `synchronize()` helper, at the end of every step), is
-    paired in the same way, before the copy when the step has both: it waits for the same
+    `self.barrier()`, a project's `synchronize()` helper, at the end of every step, under no
+    `if`), is paired in the same way, before the copy when the step has both: it waits for the same
     work, and the advice is to drop it too, since the gradients' all-reduce already keeps
     the ranks in step.
 
