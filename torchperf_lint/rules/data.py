@@ -276,9 +276,10 @@ class DataLoaderNoPinMemory(Rule):
     itself, an extra copy on the step's path;
     when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone):
     the training process loads every batch, and pinning it there adds a copy on the step's
-    path for little; when its batches hold one sample (`batch_size=1`,
-    `batch_size=None`, or neither a `batch_size` nor a `batch_sampler`: an evaluation or a
-    tool that goes sample by sample, whose copies pinning would not shorten);
+    path for little; when its batches hold one sample (`batch_size=1`: an evaluation or a
+    tool that goes sample by sample, whose copies pinning would not shorten; not
+    `batch_size=None`, or none given, which often serves a dataset that makes its own
+    batches);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module or is a class of the module whose
@@ -373,12 +374,10 @@ class DataLoaderNoPinMemory(Rule):
 
 
 def _single_samples(loader: DataLoaderConstruction) -> bool:
-    """Batches of one sample: `batch_size=1` or `batch_size=None`, or neither a `batch_size`
-    nor a `batch_sampler`."""
+    """`batch_size=1`: batches of one sample. (`batch_size=None`, or none given, often
+    serves a dataset that makes its own batches.)"""
     size = loader.value("batch_size")
-    if size is MISSING:
-        return loader.value("batch_sampler") is MISSING
-    return size is None or size == 1
+    return size is not True and size == 1
 
 
 def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
