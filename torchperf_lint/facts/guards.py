@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from collections.abc import Callable, Iterator
 
 import libcst as cst
@@ -716,6 +717,8 @@ class Guards:
         in the `else` of `if config.TRAIN.CLIP_GRAD:`) or of an early exit before it (`if
         args.qa_mask != 1: continue`). Asked of most nodes the steps are asked about: kept
         per node on the way up, which the nodes of a block share."""
+        if self.scopes.enclosing_function(node) not in self._testing_settings:
+            return []
         path: list[tuple[cst.CSTNode, cst.CSTNode]] = []
         tests: list[list] = []
         for parent, child in self.scopes.ancestors_with_child(node):
@@ -730,6 +733,17 @@ class Guards:
             tests = [*self._setting_tests_at(parent, child), *tests]
             self._setting_tests[child] = tests
         return tests
+
+    @cached_property
+    def _testing_settings(self) -> frozenset[cst.FunctionDef | None]:
+        """The functions (None: module code) with an `if` or a conditional expression that
+        tests a setting (`setting_test`), the only ones `setting_tests` has to look in."""
+        return frozenset(
+            self.scopes.enclosing_function(condition)
+            for condition in self.index.conditions
+            if type(condition) in (cst.If, cst.IfExp)
+            and any(setting_test(operand) for operand in conjuncts(condition.test))
+        )
 
     def _setting_tests_at(self, parent: cst.CSTNode, child: cst.CSTNode) -> list[list]:
         """The tests of settings that `parent` puts on running its `child`."""

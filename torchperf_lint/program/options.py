@@ -67,9 +67,11 @@ _ARGUMENT_PARSER_BASES = frozenset({"Tap"})
 # Text a Python file declares or gives settings with (see `declared_settings`); a file
 # without any is not parsed again.
 _PYTHON_MARKERS = (
-    "add_argument", "set_defaults", "--", *_ARGUMENT_CLASS_SUFFIXES, *_ARGUMENT_PARSER_BASES,
+    "add_argument", "set_defaults", *_ARGUMENT_CLASS_SUFFIXES, *_ARGUMENT_PARSER_BASES,
     *(f"{name}(" for name in _CONFIG_TREES),
 )
+# An option in a string (`"--verbose"`, `"python train.py --lr 0.1"`), not a comment's rule.
+_OPTION_IN_TEXT = re.compile(r"""[\s"'=]--[A-Za-z]""")
 _YAML_WORDS = {
     "true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
     "null": None, "none": None, "~": None,
@@ -89,7 +91,7 @@ class DeclaredSettings(NamedTuple):
 def python_settings(text: str, tree: ast.Module) -> DeclaredSettings:
     """`declared_settings` of Python `text`, parsed as `tree`; nothing, without walking the
     tree, for a text that names nothing that declares or gives a setting."""
-    if not any(marker in text for marker in _PYTHON_MARKERS):
+    if not any(marker in text for marker in _PYTHON_MARKERS) and not _OPTION_IN_TEXT.search(text):
         return DeclaredSettings([], [], [])
     return declared_settings(tree)
 
