@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from functools import cached_property
 from collections.abc import Callable, Iterator
+from functools import cached_property
 
 import libcst as cst
 
