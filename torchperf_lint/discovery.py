@@ -286,8 +286,9 @@ def program_files(
     paths: Sequence[Path], configuration: Configuration, discovered: Discovery | None = None
 ) -> list[Path]:
     """Every file of the projects `paths` belong to (their project roots, with the same
-    excludes), and their launchers: the program whose facts the linted files are judged by. A path outside any
-    project is its own program (a file in `/tmp` does not make all of `/tmp` one).
+    excludes), and their launchers: the program whose facts the linted files are judged by.
+    A path outside any project is its own program (a file in `/tmp` does not make all of
+    `/tmp` one).
     `discovered`, what `discover(paths, configuration)` found, is taken as it is when `paths`
     are their own project roots (`torchperf-lint .` at the top of a project), not walked again."""
     roots = set()

@@ -39,7 +39,7 @@ from torchperf_lint.facts.names import (
 from torchperf_lint.facts.program import LoaderDescription, Program, ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.steps import Steps
-from torchperf_lint.facts.syncs import HostSyncs
+from torchperf_lint.facts.syncs import BARRIER_METHODS, HostSyncs
 from torchperf_lint.facts.tensors import TensorExpressions
 from torchperf_lint.source import IPYTHON_LINE_MARKER
 
@@ -326,7 +326,7 @@ class FileFacts:
         after `from utils.dist import synchronize`, which calls `dist.barrier()`); not
         `torch.cuda.synchronize()`, an explicit wait reported on its own."""
         name = last_identifier(call.func)
-        if name in ("barrier", "wait_for_everyone"):
+        if name in BARRIER_METHODS:
             return True
         qualified = self.names.call_name(call) or ""
         return name == "synchronize" and not qualified.startswith("torch.")

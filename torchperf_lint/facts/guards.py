@@ -1703,12 +1703,7 @@ def _tests_a_setting(test: cst.BaseExpression) -> bool:
         return _tests_a_setting(test.left) and _tests_a_setting(test.right)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _tests_a_setting(test.left) and literal_value(test.comparisons[0].comparator) is not None
-    name = dotted_name(test) if isinstance(test, cst.Attribute) else None
-    if name is None:
-        return False
-    parts = name.split(".")
-    owner = parts[1] if parts[0] == "self" and len(parts) > 2 else parts[0]
-    return owner in _SETTINGS_OBJECTS
+    return _setting_key(test) is not None
 
 
 def _is_count(expression: cst.BaseExpression) -> bool:

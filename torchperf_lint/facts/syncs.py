@@ -45,12 +45,14 @@ from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions, is
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# Methods that hold the host until every rank reaches them (`dist.barrier()`, Fabric's and
+# Lightning's `barrier()`, `accelerator.wait_for_everyone()`).
+BARRIER_METHODS = frozenset({"barrier", "wait_for_everyone"})
 # Calls that make the host wait whatever they are called on: explicit synchronisation, the
 # reads above, and distributed barriers, which wait for the collective's kernels too.
 WAITING_METHODS = READING_METHODS | frozenset({
-    "synchronize", "elapsed_time", "barrier", "wait_for_everyone", "block_until_ready",
-    "wait_device_ops",
-})
+    "synchronize", "elapsed_time", "block_until_ready", "wait_device_ops",
+}) | BARRIER_METHODS
 # The legacy constructors (`torch.Tensor(obs)`, `torch.LongTensor(ids)`): like a factory
 # without `device=`, they build in host memory (`torch.cuda.FloatTensor` does not).
 _LEGACY_CONSTRUCTORS = frozenset({

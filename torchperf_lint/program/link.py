@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from torchperf_lint.conventions import (
     LIBRARY_SWITCHES,
@@ -92,6 +93,17 @@ class Hop:
     call: int
     callee: str
     through: str = ""
+
+
+class _ProjectSettings(NamedTuple):
+    """The run's settings across the project (`ProgramFacts.setting_values`)."""
+
+    # Per setting, the defaults declared (`[value]`, or `[]` when not a literal).
+    defaults: dict[str, list[list]]
+    # Per name a setting is given by (the last part of its key, or an alias), the values given.
+    given: dict[str, list[list]]
+    # Per option, its other names.
+    aliases: dict[str, set[str]]
 
 
 class ProgramFacts:
@@ -747,23 +759,19 @@ class ProgramFacts:
         known, when no default is declared, or when code of the project may set it
         (`args.verbose = True`, `switched_on`)."""
         leaf = key.rpartition(".")[2]
-        declared = self._settings[0].get(key)
+        settings = self._settings
+        declared = settings.defaults.get(key)
         if not declared or leaf in self.switched_on:
             return None
-        given = self._settings[1]
-        names = (leaf, *self._settings[2].get(leaf, ()))  # `-r` of `--regularization`
-        values = [*declared, *(value for name in names for value in given.get(name, ()))]
+        names = (leaf, *settings.aliases.get(leaf, ()))  # `-r` of `--regularization`
+        values = [*declared, *(value for name in names for value in settings.given.get(name, ()))]
         if not all(values):
             return None
         return [value[0] for value in values]
 
     @cached_property
-    def _settings(
-        self,
-    ) -> tuple[dict[str, list[list]], dict[str, list[list]], dict[str, set[str]]]:
-        """Per setting, the defaults declared outside tests (`[value]`, or `[]` when not a
-        literal); per name a setting is given by (the last part of its key, or an alias),
-        the values given; per option, its aliases."""
+    def _settings(self) -> _ProjectSettings:
+        """What the files outside tests say of the run's settings, joined."""
         defaults: dict[str, list[list]] = defaultdict(list)
         given: dict[str, list[list]] = defaultdict(list)
         aliases: dict[str, set[str]] = defaultdict(set)
@@ -776,7 +784,7 @@ class ProgramFacts:
                 given[name].append(value)
             for alias, name in summary.setting_aliases:
                 aliases[name].add(alias)
-        return defaults, given, aliases
+        return _ProjectSettings(defaults, given, aliases)
 
     @cached_property
     def switched_on(self) -> frozenset[str]:
