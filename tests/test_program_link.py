@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.program.link import ProgramFacts, Target
+from torchperf_lint.program.options import summarize_launcher
 from torchperf_lint.program.plain import summarize_plain
 from torchperf_lint.program.summarize import summarize
 from torchperf_lint.program.summary import ModuleSummary
@@ -580,3 +581,52 @@ def test_in_the_framework_repository_its_own_engine_runs_the_step() -> None:
     })
     kind, _ = linked.per_step(function("examples/mnist.py", "run.train_step"))
     assert kind == "train"
+
+
+def test_the_methods_of_a_class_nothing_names_never_run() -> None:
+    quantize = """
+        import torch
+        class VectorQuantizer(torch.nn.Module):
+            def forward(self, z):
+                return torch.zeros(4).to(z)
+        class VectorQuantizer2(torch.nn.Module):
+            def forward(self, z):
+                return z
+        @register_model
+        class Registered(torch.nn.Module):
+            def forward(self, z):
+                return z
+        class Configured(torch.nn.Module):
+            def forward(self, z):
+                return z
+        class Launched(torch.nn.Module):
+            def forward(self, z):
+                return z
+    """
+    files = {
+        "quantize.py": summary(quantize, "quantize.py"),
+        "model.py": summary("from quantize import VectorQuantizer2 as VectorQuantizer\n", "model.py"),
+        "train.py": summary("import quantize\n", "train.py"),
+        # A config that is not PyTorch code, and a launcher's words, name classes too.
+        "configs/base.py": summarize_plain("model = dict(target='quantize.Configured')\n"),
+        "configs/run.yaml": summarize_launcher("model:\n  target: quantize.Launched\n"),
+    }
+    linked = ProgramFacts(files)
+    # A file binds the legacy class's name to the improved one: names decide, not what
+    # they resolve to, so the legacy class is kept.
+    assert not linked.never_called(function("quantize.py", "VectorQuantizer.forward"))
+    del files["model.py"]
+    linked = ProgramFacts(files)
+    assert linked.never_called(function("quantize.py", "VectorQuantizer.forward"))
+    assert linked.never_called(function("quantize.py", "VectorQuantizer2.forward"))
+    for kept in ("Registered", "Configured", "Launched"):
+        assert not linked.never_called(function("quantize.py", f"{kept}.forward")), kept
+    # A module no other file imports or names may be a library's API, or a script; one a
+    # config names is used; one a package imports all the names of is its API.
+    legacy = function("quantize.py", "VectorQuantizer2.forward")
+    alone = {"quantize.py": files["quantize.py"]}
+    assert not ProgramFacts(alone).never_called(legacy)
+    alone["configs/model.yaml"] = summarize_launcher("target: src.quantize.Launched\n")
+    assert ProgramFacts(alone).never_called(legacy)
+    alone["__init__.py"] = summary("from quantize import *\n", "__init__.py")
+    assert not ProgramFacts(alone).never_called(legacy)

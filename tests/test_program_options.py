@@ -134,7 +134,8 @@ def test_a_launcher_gives_options_config_keys_and_dotted_overrides_with_their_va
         ["CLIP_GRAD", 0.0], ["EPOCHS", 300], ["use_amp", True], ["drop_path", None],
         ["CLIP_GRAD", 0.0], ["name", "vit"],
     ]
-    assert summarize_launcher("# nothing here\n") is None
+    empty = summarize_launcher("# nothing here\n")
+    assert (empty.settings_given, empty.mentions) == ([], ["here", "nothing"])
 
 
 def test_a_test_of_a_setting_passes_by_its_truth_or_comparison() -> None:
@@ -281,4 +282,6 @@ def test_launchers_are_read_by_the_program_but_not_linted(tmp_path: Path) -> Non
     from torchperf_lint.runner import summarize_file
 
     assert summarize_file(tmp_path / "data.json") is None  # too large to be a config
-    assert summarize_file(tmp_path / "run.sh") == ModuleSummary(settings_given=[["verbose"]])
+    assert summarize_file(tmp_path / "run.sh") == ModuleSummary(
+        settings_given=[["verbose"]], mentions=["py", "python", "train", "verbose"]
+    )

@@ -154,8 +154,8 @@ def summarize_file(path: Path) -> ModuleSummary | None:
 
 
 def _launcher_summary(path: Path) -> ModuleSummary | None:
-    """The settings a launcher gives (`program.options`); None for one too large to be a
-    config, or that gives none."""
+    """The settings a launcher gives and the words it holds (`program.options`); None for
+    one too large to be a config."""
     from torchperf_lint.program.options import summarize_launcher
 
     with open(path, "rb") as stream:

@@ -30,6 +30,7 @@ Answers are plain JSON values, so a file's cached findings can record the answer
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -681,15 +682,16 @@ class ProgramFacts:
         project that its class derives from may call it (`nn.Module` calls only its own
         methods: `forward`, `extra_repr`, ...). The methods of an `autograd.Function` that no
         file names run nowhere: PyTorch runs its `forward` and `backward` only through
-        `Cls.apply(...)`, and a Function is never built from a config string."""
+        `Cls.apply(...)`, and a Function is never built from a config string. The methods
+        of a class that nothing names run nowhere either (`_never_built`)."""
         summary = self.summaries.get(function.file)
         record = summary.functions.get(function.qualname) if summary else None
         if record is None or not function.qualname:
             return False
-        if record.owner is not None and self._unnamed_autograd_function(
-            Target(function.file, record.owner, "class")
-        ):
-            return True
+        if record.owner is not None:
+            owner = Target(function.file, record.owner, "class")
+            if self._never_built(owner) or self._unnamed_autograd_function(owner):
+                return True
         name = function.qualname.rpartition(".")[2]
         if name in self._mentioned or record.decorators or name in _MODULE_CALLBACKS:
             return False
@@ -699,6 +701,51 @@ class ProgramFacts:
             return name.startswith("_")
         owner = Target(function.file, record.owner, "class")
         return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
+
+    def _never_built(self, cls: Target) -> bool:
+        """The program uses the module of `cls` (`_used_module`), but no file of the project,
+        tests, configs and launchers included, names `cls`, and it has no decorator that may
+        register it: nothing builds it (a legacy `VectorQuantizer` beside the improved class
+        every model imports, a `LightningModule` no Hydra config names), so none of its
+        methods runs."""
+        record = self.summaries[cls.file].classes.get(cls.qualname)
+        return (
+            record is not None
+            and not record.decorated
+            and cls.qualname.rpartition(".")[2] not in self._mentioned
+            and self._used_module(cls.file)
+        )
+
+    def _used_module(self, file: str) -> bool:
+        """Another file imports `file`, or names it (`_target_:
+        src.models.cfm_module.CFMLitModule` in a Hydra config), and none imports all its
+        names (`from .losses import *` makes them a package's API). A module nothing
+        imports may be a library's API, or a script."""
+        if file in self._star_imported:
+            return False
+        if file in self._imported_files:
+            return True
+        stem = PurePosixPath(file).stem
+        return any(
+            _holds(summary.mentions, stem)
+            for other, summary in self.summaries.items()
+            if other != file
+        )
+
+    @cached_property
+    def _imported_files(self) -> frozenset[str]:
+        """The project files another file imports."""
+        return frozenset(imported for found in self._imports.values() for imported in found)
+
+    @cached_property
+    def _star_imported(self) -> frozenset[str]:
+        """The project files some file imports with `from module import *`."""
+        return frozenset(
+            found[0]
+            for file, summary in self.summaries.items()
+            for star in summary.stars
+            if (found := self.modules.resolve(file, star)) is not None
+        )
 
     def _unnamed_autograd_function(self, cls: Target) -> bool:
         """`cls` derives from `torch.autograd.Function` and no file of the project names it."""
@@ -1742,3 +1789,9 @@ def _agreed(known: list[list | None]) -> list | None:
         return None
     return [known[0][0], any(value[1] for value in known)]
 
+
+
+def _holds(names: list[str], name: str) -> bool:
+    """Whether a sorted list of names holds `name`."""
+    position = bisect_left(names, name)
+    return position < len(names) and names[position] == name

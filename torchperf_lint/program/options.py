@@ -52,6 +52,7 @@ _DOTTED = re.compile(
     r"([^\s\\'\"`]+)"
 )
 # The methods of an argument parser that declare an option, and that set defaults.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DECLARING_OPTION = "add_argument"
 _SETTING_DEFAULTS = "set_defaults"
 DECLARING_CALLS = frozenset({_DECLARING_OPTION, _SETTING_DEFAULTS})
@@ -96,11 +97,13 @@ def python_settings(text: str, tree: ast.Module) -> DeclaredSettings:
     return declared_settings(tree)
 
 
-def summarize_launcher(text: str) -> ModuleSummary | None:
-    """The summary of a launcher (`discovery.LAUNCHER_SUFFIXES`): the settings it gives;
-    None when it gives none."""
-    given = settings_in_launcher(text)
-    return ModuleSummary(settings_given=given) if given else None
+def summarize_launcher(text: str) -> ModuleSummary:
+    """The summary of a launcher (`discovery.LAUNCHER_SUFFIXES`): the settings it gives, and
+    every word it holds, which may name code (`target: ldm.models.autoencoder.VQModel`,
+    `python -m tools.train`)."""
+    return ModuleSummary(
+        settings_given=settings_in_launcher(text), mentions=sorted(set(_WORD.findall(text)))
+    )
 
 
 def declared_settings(tree: ast.Module) -> DeclaredSettings:

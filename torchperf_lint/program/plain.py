@@ -2,7 +2,8 @@
 config (`model = dict(backbone=dict(type="ResNet", with_cp=True))`) or a launcher script.
 
 Such a file is read with Python's own parser, much faster than LibCST's, for the switches it
-may turn on: the keywords of its calls and the keys of its dict literals and subscript
+may turn on, and the names it mentions (a launcher `run.py` that calls `Trainer().fit()`):
+the keywords of its calls and the keys of its dict literals and subscript
 assignments (`ModuleSummary.keywords_on`), and the attributes it sets (the `switches` of its
 module code), each given a value that may be true (without a function of its own to follow,
 any value but `False`, `None` or `0` may be); and the run's settings it declares or gives
@@ -15,12 +16,11 @@ import ast
 
 from torchperf_lint.conventions import OFF_VALUES
 from torchperf_lint.program.options import attribute_chain, python_settings
-from torchperf_lint.program.summary import FunctionSummary, ModuleSummary
+from torchperf_lint.program.summary import FunctionSummary, ModuleSummary, named_in_string
 
 
 def summarize_plain(text: str) -> ModuleSummary | None:
-    """The summary of a file without PyTorch code; None when it does not parse or turns
-    nothing on."""
+    """The summary of a file without PyTorch code; None when it does not parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -35,7 +35,14 @@ def summarize_plain(text: str) -> ModuleSummary | None:
     }
     keywords: set[str] = set()
     attributes: set[str] = set()
+    mentions: set[str] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            mentions.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            mentions.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            mentions.update(named_in_string(node.value))
         if isinstance(node, ast.keyword):
             if node.arg is not None and _may_be_true(node.value):
                 keywords.add(node.arg)
@@ -52,11 +59,10 @@ def summarize_plain(text: str) -> ModuleSummary | None:
                     attributes.add(target.attr)  # `cfg.model.with_cp = True`
         elif isinstance(node, ast.Call) and _sets_attribute(node):
             attributes.add(node.args[1].value)  # `setattr(cfg, "with_cp", True)`
-    if not (keywords or attributes or any(settings)):
-        return None
     module_code = FunctionSummary(qualname="", switches=sorted(attributes))
     return ModuleSummary(
         functions={"": module_code} if attributes else {},
+        mentions=sorted(mentions),
         keywords_on=sorted(keywords),
         setting_defaults=settings.defaults,
         settings_given=settings.given,

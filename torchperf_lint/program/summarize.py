@@ -42,6 +42,7 @@ from torchperf_lint.program.summary import (
     ModuleSummary,
     Ref,
     Value,
+    named_in_string,
 )
 
 _DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
@@ -460,9 +461,7 @@ def _mentions(facts: FileFacts) -> list[str]:
     defined = {id(definition.name) for definition in (*facts.index.functions, *facts.index.classes)}
     mentioned = {name.value for name in facts.index.names if id(name) not in defined}
     for string in facts.index.strings:
-        text = string.raw_value
-        if text.isidentifier():
-            mentioned.add(text)
+        mentioned.update(named_in_string(string.raw_value))
     return sorted(mentioned)
 
 
@@ -606,6 +605,7 @@ class _Summarizer:
                 [b for b in bases if b],
                 facts.dataloaders.class_samples(cls),
                 cls in facts.models.checkpoint_architectures,
+                decorated=bool(cls.decorators),
             )
         for loop in facts.loops.all:
             if loop.over_constants:

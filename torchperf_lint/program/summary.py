@@ -148,6 +148,8 @@ class ClassSummary:
     # Its parameter names are a checkpoint format users load: a registry builds it, or it
     # loads its own checkpoints (`FileFacts.models.checkpoint_architectures`).
     checkpoint_architecture: bool = False
+    # Has a decorator, which may register it by name (`@MODELS.register_module()`).
+    decorated: bool = False
 
 
 @dataclass
@@ -170,7 +172,8 @@ class ModuleSummary:
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
     # Every identifier the file mentions, other than the names its `def`s and classes define:
-    # names, attributes, keywords and identifier strings (`type="ResNet"` in a config).
+    # names, attributes, keywords and the names in strings (`named_in_string`); every word
+    # of a launcher or a config that is not Python.
     mentions: list[str] = field(default_factory=list)
     # Keywords some call of the file passes a value that may be true, other than a switch
     # of the caller's passed on (`decode(latents, force_not_quantize=True)`), and the keys
@@ -207,3 +210,11 @@ class ModuleSummary:
 
     def fingerprint(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+def named_in_string(text: str) -> list[str]:
+    """The names a string may refer to code by (`ModuleSummary.mentions`): the string when it
+    is an identifier (`type="ResNet"`), and each part of a dotted path (`target:
+    ldm.models.autoencoder.VQModel` in a config)."""
+    parts = text.split(".")
+    return parts if all(part.isidentifier() for part in parts) else []

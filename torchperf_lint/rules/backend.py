@@ -269,7 +269,7 @@ class _BiasBeforeBatchNorm(Rule):
             cls = facts.scopes.enclosing_class(layer)
             if cls is not None and facts.program.builds_released_weights(cls):
                 continue  # a block of a released architecture another module loads
-            if _in_unused_private_builder(facts, layer):
+            if _builds_no_model(facts, layer):
                 continue
             switch = _norm_switch(facts, layer, norm)
             if switch is not None and facts.guards.switch_default(switch.test) is (not switch.on):
@@ -336,8 +336,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     them, and the names of their parameters are the checkpoints' format (a non-strict load
     of a checkpoint with the bias still succeeds, and then the BatchNorm's running mean no
     longer matches its input).
-    It is silent too in a private module-level builder (`def _projection_mlp(...)`) that no
-    code of the project calls, tests included: it builds no model; and where the BatchNorm
+    It is silent too in code that builds no model: a private module-level builder (`def
+    _projection_mlp(...)`) that no code of the project calls, tests included, or the
+    `__init__` of a class that no file of the project names, configs and launchers
+    included, in a module another file imports (a leftover `SimpleDenseNet`); and where the BatchNorm
     is built only under a switch that is off by default and the layer is built either way
     (`layers.append(nn.Conv2d(...)); if use_bn: layers.append(nn.BatchNorm2d(c))`): a
     parameter whose default is off (`use_bn=False`, `None`, `0`), or without a default one
@@ -428,17 +430,12 @@ def _readable_at(facts: FileFacts, switch: cst.BaseExpression, layer: cst.Call) 
     return facts.scopes.enclosing_function(switch) is facts.scopes.enclosing_function(layer)
 
 
-def _in_unused_private_builder(facts: FileFacts, layer: cst.Call) -> bool:
-    """In a private module-level function (`def _projection_mlp(...)`) that nothing in the
-    project calls: a leftover builder that builds no model."""
+def _builds_no_model(facts: FileFacts, layer: cst.Call) -> bool:
+    """In a function nothing in the project calls (`ProgramAnswers.never_called`): a private
+    module-level builder (`def _projection_mlp(...)`), or a method of a class nothing names,
+    a leftover model."""
     function = facts.scopes.enclosing_function(layer)
-    return (
-        function is not None
-        and function.name.value.startswith("_")
-        and facts.scopes.enclosing_class(function) is None
-        and facts.scopes.enclosing_function(function) is None
-        and facts.program.never_called(function)
-    )
+    return function is not None and facts.program.never_called(function)
 
 
 class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
