@@ -22,6 +22,8 @@ def train(dataset, env, optimizer):
     model = nn.Linear(4, 2).cuda()
     loader = DataLoader(dataset)
     order = torch.randperm(10)
+    drawn = torch.randint(4, (1,), device="cpu")
+    placed = torch.randint(4, (1,), device="cuda")
     for x, y in loader:
         y.tolist()
         x = x.cuda()
@@ -146,6 +148,8 @@ def test_data_dependent_shapes_are_reads_of_data_sized_results() -> None:
     ("code", "host"),
     [
         ("order", True),  # built without `device=`
+        ("drawn", True),  # built on the CPU
+        ("placed", False),
         ("np.zeros(3)", True),
         ('"step"', True),
         ("loss", False),

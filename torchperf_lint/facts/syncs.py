@@ -962,7 +962,8 @@ class HostSyncs:
         """A value known to live in host memory, so reading it waits for nothing.
 
         Literals, NumPy and `math` results, values already copied out (`x.cpu()`, `t.tolist()`),
-        tensors built without `device=` (`torch.randperm(n)`), what a tokenizer or processor
+        tensors built without `device=` or on the CPU (`torch.randperm(n)`,
+        `torch.randint(0, n, (1,), device="cpu")`), what a tokenizer or processor
         returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), what RPC
         received from another process (`rref.to_here()`, `rpc.rpc_sync(...)`), and what
         is computed from a host tensor without moving it (`x.cpu().sum(dim=1)`, `row[mask]`,
@@ -1063,8 +1064,14 @@ class HostSyncs:
             if qualified.startswith(_HOST_LIBRARIES):
                 return True
             factory = qualified.removeprefix("torch.")
+            # `device="cpu"` builds in host memory too.
             moved = any(
-                (arg.keyword is not None and arg.keyword.value == "device") or arg.star == "**"
+                (
+                    arg.keyword is not None
+                    and arg.keyword.value == "device"
+                    and not is_cpu_device(arg.value, self.names, self.scopes)
+                )
+                or arg.star == "**"
                 for arg in call.args
             )
             if factory in TENSOR_FACTORIES or factory in _LEGACY_CONSTRUCTORS:

@@ -272,7 +272,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     name, or put in the list a caller asked for with an optional argument, `if errors_out
     is not None: ... errors_out.append(e)`); host tensors (the batches a
     DataLoader yields before they are moved, and their items, `r_id` in `for r_id, cam in
-    zip(ref_ids, cams):`, tensors built without `device=`, also when
+    zip(ref_ids, cams):`, tensors built without `device=` or with `device="cpu"`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
     a tokenizer's or processor's `return_tensors="pt"` encoding and the list it encodes,
