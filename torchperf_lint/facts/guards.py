@@ -847,14 +847,14 @@ class Guards:
         it never runs again. Also with other conditions: `and` any, `or` tests of `x` only
         (`if self.buf is None or self.buf.size(0) != n:`, a cache rebuilt when the shape
         changes). And the test of a capacity, `if seq_len > self.max_seq_len_cached:`,
-        whose body grows it: it runs when an input is longer than every one before."""
-        name = _none_tested(branch.test) or _capacity_tested(branch.test)
+        whose body grows it: it runs when an input is longer than every one before. And a
+        latch, `if not self.initialized:` whose body sets it (`self.initialized = True`, or
+        `self.initialized.fill_(1)` for a buffer): a data-dependent initialisation on the
+        first call."""
+        name = _none_tested(branch.test) or _capacity_tested(branch.test) or _latch_tested(branch.test)
         if name is None:
             return None
-        if any(
-            type(node) is cst.AssignTarget and dotted_name(node.target) == name
-            for node in descendants(branch.body)
-        ):
+        if any(_sets(node, name) for node in descendants(branch.body)):
             return name
         if "." not in name:
             return name if self._global_assigned_by_call(name, branch.body) else None
@@ -869,9 +869,7 @@ class Guards:
             and dotted_name(node.func.value) == "self"
         }
         assigned = any(
-            type(node) is cst.AssignTarget and dotted_name(node.target) == name
-            for method in methods_of(cls, called)
-            for node in descendants(method.body)
+            _sets(node, name) for method in methods_of(cls, called) for node in descendants(method.body)
         )
         return name if assigned else None
 
@@ -1470,6 +1468,25 @@ def _none_tested(test: cst.BaseExpression) -> str | None:
         dotted_name(node) == name for node in (other, *descendants(other))
     )
     return name if reads else None
+
+
+def _latch_tested(test: cst.BaseExpression) -> str | None:
+    """`self.x` in `not self.x`."""
+    if type(test) is not cst.UnaryOperation or type(test.operator) is not cst.Not:
+        return None
+    name = dotted_name(test.expression)
+    return name if name is not None and name.startswith("self.") else None
+
+
+def _sets(node: cst.CSTNode, name: str) -> bool:
+    """`node` assigns `name` (`name = ...`) or fills it in place (`name.fill_(1)`,
+    `name.data.fill_(1)`, `name.copy_(...)`)."""
+    if type(node) is cst.AssignTarget:
+        return dotted_name(node.target) == name
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+        return False
+    filled = dotted_name(node.func.value)
+    return node.func.attr.value in ("fill_", "copy_") and filled in (name, f"{name}.data")
 
 
 def _capacity_tested(test: cst.BaseExpression) -> str | None:

@@ -10,7 +10,7 @@ Both lean towards *not a sync* when unsure, since they feed rules that report sy
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -130,7 +130,11 @@ _LIGHT_OPERATIONS = frozenset({
     "cat", "stack", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose",
     "permute", "contiguous", "float", "long", "bool", "int", "half", "detach", "clone",
     "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
-    "mean",
+    "mean", "numel", "dim", "empty_like",
+})
+# Contexts whose entry queues nothing on the device.
+_QUIET_CONTEXTS = frozenset({
+    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
 })
 # A gather whose index is in host memory, and how to stop its index copy from waiting (a
 # read's advice depends on the rule that reports it).
@@ -809,32 +813,44 @@ class HostSyncs:
     def wait_just_before(self, move: cst.Call) -> cst.CSTNode | None:
         """The node that has just made the host wait for the device when `move`
         (`x.to(device)`) runs, with little queued since, or None: a read of a device value
-        in what it moves (`torch.zeros(batch[-1].item() + 1).to(device)`), or, when `move`
-        is the value of its statement, an earlier statement of the block, past statements
-        that only queue elementwise and reshaping work (`logits = torch.cat([pos, neg], 1)`,
-        `_light`), that waits: a blocking upload of host memory (`feats =
-        host_feats[i].to(device)`), a host read, a boolean-mask gather or a synchronize.
-        The copy of `move` then waits for little but itself."""
+        in what it moves (`torch.zeros(batch[-1].item() + 1).to(device)`), or, when the rest
+        of `move`'s statement is light (`torch.cat([torch.zeros(n, 1).cuda(), x], 1)`), an
+        earlier statement, past statements that only queue elementwise and reshaping work
+        (`logits = torch.cat([pos, neg], 1)`, `_light`), that waits (`_wait_in`). At the
+        start of a branch or a `with` block the search goes on to its header and to the
+        statements before it, as the host ran them just before: the test of `if
+        mask.any():` waits, `if n > limit:` and `with torch.no_grad():` queue nothing. It
+        stops at the start of a loop's body or a function's. The copy of `move` then waits
+        for little but itself."""
         for node in descendants(move.func):
             if type(node) is cst.Call and self._call_sync(node) is not None:
                 return node
         line = self._line_moving(move)
-        if line is None:
-            return None
-        for previous in reversed(self._statements_before(line)):
-            wait = self._wait_in(previous)
+        while line is not None:
+            for previous in reversed(self._statements_before(line)):
+                wait = self._wait_in(previous)
+                if wait is not None:
+                    return wait
+                if not self._light(previous):
+                    return None
+            opened = self._opened_by(line)
+            if opened is None:
+                return None
+            header = opened.test if type(opened) is cst.If else opened.items
+            wait = self._read_in_test(opened.test) if type(opened) is cst.If else None
             if wait is not None:
                 return wait
-            if not self._light(previous):
+            if not _only_light_calls(header):
                 return None
+            line = opened
         return None
 
     def wait_just_after(self, move: cst.Call) -> cst.CSTNode | None:
-        """The node that makes the host wait for the device right after `move`, the value
-        of its statement, with little queued between them (`_light` statements): a later
-        statement of the block that waits (`_wait_in`: `labels = labels[~mask].view(n, -1)`
-        after `mask = torch.eye(n, dtype=torch.bool).to(device)`), other than an upload.
-        What `move` waits for, the host would wait for there anyway."""
+        """The node that makes the host wait for the device right after `move`, in a
+        statement otherwise light, with little queued between them (`_light` statements): a
+        later statement of the block that waits (`_wait_in`: `labels =
+        labels[~mask].view(n, -1)` after `mask = torch.eye(n, dtype=torch.bool).to(device)`),
+        other than an upload. What `move` waits for, the host would wait for there anyway."""
         line = self._line_moving(move)
         if line is None:
             return None
@@ -850,53 +866,94 @@ class HostSyncs:
         return None
 
     def _line_moving(self, move: cst.Call) -> cst.SimpleStatementLine | None:
-        """The line whose one statement has `move` as its value (`mask = m.to(d)`), or None."""
+        """The line of one statement that holds `move` and, besides it, only light calls
+        (`mask = m.to(d)`, `x = torch.cat([x, torch.zeros(n).to(x)], -1)`), or None."""
         line = self._line_of(move)
-        if type(line) is not cst.SimpleStatementLine or _statement_value(line) is not move:
+        if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
             return None
-        return line
+        moved = {move, *descendants(move)}
+        if all(
+            node in moved or (last_identifier(node.func) or "") in _LIGHT_OPERATIONS
+            for node in descendants(line)
+            if type(node) is cst.Call
+        ):
+            return line
+        return None
+
+    def _opened_by(self, line: cst.CSTNode) -> cst.If | cst.With | None:
+        """The `if` (also through `else` and `elif`) or `with` statement whose block `line`
+        is in, or None (a loop's body, a function's, the module)."""
+        parent = self.index.parents.get(line)
+        if type(parent) in (cst.IndentedBlock, cst.SimpleStatementSuite):
+            parent = self.index.parents.get(parent)
+        if type(parent) is cst.Else:
+            parent = self.index.parents.get(parent)
+        return parent if type(parent) in (cst.If, cst.With) else None
 
     def _wait_in(self, line: cst.CSTNode) -> cst.CSTNode | None:
-        """The wait a simple statement ends with: its value is a blocking upload of host
-        memory, a host read or a synchronize, or it gathers by a boolean mask (`negatives =
-        sim[~labels.bool()].view(n, -1)`) or calls an operation whose output size depends on
-        the data, which the host must read (`pos = mask.nonzero()`, `labels.unique()`,
-        `x.masked_select(m)`)."""
-        value = _statement_value(line)
-        if type(value) is cst.Call and (
-            self.uploads_and_waits(value)
-            or self._call_sync(value) is not None
-            or value in self._explicit_synchronizations
-        ):
-            return value
-        if value is None:
+        """The first wait in a simple statement: a blocking upload of host memory, a host
+        read or a synchronize, a gather by a boolean mask (`negatives =
+        sim[~labels.bool()].view(n, -1)`, `ids[mask.nonzero(as_tuple=True)] = k`), an
+        operation whose output size depends on the data, which the host must read
+        (`labels.unique()`, `x.masked_select(m)`), or an `assert` of a tensor
+        (`assert (idx >= 0).all().item()`, `assert mask.any()`); or the test of an early
+        exit that reads a device value (`if torch.isnan(x).any(): raise ...`)."""
+        if type(line) is cst.If and line.orelse is None and _only_leaves(line.body):
+            return self._read_in_test(line.test)  # `if torch.isnan(x).any(): raise ...`
+        if type(line) is not cst.SimpleStatementLine:
             return None
+        for statement in line.body:
+            if type(statement) is cst.Assert:
+                wait = self._read_in_test(statement.test, asserted=True)
+                if wait is not None:
+                    return wait
         return next(
             (
-                node for node in (value, *descendants(value))
-                if (type(node) is cst.Subscript and self._is_mask_read(node))
-                or (
+                node for node in descendants(line)
+                if (
                     type(node) is cst.Call
-                    and last_identifier(node.func) in _DATA_DEPENDENT_SIZES
-                    and self.may_be_device_tensor(node)
+                    and (
+                        self.uploads_and_waits(node)
+                        or self._call_sync(node) is not None
+                        or node in self._explicit_synchronizations
+                        or (
+                            last_identifier(node.func) in _DATA_DEPENDENT_SIZES
+                            and self.may_be_device_tensor(node)
+                        )
+                    )
                 )
+                or (type(node) is cst.Subscript and self._is_mask_read(node))
+            ),
+            None,
+        )
+
+    def _read_in_test(self, test: cst.BaseExpression, asserted: bool = False) -> cst.CSTNode | None:
+        """The first operand of a test that reads a tensor's truth on the host (`if
+        found_inf:`, `assert mask.any()`), or a host read called in it (`.item()`)."""
+        for operand in _truth_operands(test):
+            if self._reads_tensor_truth(operand, asserted):
+                return operand
+        return next(
+            (
+                node for node in (test, *descendants(test))
+                if type(node) is cst.Call and self._call_sync(node) is not None
             ),
             None,
         )
 
     def _light(self, line: cst.CSTNode) -> bool:
         """A simple statement whose calls only reshape, combine or scale tensors
-        (`torch.cat`, `.view`, `.float()`), which queue little work on the device, or an
-        early exit from the block (`if n == 0: continue`)."""
-        if type(line) is cst.If and line.orelse is None and _only_leaves(line.body):
-            line = line.test
-        elif type(line) is not cst.SimpleStatementLine:
-            return False
-        return all(
-            (last_identifier(node.func) or "") in _LIGHT_OPERATIONS
-            for node in descendants(line)
-            if type(node) is cst.Call
-        )
+        (`torch.cat`, `.view`, `.float()`), which queue little work on the device, an
+        early exit from the block (`if n == 0: continue`), or an `if` whose test and
+        branches are light (`if gt.numel() == 0: pos = gt.view(-1, 9) else: pos =
+        gt[idx]`)."""
+        if type(line) is cst.If:
+            if line.orelse is None and _only_leaves(line.body):
+                return _only_light_calls(line.test)
+            return _only_light_calls(line.test) and all(
+                self._light(statement) for statement in _branch_statements(line)
+            )
+        return type(line) is cst.SimpleStatementLine and _only_light_calls(line)
 
     def may_be_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         """Whether a `.item()`-style call on `receiver` may read a device tensor.
@@ -1861,19 +1918,37 @@ class HostSyncs:
 
 
 def _only_leaves(body: cst.BaseSuite) -> bool:
-    """A block that only leaves its loop or function: `continue`, `break`, `return`."""
+    """A block that only leaves its loop or function: `continue`, `break`, `return`,
+    `raise`."""
     statements = statements_of(body)
     if len(statements) == 1 and type(statements[0]) is cst.SimpleStatementLine:
         statements = list(statements[0].body)
-    return len(statements) == 1 and isinstance(statements[0], (cst.Continue, cst.Break, cst.Return))
+    return len(statements) == 1 and isinstance(
+        statements[0], (cst.Continue, cst.Break, cst.Return, cst.Raise)
+    )
 
 
-def _statement_value(line: cst.CSTNode) -> cst.BaseExpression | None:
-    """The value of a line holding one assignment or expression (`x = value`, `value`)."""
-    if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
-        return None
-    statement = line.body[0]
-    return statement.value if type(statement) in (cst.Assign, cst.AnnAssign, cst.Expr) else None
+def _branch_statements(branch: cst.If) -> list[cst.CSTNode]:
+    """The statements of an `if`'s body and of its `else` (an `elif` is one statement)."""
+    statements = list(statements_of(branch.body))
+    if type(branch.orelse) is cst.Else:
+        statements.extend(statements_of(branch.orelse.body))
+    elif branch.orelse is not None:
+        statements.append(branch.orelse)
+    return statements
+
+
+def _only_light_calls(node: cst.CSTNode | Sequence[cst.CSTNode]) -> bool:
+    """Every call in `node` (or in each of a sequence of nodes: a `with`'s items) only
+    reshapes, combines or converts tensors, or enters a context that queues nothing
+    (`torch.no_grad()`, `autocast()`)."""
+    nodes = node if isinstance(node, Sequence) else [node]
+    return all(
+        (last_identifier(call.func) or "") in _LIGHT_OPERATIONS | _QUIET_CONTEXTS
+        for top in nodes
+        for call in (top, *descendants(top))
+        if type(call) is cst.Call
+    )
 
 
 def _forces_a_copy(call: cst.Call) -> bool:

@@ -752,7 +752,9 @@ class TensorCreatedThenMoved(Rule):
     every N steps, the set-up of a loop that runs a model with autograd off: buffers a
     decoding or sampling function allocates before its loop, or lazily in it under `if attn
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in
-    a per-step function that runs on the first call only, or again when the shape changes:
+    a per-step function that runs on the first call only (`if not self.initialized:` whose
+    body, or a method it calls, sets the flag or fills the buffer: `self.initialized.fill_(1)`),
+    or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
     outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
     also through a method it calls on `self` that assigns the attribute, or of a module
@@ -769,7 +771,10 @@ class TensorCreatedThenMoved(Rule):
     sampling ops that take an input tensor (`multinomial`, `bernoulli`), which are no
     factories; and code the program never runs outside a training loop: a method (or
     private function) that no file of the project, tests included, names, no decorator
-    registers and no framework class other than `nn.Module` may call, the `forward` of an
+    registers and no framework class other than `nn.Module` may call, the methods of a
+    class that no file of the project names, configs and launchers included, and no
+    decorator registers, in a module another file imports (a legacy `VectorQuantizer`
+    beside the improved class every model imports), the `forward` of an
     `autograd.Function` that no file names (it runs only through `Cls.apply`), the
     `forward` of an operator for ONNX export (a class that defines `symbolic`: its forward
     only makes up outputs while `torch.onnx.export` traces the model), and a branch
@@ -796,15 +801,25 @@ class TensorCreatedThenMoved(Rule):
     copy adds nothing; and a move right after the host waited for the device, with little
     queued since: what it moves reads a device value first (`torch.zeros(batch[-1].item() +
     1).to(device)`), or an earlier statement of its block, with only statements that
-    reshape, join or convert tensors (`torch.cat`, `.view`, `.float()`) or leave early (`if
-    n == 0: continue`) between, is a host read, a synchronize, a gather by a boolean mask, an
+    reshape, join or convert tensors (`torch.cat`, `.view`, `.float()`), leave early (`if
+    n == 0: continue`) or branch to statements that do only that between, is a host read, a synchronize, a gather by a boolean mask, an
     operation whose output size depends on the values (`pos = mask.nonzero()`, `unique`,
     `masked_select`) or
     a blocking copy of host memory to the device (`feats = host_feats[i].to(device)`, then
-    `mask = torch.ones(feats.shape[:-1]).to(device)`), not itself a factory's move: the copy
-    waits for little but itself; or a move right before such a wait (`mask = torch.eye(n,
-    dtype=torch.bool).to(device)` then `labels = labels[~mask]`), which waits for what the
-    host waits for there anyway. Test files are not checked.
+    `mask = torch.ones(feats.shape[:-1]).to(device)`), an `assert` of a tensor (`assert
+    (idx >= 0).all().item()`), or an early exit on a device value (`if
+    torch.isnan(x).any(): raise ...`): the copy waits for little but itself. The search
+    goes on from the first statement of an `if` or `with` block to its header and the
+    statements before it: the test of `if mask.any():` waits, `if n > limit:` and `with
+    torch.no_grad():` queue nothing; it stops at the start of a loop's body or a function's.
+    A factory's move is such a wait only when it comes itself right after one (a run of
+    small copies after one wait: `torch.cat([torch.zeros(n, 1).cuda(), ids], 1)` twice after
+    `ids[mask.nonzero(as_tuple=True)] = k`); two copies alone are both reported, since
+    fixing one leaves the other the wait. The move may sit in a statement that otherwise
+    only joins or reshapes tensors (`x = torch.cat([x, torch.zeros(shape).to(x)], -1)`). Or
+    a move right before such a wait (`mask = torch.eye(n, dtype=torch.bool).to(device)`
+    then `labels = labels[~mask]`), which waits for what the host waits for there anyway.
+    Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -879,14 +894,13 @@ class TensorCreatedThenMoved(Rule):
 
     @staticmethod
     def _waits_anyway(facts: FileFacts, move: cst.Call) -> bool:
-        """The host has just waited for the device (`HostSyncs.wait_just_before`), or waits
-        right after the move (`HostSyncs.wait_just_after`: a boolean-mask gather by the
-        moved mask), not by moving a tensor a factory made (`torch.randint(0, b,
-        (n,)).sort()[0].to(d)`): its own fix would leave this copy the wait, and an empty
-        placeholder (`torch.empty(0).to(d)`) copies nothing and waits for nothing."""
-        waits = (facts.host_syncs.wait_just_before(move), facts.host_syncs.wait_just_after(move))
-        return any(
-            wait is not None and not _moves_a_factory_tensor(facts, wait) for wait in waits
+        """The host has just waited for the device (`_waited_just_before`), or waits right
+        after the move (`HostSyncs.wait_just_after`: a boolean-mask gather by the moved
+        mask), not by moving a tensor a factory made, and an empty placeholder
+        (`torch.empty(0).to(d)`) copies nothing and waits for nothing."""
+        after = facts.host_syncs.wait_just_after(move)
+        return _waited_just_before(facts, move) or (
+            after is not None and not _moves_a_factory_tensor(facts, after)
         )
 
     def _fix(
@@ -941,6 +955,20 @@ class TensorCreatedThenMoved(Rule):
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _waited_just_before(facts: FileFacts, move: cst.Call) -> bool:
+    """The host has just waited for the device before `move` (`HostSyncs.wait_just_before`).
+    A wait that moves a tensor a factory made (`torch.zeros(n, 1).cuda()`) counts only when
+    the host had just waited before it too: a run of small copies after one wait waits for
+    little, but two copies alone would hide each other, and fixing the first leaves the
+    second the wait."""
+    wait = facts.host_syncs.wait_just_before(move)
+    if wait is None:
+        return False
+    if not _moves_a_factory_tensor(facts, wait):
+        return True
+    return isinstance(wait, cst.Call) and _waited_just_before(facts, wait)
 
 
 def _host_factory(facts: FileFacts, call: cst.Call) -> str | None:
