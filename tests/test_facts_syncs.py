@@ -161,6 +161,16 @@ def test_host_values(code: str, host: bool) -> None:
     assert facts.host_syncs.is_host_value(expression_at(facts, code)) is host
 
 
+def test_a_legacy_variable_keeps_its_tensor_where_it_is() -> None:
+    facts = facts_of(
+        "import torch\nfrom torch.autograd import Variable\n"
+        "x = torch.zeros(3)\nv = Variable(x, requires_grad=True)\nw = Variable(x.cuda())\n"
+    )
+    syncs = facts.host_syncs
+    assert syncs.is_host_value(expression_at(facts, "Variable(x, requires_grad=True)"))
+    assert not syncs.is_host_value(expression_at(facts, "Variable(x.cuda())"))
+
+
 def test_attributes_bound_only_to_host_tensors_are_host_values() -> None:
     facts = facts_of(
         "import torch\n"

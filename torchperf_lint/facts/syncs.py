@@ -132,6 +132,8 @@ _LIGHT_OPERATIONS = frozenset({
     "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
     "mean", "numel", "dim", "empty_like",
 })
+# The legacy autograd wrapper, which keeps its tensor where it is (`Variable(x.cpu())`).
+_VARIABLE = "torch.autograd.Variable"
 # Contexts whose entry queues nothing on the device.
 _QUIET_CONTEXTS = frozenset({
     "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
@@ -1133,9 +1135,10 @@ class HostSyncs:
             )
             if factory in TENSOR_FACTORIES or factory in _LEGACY_CONSTRUCTORS:
                 return not moved
-            if qualified.startswith("torch.") and "." not in factory and call.args and not moved:
-                # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`: on the host
-                # when what it computes from is.
+            computes_here = "." not in factory or qualified == _VARIABLE
+            if qualified.startswith("torch.") and computes_here and call.args and not moved:
+                # `torch.unsqueeze(x.cpu(), 0)`, `torch.cat([a.cpu(), b.cpu()])`,
+                # `Variable(x.cpu())`: on the host when what it computes from is.
                 return self._host_operands(call.args[0].value, depth)
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
