@@ -29,6 +29,7 @@ from torchperf_lint.facts.index import (
     SCOPE_TYPES,
     ScopeNode,
     SyntaxIndex,
+    children,
     descendants,
     statements_of,
 )
@@ -911,7 +912,7 @@ class HostSyncs:
                     return wait
         return next(
             (
-                node for node in descendants(line)
+                node for node in _always_evaluated(line)
                 if (
                     type(node) is cst.Call
                     and (
@@ -1929,6 +1930,23 @@ def _only_leaves(body: cst.BaseSuite) -> bool:
     return len(statements) == 1 and isinstance(
         statements[0], (cst.Continue, cst.Break, cst.Return, cst.Raise)
     )
+
+
+def _always_evaluated(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes below `node` that run whenever it does, in source order: not the branches
+    of a conditional expression (`x.cpu() if offload else x`, only its test) nor the body of
+    a `lambda`."""
+    pending = list(reversed(children(node)))
+    while pending:
+        child = pending.pop()
+        yield child
+        if type(child) is cst.IfExp:
+            below = [child.test]
+        elif type(child) is cst.Lambda:
+            below = []
+        else:
+            below = children(child)
+        pending.extend(reversed(below))
 
 
 def _branch_statements(branch: cst.If) -> list[cst.CSTNode]:
