@@ -278,12 +278,16 @@ def test_loops_over_dataloaders_are_hot() -> None:
             pass
         for row in rows:
             pass
+        pbar = tqdm(loader, unit="batch")
+        for batch in pbar:
+            pass
         """
     )
-    known, by_name, plain = facts.loops.all
-    assert [loop.is_hot for loop in (known, by_name, plain)] == [True, True, False]
+    known, by_name, plain, wrapped = facts.loops.all
+    assert [loop.is_hot for loop in (known, by_name, plain, wrapped)] == [True, True, False, True]
     assert facts.dataloaders.loader_of(known.node).pins_memory
     assert facts.dataloaders.loader_of(by_name.node) is None
+    assert facts.dataloaders.loader_of(wrapped.node) is facts.dataloaders.loader_of(known.node)
 
 
 # Guards

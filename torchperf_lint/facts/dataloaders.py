@@ -24,7 +24,7 @@ from torchperf_lint.facts.index import (
     descendants_in_scope,
     methods_of,
 )
-from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression
+from torchperf_lint.facts.loops import LoopNode, Loops, iterated_expression, unwrapped_iterable
 from torchperf_lint.facts.names import (
     NameResolver,
     dotted_name,
@@ -184,6 +184,11 @@ def _names_live_state(expression: cst.BaseExpression) -> bool:
     return any(word in name.rsplit(".", 1)[-1].lower() for word in _LIVE_STATE)
 
 
+def _iterated_by(value: cst.Call) -> cst.BaseExpression:
+    """What an iterator or a wrapper iterates: `loader` for `iter(loader)` or `tqdm(loader)`."""
+    return value.args[0].value if _is_iter_call(value) else unwrapped_iterable(value)
+
+
 def _is_iter_call(value: cst.BaseExpression) -> bool:
     """`iter(loader)`."""
     return isinstance(value, cst.Call) and dotted_name(value.func) == "iter" and bool(value.args)
@@ -252,15 +257,18 @@ class DataLoaders:
         self, expression: cst.BaseExpression, depth: int = 0
     ) -> DataLoaderConstruction | None:
         """The DataLoader construction `expression` evaluates to, when it can be known; for an
-        iterator over one (`data_iter = iter(loader)`), that loader's."""
+        iterator over one (`data_iter = iter(loader)`), or a wrapper of one (`pbar =
+        tqdm(train_loader)`), that loader's."""
         if isinstance(expression, cst.Call):
             return self._by_call.get(expression)
         values = self.scopes.bound_values(expression)
         for value in values:
             if isinstance(value, cst.Call) and value in self._by_call:
                 return self._by_call[value]
-        iterators = [value for value in values if _is_iter_call(value)]
-        iterated = {dotted_name(value.args[0].value) for value in iterators}
+        iterators = [
+            value for value in values if _is_iter_call(value) or unwrapped_iterable(value) is not value
+        ]
+        iterated = {dotted_name(_iterated_by(value)) for value in iterators}
         if (
             iterators
             and len(iterators) == len(values)
@@ -268,7 +276,7 @@ class DataLoaders:
             and iterated != {dotted_name(expression)}  # Not `it = iter(it)`.
             and depth < _NAME_DEPTH
         ):
-            return self.construction(iterators[0].args[0].value, depth + 1)
+            return self.construction(_iterated_by(iterators[0]), depth + 1)
         return None
 
     def loader_of(self, loop: LoopNode) -> DataLoaderConstruction | None:
