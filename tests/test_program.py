@@ -138,6 +138,17 @@ def test_a_step_helper_makes_its_callers_loop_a_training_loop() -> None:
     assert diagnostic(run, "train.py", "TPL201", 11).related == ()
 
 
+def test_a_helper_that_starts_by_copying_the_batch_is_the_next_steps_blocking_copy() -> None:
+    run = lint_project(PROJECTS / "batch_copy_helper")
+    paired = diagnostic(run, "train.py", "TPL201", 14)
+    assert paired.message.endswith("removing one of the two waits alone gains little")
+    assert paired.related == (
+        Related("train.py", Location(9, 26), "the next step's blocking batch copy waits for the GPU here too"),
+    )
+    alone = diagnostic(run, "train.py", "TPL201", 25)
+    assert alone.related == () and "gains little" not in alone.message
+
+
 def test_a_step_passed_to_a_function_that_calls_it_runs_where_it_is_passed() -> None:
     # `gpu_timer(train_step)` runs `train_step()`: the loop trains, and the path names the call.
     run = lint_project(PROJECTS / "passed_step")

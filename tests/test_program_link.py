@@ -630,3 +630,31 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
     assert ProgramFacts(alone).never_called(legacy)
     alone["__init__.py"] = summary("from quantize import *\n", "__init__.py")
     assert not ProgramFacts(alone).never_called(legacy)
+
+
+def test_a_function_that_starts_by_copying_a_parameter_says_which() -> None:
+    functions = summary(
+        """
+        import torch
+
+        def prepare(args, batch, device):
+            image, text = batch
+            text = text.to(device)
+            return image, text
+
+        def encode(encoder, batch, device):
+            features = encoder(batch[0])
+            return features.to(device)
+
+        class Trainer:
+            def inputs(self, batch):
+                return batch["image"].cuda()
+
+            def staged(self, batch):
+                return batch["image"].cuda(non_blocking=True)
+        """
+    ).functions
+    assert functions["prepare"].uploads_first == ["batch", 1]
+    assert functions["encode"].uploads_first is None
+    assert functions["Trainer.inputs"].uploads_first == ["batch", 0]
+    assert functions["Trainer.staged"].uploads_first is None

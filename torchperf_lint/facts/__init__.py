@@ -287,7 +287,9 @@ class FileFacts:
         batch (`copies_a_batch`), of the next item of an iterator (`region =
         next(region_iter)`) or of other host memory (`torch.cat([image0,
         image1]).to(device)`), or, at the start of the iteration, the loop's iterable when it
-        is a loader Accelerate prepared, which copies with its default, blocking copies. Each
+        is a loader Accelerate prepared, which copies with its default, blocking copies, or a
+        call of a project helper that starts by copying the batch it is given that way
+        (`prepare_model_inputs(args, batch, device)`). Each
         waits for all the work queued before it. No copy when the host prepares data on the
         way (`tokenizer(text, return_tensors="pt").to(device)`): that work would overlap the
         device's if nothing waited before it. A copy that not every iteration of a usual run
@@ -318,7 +320,28 @@ class FileFacts:
                 if any(map(_prepares_data, receiver_calls)):
                     return barriers
                 return [*barriers, NextWait(call, "copy")]
+            elif self._uploads_the_batch_first(call):
+                return [*barriers, NextWait(call, "copy")]
         return barriers
+
+    def _uploads_the_batch_first(self, call: cst.Call) -> bool:
+        """`call` runs a project helper that starts by copying what it is given with a
+        blocking copy (`ProgramAnswers.uploads_first`), and gives it the loop's batch:
+        `prepare_model_inputs(args, batch, device)`."""
+        uploaded = self.program.uploads_first(call)
+        if uploaded is None:
+            return False
+        name, position = uploaded
+        argument = next(
+            (arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name),
+            None,
+        )
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if argument is None and position < len(positional) and not any(
+            arg.star for arg in positional[: position + 1]
+        ):
+            argument = positional[position]
+        return argument is not None and self.host_syncs.is_loader_batch(argument.value)
 
     def _is_barrier(self, call: cst.Call) -> bool:
         """`dist.barrier()`, `accelerator.wait_for_everyone()`, `self.barrier()` of a

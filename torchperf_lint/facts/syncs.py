@@ -650,7 +650,7 @@ class HostSyncs:
         for statement in statements_of(line.body):
             if statement in by_line:
                 members.extend(by_line[statement])
-            elif not self._queues_little(statement):
+            elif not self.queues_little(statement):
                 return None
         return members or None
 
@@ -701,18 +701,18 @@ class HostSyncs:
             if self._run_members(previous, by_line) is not None:
                 return []
             # A switch's reads join a run that an earlier read starts: look past them.
-            if not self._queues_little(previous) and self._run_members(previous, by_line, True) is None:
+            if not self.queues_little(previous) and self._run_members(previous, by_line, True) is None:
                 break
         run: list[list[HostSync]] = []
         for line in lines[position:]:
             members = self._run_members(line, by_line, after_a_read=bool(run))
             if members is not None:
                 run.extend(members)
-            elif not self._queues_little(line):
+            elif not self.queues_little(line):
                 break
         return run
 
-    def _queues_little(self, line: cst.CSTNode) -> bool:
+    def queues_little(self, line: cst.CSTNode) -> bool:
         """A simple statement of `_light` work (not an early exit, which the reads after it
         may not share)."""
         return type(line) is cst.SimpleStatementLine and self._light(line)

@@ -1670,6 +1670,11 @@ class ProgramFacts:
         record = self.function(target) if target is not None else None
         return record is not None and record.unpinnable_batch
 
+    def _answer_uploads_first(self, file: str, ref: Ref) -> Answer:
+        target = self.resolve(file, ref)
+        record = self.function(target) if target is not None else None
+        return None if record is None else record.uploads_first
+
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return self.never_called(Target(file, qualname, "function"))
 

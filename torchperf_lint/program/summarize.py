@@ -19,12 +19,20 @@ from torchperf_lint.facts.devices import mentions_cuda_device
 from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
+    descendants,
     descendants_in_scope,
     methods_of,
     nearest_ancestor,
+    statements_of,
 )
 from torchperf_lint.facts.loops import LoopFacts, iterated_expression
-from torchperf_lint.facts.names import alias_binding, dotted_name, last_identifier, root_name
+from torchperf_lint.facts.names import (
+    alias_binding,
+    dotted_name,
+    last_identifier,
+    root_name,
+    target_names,
+)
 from torchperf_lint.facts.steps import saves_a_checkpoint
 from torchperf_lint.facts.tensors import is_none
 from torchperf_lint.program.options import (
@@ -728,6 +736,7 @@ class _Summarizer:
             returns=self._returns(function),
             iterated=sorted(set(iterated)),
             unpinnable_batch=self._builds_unpinnable_batch(function),
+            uploads_first=self._uploads_first(function, parameters, owner),
         )
 
     @cached_property
@@ -767,6 +776,35 @@ class _Summarizer:
             if found <= builders:
                 return frozenset(builders)
             builders |= found
+
+    def _uploads_first(
+        self, function: cst.FunctionDef, parameters: list[str], owner: str | None
+    ) -> list | None:
+        """`FunctionSummary.uploads_first`: [parameter, position] when the first statements
+        of `function` that do more than unpack or reshape (`HostSyncs.queues_little`) hold
+        a blocking copy (`HostSyncs.is_blocking_move`) of that parameter, of an item or
+        attribute of it, or of a name unpacked from it (`image, text = batch`, then
+        `text.to(device)`); the position skips a method's `self`."""
+        syncs = self.facts.host_syncs
+        sources = {name: name for name in parameters}
+        for statement in statements_of(function.body):
+            if type(statement) is not cst.SimpleStatementLine:
+                return None
+            for node in descendants(statement):
+                if type(node) is cst.Call and syncs.is_blocking_move(node):
+                    parameter = sources.get(root_name(node.func.value) or "")
+                    if parameter is None:
+                        return None
+                    skipped = 1 if owner is not None and parameters[:1] in (["self"], ["cls"]) else 0
+                    return [parameter, parameters.index(parameter) - skipped]
+            if not syncs.queues_little(statement):
+                return None
+            for small in statement.body:
+                if type(small) is cst.Assign and root_name(small.value) in sources:
+                    for target in small.targets:
+                        for name in target_names(target.target):
+                            sources[name] = sources[root_name(small.value)]
+        return None
 
     def _builds_unpinnable_batch(self, function: cst.FunctionDef) -> bool:
         """`FunctionSummary.unpinnable_batch`: `function` returns a value and builds one the

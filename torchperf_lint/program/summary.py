@@ -127,6 +127,11 @@ class FunctionSummary:
     # Returns a batch a DataLoader cannot pin: it builds an instance of a plain class of its
     # module without `pin_memory` (DETR's `collate_fn` and its `NestedTensor`).
     unpinnable_batch: bool = False
+    # The parameter whose data the function first copies to the device with a blocking
+    # copy, before any other work (`def prepare_inputs(batch, device): image, text = batch;
+    # text = text.to(device)`), and its position among a call's arguments: a helper that
+    # starts a step by copying the batch (`FileFacts.next_waits`).
+    uploads_first: list | None = None
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     # Attributes it may set to a true value (`obj.use_checkpoint = flag`, `setattr(obj,

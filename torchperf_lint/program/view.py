@@ -129,6 +129,11 @@ class LinkedAnswers(ProgramAnswers):
         ref = self._project_ref(collate)
         return ref is not None and bool(self._ask("unpinnable_batch", ref))
 
+    def uploads_first(self, call: cst.Call) -> tuple[str, int] | None:
+        ref = self._project_ref(call)
+        answer = None if ref is None else self._ask("uploads_first", ref)
+        return None if not isinstance(answer, list) else (answer[0], answer[1])
+
     def never_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("never_called", self.refs.qualname(function)))
 

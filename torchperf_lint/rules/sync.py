@@ -339,7 +339,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     A sync that the host follows, before any further backward or optimizer step, with a
     blocking copy of host data to the device (`x.cuda()` or `x.to(device)` without
     `non_blocking=True`, of the batch, of `next(region_iter)` or of `torch.cat([a, b])`;
-    later in the same step, or at the start of the next; or a loader that
+    later in the same step, or at the start of the next; or a call of a project helper that
+    starts by copying the batch it is given that way, `prepare_model_inputs(args, batch,
+    device)`; or a loader that
     `accelerator.prepare` returned, in a module that sets no `DataLoaderConfiguration`:
     Accelerate's copies block by default) is one wait with that copy: the copy waits for
     the same work, so removing the read alone gives back only the time the host spends
