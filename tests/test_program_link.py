@@ -602,11 +602,21 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
         class Launched(torch.nn.Module):
             def forward(self, z):
                 return z
+        class SF2M(torch.nn.Module):
+            def forward(self, z):
+                return z
+        class OneWaySF2M(SF2M):
+            pass
+        class Shared(torch.nn.Module):
+            def forward(self, z):
+                return z
+        class Trained(Shared):
+            pass
     """
     files = {
         "quantize.py": summary(quantize, "quantize.py"),
         "model.py": summary("from quantize import VectorQuantizer2 as VectorQuantizer\n", "model.py"),
-        "train.py": summary("import quantize\n", "train.py"),
+        "train.py": summary("import quantize\nquantize.Trained()\n", "train.py"),
         # A config that is not PyTorch code, and a launcher's words, name classes too.
         "configs/base.py": summarize_plain("model = dict(target='quantize.Configured')\n"),
         "configs/run.yaml": summarize_launcher("model:\n  target: quantize.Launched\n"),
@@ -621,6 +631,10 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
     assert linked.never_called(function("quantize.py", "VectorQuantizer2.forward"))
     for kept in ("Registered", "Configured", "Launched"):
         assert not linked.never_called(function("quantize.py", f"{kept}.forward")), kept
+    # A class named only as the base of classes nothing builds is built by nothing either;
+    # one whose subclass is built runs its inherited methods.
+    assert linked.never_called(function("quantize.py", "SF2M.forward"))
+    assert not linked.never_called(function("quantize.py", "Shared.forward"))
     # A module no other file imports or names may be a library's API, or a script; one a
     # config names is used; one a package imports all the names of is its API.
     legacy = function("quantize.py", "VectorQuantizer2.forward")

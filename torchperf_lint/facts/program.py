@@ -156,8 +156,8 @@ class ProgramAnswers:
         the project, tests included, names it, no decorator registers it, and no framework
         class outside the project that its class derives from may call it
         (`get_query_outputs` of a model that nothing calls); or a method of a class that no
-        file names and no decorator registers, in a module another file imports (a legacy
-        model nothing builds)."""
+        file names but as the base of such classes and no decorator registers, in a module
+        another file imports (a legacy model nothing builds)."""
         return False
 
     def switched_on(self, attribute: str) -> bool:

@@ -30,6 +30,7 @@ Answers are plain JSON values, so a file's cached findings can record the answer
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -117,6 +118,8 @@ class ProgramFacts:
             file for file in summaries if is_test_file(PurePosixPath(file))
         )
         self.modules = ModuleMap(summaries)
+        self._building: set[Target] = set()  # the classes `_never_built` is asking about
+        self._built: dict[Target, bool] = {}  # and its answers
         self._resolved: dict[tuple[str, Ref], Target | None] = {}
         # `_in_module`'s lookups: those done, those under way (by their order), and the
         # earliest under way that the current one met again.
@@ -704,17 +707,36 @@ class ProgramFacts:
 
     def _never_built(self, cls: Target) -> bool:
         """The program uses the module of `cls` (`_used_module`), but no file of the project,
-        tests, configs and launchers included, names `cls`, and it has no decorator that may
-        register it: nothing builds it (a legacy `VectorQuantizer` beside the improved class
+        tests, configs and launchers included, names `cls` other than as the base of classes
+        nothing builds either, and it has no decorator that may register it: nothing builds it (a legacy `VectorQuantizer` beside the improved class
         every model imports, a `LightningModule` no Hydra config names), so none of its
         methods runs."""
+        if cls in self._built:
+            return self._built[cls]
+        if cls in self._building:
+            return True  # a cycle of bases: what the other classes say decides
         record = self.summaries[cls.file].classes.get(cls.qualname)
-        return (
-            record is not None
-            and not record.decorated
-            and cls.qualname.rpartition(".")[2] not in self._mentioned
-            and self._used_module(cls.file)
+        name = cls.qualname.rpartition(".")[2]
+        if record is None or record.decorated or name in self._mentioned:
+            return False
+        self._building.add(cls)
+        self._built[cls] = self._used_module(cls.file) and all(
+            self._never_built(subclass) for subclass in self._named_as_base.get(name, ())
         )
+        self._building.discard(cls)
+        return self._built[cls]
+
+    @cached_property
+    def _named_as_base(self) -> dict[str, list[Target]]:
+        """Per class name, the project classes that name it as a base (`class OneWay(SF2M):`,
+        also through an attribute, `class Net(models.Base):`), resolved or not: a class
+        whose subclass is built runs its inherited methods."""
+        named: dict[str, list[Target]] = defaultdict(list)
+        for file, summary in self.summaries.items():
+            for qualname, record in summary.classes.items():
+                for base in record.bases:
+                    named[re.split(r"[.:]", base)[-1]].append(Target(file, qualname, "class"))
+        return named
 
     def _used_module(self, file: str) -> bool:
         """Another file imports `file`, or names it (`_target_:
@@ -748,8 +770,10 @@ class ProgramFacts:
         )
 
     def _unnamed_autograd_function(self, cls: Target) -> bool:
-        """`cls` derives from `torch.autograd.Function` and no file of the project names it."""
-        return cls.qualname.rpartition(".")[2] not in self._mentioned and any(
+        """`cls` derives from `torch.autograd.Function` and no file of the project names it,
+        not even as a base of another."""
+        name = cls.qualname.rpartition(".")[2]
+        return name not in self._mentioned and name not in self._named_as_base and any(
             base in _AUTOGRAD_FUNCTIONS for base in self._imported_bases(cls)
         )
 

@@ -465,8 +465,14 @@ def _declares_a_default(
 
 
 def _mentions(facts: FileFacts) -> list[str]:
-    """Every identifier `facts`' module mentions but the names its definitions bind."""
+    """Every identifier `facts`' module mentions but the names its definitions bind and the
+    name of a class where it is only a base of another (`class OneWay(SF2M):`: the linker
+    follows `ClassSummary.bases` for those)."""
     defined = {id(definition.name) for definition in (*facts.index.functions, *facts.index.classes)}
+    for cls in facts.index.classes:
+        for base in cls.bases:
+            named = base.value.attr if type(base.value) is cst.Attribute else base.value
+            defined.add(id(named))
     mentioned = {name.value for name in facts.index.names if id(name) not in defined}
     for string in facts.index.strings:
         mentioned.update(named_in_string(string.raw_value))

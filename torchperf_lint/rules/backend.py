@@ -339,7 +339,8 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     It is silent too in code that builds no model: a private module-level builder (`def
     _projection_mlp(...)`) that no code of the project calls, tests included, or the
     `__init__` of a class that no file of the project names, configs and launchers
-    included, in a module another file imports (a leftover `SimpleDenseNet`); and where the BatchNorm
+    included, but as the base of such classes, in a module another file imports (a leftover
+    `SimpleDenseNet`); and where the BatchNorm
     is built only under a switch that is off by default and the layer is built either way
     (`layers.append(nn.Conv2d(...)); if use_bn: layers.append(nn.BatchNorm2d(c))`): a
     parameter whose default is off (`use_bn=False`, `None`, `0`), or without a default one
