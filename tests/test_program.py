@@ -147,6 +147,10 @@ def test_a_helper_that_starts_by_copying_the_batch_is_the_next_steps_blocking_co
     )
     alone = diagnostic(run, "train.py", "TPL201", 25)
     assert alone.related == () and "gains little" not in alone.message
+    # A method called on `self`: its `self` is no argument of the call.
+    assert diagnostic(run, "train.py", "TPL201", 41).related == (
+        Related("train.py", Location(36, 30), "the next step's blocking batch copy waits for the GPU here too"),
+    )
 
 
 def test_a_step_passed_to_a_function_that_calls_it_runs_where_it_is_passed() -> None:

@@ -668,7 +668,7 @@ def test_a_function_that_starts_by_copying_a_parameter_says_which() -> None:
                 return batch["image"].cuda(non_blocking=True)
         """
     ).functions
-    assert functions["prepare"].uploads_first == ["batch", 1]
+    assert functions["prepare"].uploads_first == "batch"
     assert functions["encode"].uploads_first is None
-    assert functions["Trainer.inputs"].uploads_first == ["batch", 0]
+    assert functions["Trainer.inputs"].uploads_first == "batch"
     assert functions["Trainer.staged"].uploads_first is None

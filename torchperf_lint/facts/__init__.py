@@ -17,6 +17,7 @@ from libcst._nodes.internal import CodegenState
 
 from torchperf_lint.conventions import is_test_file
 from torchperf_lint.facts.amp import AutocastFacts
+from torchperf_lint.facts.arguments import bound_argument
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Counters, Guards, is_main_test
@@ -331,17 +332,8 @@ class FileFacts:
         uploaded = self.program.uploads_first(call)
         if uploaded is None:
             return False
-        name, position = uploaded
-        argument = next(
-            (arg for arg in call.args if arg.keyword is not None and arg.keyword.value == name),
-            None,
-        )
-        positional = [arg for arg in call.args if arg.keyword is None]
-        if argument is None and position < len(positional) and not any(
-            arg.star for arg in positional[: position + 1]
-        ):
-            argument = positional[position]
-        return argument is not None and self.host_syncs.is_loader_batch(argument.value)
+        argument = bound_argument(call, *uploaded)
+        return isinstance(argument, cst.Arg) and self.host_syncs.is_loader_batch(argument.value)
 
     def _is_barrier(self, call: cst.Call) -> bool:
         """`dist.barrier()`, `accelerator.wait_for_everyone()`, `self.barrier()` of a

@@ -265,9 +265,7 @@ class DataLoaders:
         for value in values:
             if isinstance(value, cst.Call) and value in self._by_call:
                 return self._by_call[value]
-        iterators = [
-            value for value in values if _is_iter_call(value) or unwrapped_iterable(value) is not value
-        ]
+        iterators = [value for value in values if unwrapped_iterable(value) is not value]
         iterated = {dotted_name(_iterated_by(value)) for value in iterators}
         if (
             iterators

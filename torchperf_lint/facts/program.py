@@ -144,11 +144,12 @@ class ProgramAnswers:
         `pin_memory` (DETR's `utils.collate_fn`, whose images are a `NestedTensor`)."""
         return False
 
-    def uploads_first(self, call: cst.Call) -> tuple[str, int] | None:
+    def uploads_first(self, call: cst.Call) -> tuple[str, tuple[str, ...]] | None:
         """The parameter of the project function `call` runs whose data that function first
-        copies to the device with a blocking copy, before any other work, and its position
-        among the call's arguments (`prepare_inputs(batch, device)` whose body starts `image,
-        text = batch; text = text.to(device)` gives ("batch", 0)); None for another call."""
+        copies to the device with a blocking copy, before any other work, and the parameters
+        the call's arguments bind (`prepare_inputs(batch, device)` whose body starts `image,
+        text = batch; text = text.to(device)` gives ("batch", ("batch", "device"))); None
+        for another call."""
         return None
 
     def never_called(self, function: cst.FunctionDef) -> bool:

@@ -839,11 +839,11 @@ class HostSyncs:
             opened = self._opened_by(line)
             if opened is None:
                 return None
-            header = opened.test if type(opened) is cst.If else opened.items
-            wait = self._read_in_test(opened.test) if type(opened) is cst.If else None
-            if wait is not None:
-                return wait
-            if not _only_light_calls(header):
+            if type(opened) is cst.If:
+                wait = self._read_in_test(opened.test)
+                if wait is not None:
+                    return wait
+            if not _only_light_calls(opened.test if type(opened) is cst.If else opened.items):
                 return None
             line = opened
         return None
@@ -874,11 +874,9 @@ class HostSyncs:
         line = self._line_of(move)
         if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
             return None
-        moved = {move, *descendants(move)}
         if all(
-            node in moved or (last_identifier(node.func) or "") in _LIGHT_OPERATIONS
-            for node in descendants(line)
-            if type(node) is cst.Call
+            self.index.contains(move, call) or (last_identifier(call.func) or "") in _LIGHT_OPERATIONS
+            for call in self.index.inside(self.index.calls, line)
         ):
             return line
         return None

@@ -30,7 +30,6 @@ Answers are plain JSON values, so a file's cached findings can record the answer
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_left
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -118,8 +117,6 @@ class ProgramFacts:
             file for file in summaries if is_test_file(PurePosixPath(file))
         )
         self.modules = ModuleMap(summaries)
-        self._building: set[Target] = set()  # the classes `_never_built` is asking about
-        self._built: dict[Target, bool] = {}  # and its answers
         self._resolved: dict[tuple[str, Ref], Target | None] = {}
         # `_in_module`'s lookups: those done, those under way (by their order), and the
         # earliest under way that the current one met again.
@@ -686,45 +683,47 @@ class ProgramFacts:
         methods: `forward`, `extra_repr`, ...). The methods of an `autograd.Function` that no
         file names run nowhere: PyTorch runs its `forward` and `backward` only through
         `Cls.apply(...)`, and a Function is never built from a config string. The methods
-        of a class that nothing names run nowhere either (`_never_built`)."""
+        of a class that nothing builds run nowhere either (`_unbuilt_classes`)."""
         summary = self.summaries.get(function.file)
         record = summary.functions.get(function.qualname) if summary else None
         if record is None or not function.qualname:
             return False
-        if record.owner is not None:
-            owner = Target(function.file, record.owner, "class")
-            if self._never_built(owner) or self._unnamed_autograd_function(owner):
-                return True
+        owner = None if record.owner is None else Target(function.file, record.owner, "class")
+        if owner is not None and (
+            self._unbuilt_classes.get(owner, False) or self._unnamed_autograd_function(owner)
+        ):
+            return True
         name = function.qualname.rpartition(".")[2]
         if name in self._mentioned or record.decorators or name in _MODULE_CALLBACKS:
             return False
         if name.startswith("__") and name.endswith("__"):
             return False
-        if record.owner is None:  # a module's public function is its API
+        if owner is None:  # a module's public function is its API
             return name.startswith("_")
-        owner = Target(function.file, record.owner, "class")
         return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
 
-    def _never_built(self, cls: Target) -> bool:
-        """The program uses the module of `cls` (`_used_module`), but no file of the project,
-        tests, configs and launchers included, names `cls` other than as the base of classes
-        nothing builds either, and it has no decorator that may register it: nothing builds it (a legacy `VectorQuantizer` beside the improved class
+    @cached_property
+    def _unbuilt_classes(self) -> dict[Target, bool]:
+        """Per project class, whether nothing builds it: the program uses its module
+        (`_used_module`), but no file of the project, tests, configs and launchers included,
+        names it other than as the base of classes nothing builds either, and it has no
+        decorator that may register it (a legacy `VectorQuantizer` beside the improved class
         every model imports, a `LightningModule` no Hydra config names), so none of its
-        methods runs."""
-        if cls in self._built:
-            return self._built[cls]
-        if cls in self._building:
-            return True  # a cycle of bases: what the other classes say decides
-        record = self.summaries[cls.file].classes.get(cls.qualname)
-        name = cls.qualname.rpartition(".")[2]
-        if record is None or record.decorated or name in self._mentioned:
-            return False
-        self._building.add(cls)
-        self._built[cls] = self._used_module(cls.file) and all(
-            self._never_built(subclass) for subclass in self._named_as_base.get(name, ())
+        methods runs. In a cycle of bases, what the other classes say decides."""
+
+        def compute(cls: Target, unbuilt) -> bool:
+            record = self.summaries[cls.file].classes[cls.qualname]
+            name = cls.qualname.rpartition(".")[2]
+            if record.decorated or name in self._mentioned or not self._used_module(cls.file):
+                return False
+            return all(unbuilt(subclass) for subclass in self._named_as_base.get(name, ()))
+
+        classes = sorted(
+            Target(file, qualname, "class")
+            for file, summary in self.summaries.items()
+            for qualname in summary.classes
         )
-        self._building.discard(cls)
-        return self._built[cls]
+        return _solve(classes, compute, unknown=True)
 
     @cached_property
     def _named_as_base(self) -> dict[str, list[Target]]:
@@ -735,7 +734,7 @@ class ProgramFacts:
         for file, summary in self.summaries.items():
             for qualname, record in summary.classes.items():
                 for base in record.bases:
-                    named[re.split(r"[.:]", base)[-1]].append(Target(file, qualname, "class"))
+                    named[_last_name(base)].append(Target(file, qualname, "class"))
         return named
 
     def _used_module(self, file: str) -> bool:
@@ -748,7 +747,7 @@ class ProgramFacts:
         if file in self._imported_files:
             return True
         stem = PurePosixPath(file).stem
-        return any(
+        return stem in self._mentioned and any(
             _holds(summary.mentions, stem)
             for other, summary in self.summaries.items()
             if other != file
@@ -1162,7 +1161,7 @@ class ProgramFacts:
                 continue
             target = self.resolve(file, step[1])
             if target is not None and target.kind == "function":
-                runner = site.callee.rpartition(".")[2].rpartition(":")[2]
+                runner = _last_name(site.callee)
                 found.append((target, Hop(file, site.ordinal, target.qualname, runner)))
         return found
 
@@ -1694,10 +1693,16 @@ class ProgramFacts:
         record = self.function(target) if target is not None else None
         return record is not None and record.unpinnable_batch
 
-    def _answer_uploads_first(self, file: str, ref: Ref) -> Answer:
-        target = self.resolve(file, ref)
-        record = self.function(target) if target is not None else None
-        return None if record is None else record.uploads_first
+    def _answer_uploads_first(self, file: str, ordinal: int) -> Answer:
+        """[parameter, signature] when the call `ordinal` runs a function that starts by
+        copying that parameter (`FunctionSummary.uploads_first`); the signature is the
+        parameters the call's own arguments bind (`_bound`: a method's `self` left out)."""
+        site = self._sites.get((file, ordinal))
+        for target in self._runs.get((file, ordinal), ()):
+            record = self.function(target)
+            if site is not None and record is not None and record.uploads_first is not None:
+                return [record.uploads_first, record.parameters[_bound(site, record):]]
+        return None
 
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return self.never_called(Target(file, qualname, "function"))
@@ -1818,6 +1823,11 @@ def _agreed(known: list[list | None]) -> list | None:
         return None
     return [known[0][0], any(value[1] for value in known)]
 
+
+def _last_name(ref: Ref) -> str:
+    """The name a reference ends with: `Engine` for `import:ignite.engine.Engine`, `SF2M`
+    for `def:SF2M`."""
+    return ref.rpartition(".")[2].rpartition(":")[2]
 
 
 def _holds(names: list[str], name: str) -> bool:

@@ -1,13 +1,13 @@
 """What the program reads of a file that cannot hold PyTorch code (`source.worth_parsing`): a
 config (`model = dict(backbone=dict(type="ResNet", with_cp=True))`) or a launcher script.
 
-Such a file is read with Python's own parser, much faster than LibCST's, for the switches it
-may turn on, and the names it mentions (a launcher `run.py` that calls `Trainer().fit()`):
-the keywords of its calls and the keys of its dict literals and subscript
-assignments (`ModuleSummary.keywords_on`), and the attributes it sets (the `switches` of its
-module code), each given a value that may be true (without a function of its own to follow,
-any value but `False`, `None` or `0` may be); and the run's settings it declares or gives
-(`program.options`: a config tree's defaults, a launcher's command lines).
+Such a file is read with Python's own parser, much faster than LibCST's, for the names it
+mentions (`ModuleSummary.mentions`: a launcher `run.py` that calls `Trainer().fit()`), for the
+switches it may turn on: the keywords of its calls and the keys of its dict literals and
+subscript assignments (`ModuleSummary.keywords_on`), and the attributes it sets (the
+`switches` of its module code), each given a value that may be true (without a function of
+its own to follow, any value but `False`, `None` or `0` may be); and for the run's settings
+it declares or gives (`program.options`: a config tree's defaults, a launcher's command lines).
 """
 
 from __future__ import annotations

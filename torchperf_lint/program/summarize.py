@@ -742,7 +742,7 @@ class _Summarizer:
             returns=self._returns(function),
             iterated=sorted(set(iterated)),
             unpinnable_batch=self._builds_unpinnable_batch(function),
-            uploads_first=self._uploads_first(function, parameters, owner),
+            uploads_first=self._uploads_first(function, parameters),
         )
 
     @cached_property
@@ -783,14 +783,12 @@ class _Summarizer:
                 return frozenset(builders)
             builders |= found
 
-    def _uploads_first(
-        self, function: cst.FunctionDef, parameters: list[str], owner: str | None
-    ) -> list | None:
-        """`FunctionSummary.uploads_first`: [parameter, position] when the first statements
-        of `function` that do more than unpack or reshape (`HostSyncs.queues_little`) hold
-        a blocking copy (`HostSyncs.is_blocking_move`) of that parameter, of an item or
-        attribute of it, or of a name unpacked from it (`image, text = batch`, then
-        `text.to(device)`); the position skips a method's `self`."""
+    def _uploads_first(self, function: cst.FunctionDef, parameters: list[str]) -> str | None:
+        """`FunctionSummary.uploads_first`: the parameter whose data the first statements
+        of `function` that do more than unpack or reshape (`HostSyncs.queues_little`) copy
+        with a blocking copy (`HostSyncs.is_blocking_move`): the parameter, an item or
+        attribute of it, or a name unpacked from it (`image, text = batch`, then
+        `text.to(device)`)."""
         syncs = self.facts.host_syncs
         sources = {name: name for name in parameters}
         for statement in statements_of(function.body):
@@ -798,18 +796,14 @@ class _Summarizer:
                 return None
             for node in descendants(statement):
                 if type(node) is cst.Call and syncs.is_blocking_move(node):
-                    parameter = sources.get(root_name(node.func.value) or "")
-                    if parameter is None:
-                        return None
-                    skipped = 1 if owner is not None and parameters[:1] in (["self"], ["cls"]) else 0
-                    return [parameter, parameters.index(parameter) - skipped]
+                    return sources.get(root_name(node.func.value) or "")
             if not syncs.queues_little(statement):
                 return None
             for small in statement.body:
-                if type(small) is cst.Assign and root_name(small.value) in sources:
+                source = sources.get(root_name(small.value) or "") if type(small) is cst.Assign else None
+                if source is not None:
                     for target in small.targets:
-                        for name in target_names(target.target):
-                            sources[name] = sources[root_name(small.value)]
+                        sources.update(dict.fromkeys(target_names(target.target), source))
         return None
 
     def _builds_unpinnable_batch(self, function: cst.FunctionDef) -> bool:

@@ -129,9 +129,9 @@ class FunctionSummary:
     unpinnable_batch: bool = False
     # The parameter whose data the function first copies to the device with a blocking
     # copy, before any other work (`def prepare_inputs(batch, device): image, text = batch;
-    # text = text.to(device)`), and its position among a call's arguments: a helper that
-    # starts a step by copying the batch (`FileFacts.next_waits`).
-    uploads_first: list | None = None
+    # text = text.to(device)`): a helper that starts a step by copying the batch
+    # (`FileFacts.next_waits`).
+    uploads_first: str | None = None
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     # Attributes it may set to a true value (`obj.use_checkpoint = flag`, `setattr(obj,

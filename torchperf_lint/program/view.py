@@ -51,13 +51,18 @@ class LinkedAnswers(ProgramAnswers):
             ref = self.refs.of_expression(expression, expression)
         return None if ref is None or is_external(ref) else ref
 
-    def calls_step_helper(self, call: cst.Call) -> bool:
+    def _ordinal(self, call: cst.Call) -> int | None:
+        """The position of `call` among the module's calls, as the summary numbers them;
+        None for a call that runs nothing of the project's (the summary keeps none)."""
         if self._project_ref(call) is None and self.refs.called_parameter(call) is None:
-            return False  # The summary keeps no call that runs nothing of the project's.
+            return None
         if self._ordinals is None:
             calls = self.refs.facts.index.calls
             self._ordinals = {node: ordinal for ordinal, node in enumerate(calls)}
-        ordinal = self._ordinals.get(call)
+        return self._ordinals.get(call)
+
+    def calls_step_helper(self, call: cst.Call) -> bool:
+        ordinal = self._ordinal(call)
         return ordinal is not None and bool(self._ask("step_call", ordinal))
 
     def per_step(self, function: cst.FunctionDef) -> StepWitness | None:
@@ -129,10 +134,10 @@ class LinkedAnswers(ProgramAnswers):
         ref = self._project_ref(collate)
         return ref is not None and bool(self._ask("unpinnable_batch", ref))
 
-    def uploads_first(self, call: cst.Call) -> tuple[str, int] | None:
-        ref = self._project_ref(call)
-        answer = None if ref is None else self._ask("uploads_first", ref)
-        return None if not isinstance(answer, list) else (answer[0], answer[1])
+    def uploads_first(self, call: cst.Call) -> tuple[str, tuple[str, ...]] | None:
+        ordinal = self._ordinal(call)
+        answer = None if ordinal is None else self._ask("uploads_first", ordinal)
+        return None if not isinstance(answer, list) else (answer[0], tuple(answer[1]))
 
     def never_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("never_called", self.refs.qualname(function)))
