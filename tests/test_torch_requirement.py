@@ -559,6 +559,88 @@ def test_show_settings_names_where_the_version_comes_from(tmp_path):
     )
 
 
+# An OpenMMLab package's import-time check of mmcv (MMYOLO, MMAction2, MMSegmentation, MMTracking).
+MMCV_CHECK = """import mmcv
+from mmengine.utils import digit_version
+
+mmcv_minimum_version = '2.0.0rc4'
+mmcv_maximum_version = '{maximum}'
+mmcv_version = digit_version(mmcv.__version__)
+
+assert (mmcv_version >= digit_version(mmcv_minimum_version)
+        and mmcv_version {compared} digit_version(mmcv_maximum_version)), \\
+    f'Please install mmcv>={{mmcv_minimum_version}}, {compared}{{mmcv_maximum_version}}.'
+"""
+MMCV_MAX_CHECK = """MMCV_MIN = '1.3.1'
+MMCV_MAX = '{maximum}'
+mmcv_max_version = digit_version(MMCV_MAX)
+assert (mmcv_min_version <= mmcv_version {compared} mmcv_max_version)
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "maximum", "compared", "below"),
+    [
+        # MMYOLO: mmcv 2.0.x, whose wheels stop at PyTorch 2.0.
+        (MMCV_CHECK, "2.1.0", "<", (2, 1, 0)),
+        # MMRazor allows 2.1.0 itself, built for PyTorch 2.1.
+        (MMCV_CHECK, "2.1.0", "<=", (2, 2, 0)),
+        # Video Swin's MMAction2: mmcv-full 1.3-1.4, built up to PyTorch 1.11.
+        (MMCV_CHECK, "1.4.0", "<=", (1, 12, 0)),
+        (MMCV_MAX_CHECK, "1.3.0", "<=", (1, 11, 0)),
+        (MMCV_MAX_CHECK, "1.5.0", "<", (1, 12, 0)),
+    ],
+)
+def test_an_import_time_check_of_mmcv_caps_torch(tmp_path, check, maximum, compared, below):
+    write_files(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(install_requires=[])\n",
+            "requirements/build.txt": "torch>=1.3\n",
+            "mmpkg/__init__.py": check.format(maximum=maximum, compared=compared),
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert declared.versions == TorchRange((1, 3, 0), below)
+    assert declared.files == ("requirements/build.txt", "mmpkg/__init__.py")
+
+
+@pytest.mark.parametrize(
+    ("check", "maximum", "compared"),
+    [
+        # MMTracking's `<2.0.0` allows any mmcv-full 1.x, and mmcv-full 1.7 reaches PyTorch 2.
+        (MMCV_MAX_CHECK, "2.0.0", "<"),
+        (MMCV_CHECK, "1.8.0", "<"),
+        # mmcv 2.2 reaches releases the table does not follow.
+        (MMCV_CHECK, "2.2.0", "<="),
+    ],
+)
+def test_an_mmcv_check_past_the_table_caps_nothing(tmp_path, check, maximum, compared):
+    write_files(
+        tmp_path,
+        {"requirements.txt": "torch>=1.8\n", "mmpkg/__init__.py": check.format(maximum=maximum, compared=compared)},
+    )
+    assert declared_torch(tmp_path).versions == TorchRange((1, 8, 0), None)
+
+
+def test_an_mmcv_check_alone_declares_its_cap_and_the_newest_release_it_allows(tmp_path):
+    write_files(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(install_requires=['mmengine'])\n",
+            "mmpkg/__init__.py": MMCV_CHECK.format(maximum="2.1.0", compared="<"),
+            "train.py": TRAIN,
+        },
+    )
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange(None, (2, 1, 0)), ("mmpkg/__init__.py",))
+    result = torchperf_lint("--show-settings", "train.py", cwd=tmp_path)
+    assert 'torch-version = "2.0"  # declared in mmpkg/__init__.py, below 2.1.0' in result.stdout.splitlines()
+    # The deprecations TPL301 reports warn only from PyTorch 2.4 on.
+    linted = torchperf_lint("--output-format", "concise", "--select", "TPL301", "train.py", cwd=tmp_path)
+    assert (linted.returncode, linted.stdout) == (0, "All checks passed!\n")
+
+
 @pytest.mark.parametrize(
     ("lines", "oldest", "below"),
     [

@@ -32,7 +32,7 @@ from pathlib import Path
 from torchperf_lint.registry import RuleInfo
 from torchperf_lint.settings import LintSettings, RuleOptions
 from torchperf_lint.source import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINE_LENGTH, SourceLimits
-from torchperf_lint.torch_requirement import DeclaredTorch, declared_torch
+from torchperf_lint.torch_requirement import DeclaredTorch, declared_torch, newest_before
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -538,11 +538,12 @@ class Configuration:
         )
         declared = None if self._torch_configured(config) else self._declared_in(absolute.parent)
         if declared is not None:
-            oldest = declared.versions.oldest
-            options = options._replace(
-                torch_version=oldest[:2] if oldest is not None else defaults.torch_version,
-                torch_below=declared.versions.below,
-            )
+            oldest, below = declared.versions
+            if oldest is None:  # no floor: the default, unless a cap allows only older releases
+                oldest = defaults.torch_version
+                if below is not None:
+                    oldest = min(oldest, newest_before(below))
+            options = options._replace(torch_version=oldest[:2], torch_below=below)
         return LintSettings(rules=rules, options=options, limits=limits)
 
     def declared_torch(self, path: Path) -> DeclaredTorch | None:

@@ -44,6 +44,14 @@ these names `torch` with or without a version:
   but a fix must not break the code on the release it names. It is read only where the
   folder's packaging files declare nothing: they say what the project runs on.
 
+An OpenMMLab package refuses at import every mmcv outside the range it was written for
+(`mmcv_maximum_version = '1.4.0'` and an `assert` in `mmaction/__init__.py`, also `MMCV_MAX`),
+and mmcv's compiled releases (`mmcv-full` 1.x, `mmcv` 2.x) go with the PyTorch releases out
+when they shipped: the newest one the range allows caps torch (mmcv 1.4: before 1.12; 2.0:
+before 2.1, the first one mmcv 2.1.0 was built for), and declares that cap alone where
+nothing names torch. The check is read in a package folder (one with an `__init__.py`) of a
+folder whose packaging files or requirements are read: the project's root.
+
 A conda environment file is a recipe for the whole environment: where it gives torch a
 version, a `torch` that another file of the folder names without one
 (`install_requires=["torch"]` in a `setup.py`) only says that the project needs PyTorch,
@@ -206,6 +214,15 @@ def _bounds(operator: str, parts: Version, wildcard: bool) -> tuple[Version | No
     return None, None  # `!=`, or `~=` with one part (invalid): no bound worth reading.
 
 
+def newest_before(below: Version) -> tuple[int, int]:
+    """The newest `major.minor` older than the release `below`: 2.0 before 2.1.0, 1.12 before
+    1.12.2 (1.12.1 is older), 1.99 (any 1.x) before 2.0.0."""
+    major, minor, patch = below
+    if patch:
+        return major, minor
+    return (major, minor - 1) if minor else (major - 1, 99)
+
+
 def _release_of(parts: Version) -> Version:
     return parts + (0,) * (3 - len(parts))
 
@@ -266,6 +283,10 @@ def declared_torch(directory: Path, readmes: bool = True) -> DeclaredTorch | Non
             )
     if not found and checks:
         found = [("setup.py", check) for check in checks[:1]]
+    packaged = found or requirement_files or names & {"setup.py", "setup.cfg", "pyproject.toml"}
+    mmcv_cap = _mmcv_cap(directory, names) if packaged else None
+    if not found and mmcv_cap is not None:
+        found = [(mmcv_cap[0], TorchRange(None, mmcv_cap[1]))]
     if not found:
         return None
     versions = found[0][1]
@@ -279,6 +300,10 @@ def declared_torch(directory: Path, readmes: bool = True) -> DeclaredTorch | Non
         for name in constraint_files
         for constraint in _torch_in(_requirement_lines(directory / name))
     ]
+    capped = versions.narrowed(TorchRange(None, mmcv_cap[1])) if mmcv_cap is not None else None
+    if mmcv_cap is not None and capped is not None and capped != versions:
+        versions = capped
+        files += (mmcv_cap[0],)
     if constraints:
         caps = [constraint.below for _, constraint in constraints]
         cap = None if None in caps else max(c for c in caps if c is not None)
@@ -344,6 +369,42 @@ def _torch_of_companion(line: str) -> TorchRange | None:
     if not paired:
         return None
     return TorchRange(_release_of(paired[0]), _release_of(paired[1]))
+
+
+# The newest mmcv release (by `major.minor`) a package allows, and the first PyTorch release
+# mmcv published no compiled wheel of it for: mmcv-full 1.3.18 (November 2021) was built up
+# to PyTorch 1.10, 1.4.8 up to 1.11, 1.6.2 up to 1.12, mmcv 2.0.1 up to 2.0 and 2.1.0 up to
+# 2.1. mmcv-full 1.7 and mmcv 2.2 reach PyTorch releases this table does not follow: no cap.
+_TORCH_BELOW_MMCV: dict[tuple[int, int], Version] = {
+    (1, 0): (1, 11, 0), (1, 1): (1, 11, 0), (1, 2): (1, 11, 0), (1, 3): (1, 11, 0),
+    (1, 4): (1, 12, 0), (1, 5): (1, 13, 0), (1, 6): (1, 13, 0), (2, 0): (2, 1, 0), (2, 1): (2, 2, 0),
+}
+# `mmcv_maximum_version = '1.4.0'` (MMDetection, MMAction2, MMYOLO) or `MMCV_MAX = '1.5.0'`
+# (MMSegmentation), and whether the check excludes it: `mmcv_version < digit_version(...)`.
+_MMCV_MAXIMUM = r"(?m)^(mmcv_maximum_version|MMCV_MAX)\s*=\s*['\"](\d+(?:\.\d+)*)"
+# The check's comparison with it, `<` or `<=`: `mmcv_version < digit_version(mmcv_maximum_version)`,
+# `mmcv_version <= mmcv_max_version`, or the message, `<={mmcv_maximum_version}`.
+_MMCV_MAXIMUM_COMPARED = r"<(=?)\s*(?:\{|digit_version\(\s*)?(?:mmcv_max\w*|MMCV_MAX)\b"
+
+
+def _mmcv_cap(directory: Path, names: set[str]) -> tuple[str, Version] | None:
+    """The torch cap that the mmcv check of a package of `directory` makes, and the package's
+    `__init__.py` (relative to `directory`); None when no package checks mmcv's version, or
+    the newest release it allows is not in `_TORCH_BELOW_MMCV`."""
+    for name in sorted(names):
+        init = f"{name}/__init__.py"
+        if name.startswith(".") or not os.path.isfile(directory / init):
+            continue
+        text = _text_of(directory / init)
+        maximum = re.search(_MMCV_MAXIMUM, text) if "mmcv" in text.lower() else None
+        if maximum is None:
+            continue
+        release = _release_of(tuple(int(part) for part in maximum.group(2).split(".")))
+        comparison = re.search(_MMCV_MAXIMUM_COMPARED, text)
+        excluded = comparison is not None and not comparison.group(1)
+        below = _TORCH_BELOW_MMCV.get(newest_before(release) if excluded else release[:2])
+        return None if below is None else (init, below)
+    return None
 
 
 def _pyproject(path: Path) -> list[str]:

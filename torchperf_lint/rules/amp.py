@@ -189,7 +189,9 @@ class DeprecatedCudaAmp(Rule):
     Configuration; a README's install commands, `conda install pytorch==1.8.0 ...`, give
     the oldest release the fix must keep working on, not a cap),
     capped by the project's pip constraints file (`constraints.txt` with `torch<1.13.0`,
-    which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`).
+    which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`),
+    or by an OpenMMLab package's import-time check of mmcv (`mmcv_maximum_version =
+    '2.1.0'` in `mmyolo/__init__.py`: mmcv 2.0's compiled releases stop at PyTorch 2.0).
     Nor where every program the file belongs to imports, unguarded, a module PyTorch 2.0
     removed (`from torch._six import inf` in the `utils.py` that each entry point
     imports), or one that only a framework's releases for older PyTorch have
