@@ -153,6 +153,40 @@ def test_a_helper_that_starts_by_copying_the_batch_is_the_next_steps_blocking_co
     )
 
 
+def test_a_module_no_entry_point_reaches_runs_nowhere_outside_a_distribution(tmp_path) -> None:
+    # `vendored_copy` has no packaging file: the copy's trainer and loss (imported only by
+    # the rest of the copy) and a baseline nothing imports are never run. The same files in
+    # a distribution are its users' API, and are reported.
+    root = tmp_path / "vendored_copy"
+    shutil.copytree(PROJECTS / "vendored_copy", root)
+    assert findings(lint_project(root)) == [("interact/fbrs/predictor.py", "TPL201", 5, 19)]
+    (root / "pyproject.toml").write_text('[project]\nname = "vendored_copy"\n')
+    assert findings(lint_project(root)) == [
+        ("baselines/nrde.py", "TPL105", 7, 20),
+        ("interact/fbrs/losses.py", "TPL105", 5, 14),
+        ("interact/fbrs/predictor.py", "TPL201", 5, 19),
+        ("interact/fbrs/trainer.py", "TPL201", 12, 15),
+    ]
+
+
+def test_a_module_imported_by_a_computed_name_may_be_any_beside_one_that_runs(tmp_path) -> None:
+    # `importlib.import_module(f"baselines.{name}")` in a module that runs may run every
+    # module of its folder (a model a user names on the command line), but none elsewhere.
+    root = tmp_path / "vendored_copy"
+    shutil.copytree(PROJECTS / "vendored_copy", root)
+    (root / "baselines" / "select.py").write_text(
+        'import importlib\n\nimport torch\n\n\ndef build(name):\n'
+        '    return importlib.import_module(f"baselines.{name}")\n'
+    )
+    (root / "run.py").write_text(
+        "import baselines.select\nfrom engine import train\nfrom setup_run import build\n\ntrain(*build())\n"
+    )
+    assert findings(lint_project(root)) == [
+        ("baselines/nrde.py", "TPL105", 7, 20),
+        ("interact/fbrs/predictor.py", "TPL201", 5, 19),
+    ]
+
+
 def test_a_step_passed_to_a_function_that_calls_it_runs_where_it_is_passed() -> None:
     # `gpu_timer(train_step)` runs `train_step()`: the loop trains, and the path names the call.
     run = lint_project(PROJECTS / "passed_step")

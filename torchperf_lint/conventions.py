@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import PurePath
 
 # Folders that hold tests or the code only tests run (helpers, fixtures, test utilities).
-_TEST_FOLDERS = frozenset({"tests", "test", "testing", "fixtures"})
+_TEST_FOLDERS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "fixtures"})
 # Files of test-support code outside such folders: pytest's and libraries' testing helpers.
 _TEST_SUPPORT_FILES = frozenset({"conftest.py", "testing_utils.py"})
 
 
 def is_test_file(path: PurePath) -> bool:
-    """A test or test-support file: under a `tests/`, `test/`, `testing/` or `fixtures/`
-    folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
+    """A test or test-support file: under a `tests/`, `test/`, `testing/`, `unittests/`,
+    `unit_tests/` or `fixtures/` folder or a `test_utils*` one, or named `test_*.py` (`test_utils*.py` included),
     `*_test.py`, `conftest.py`, `testing_utils.py` or `*fixtures.py` (a test suite's or a
     doctest run's fixtures: `doctest_fixtures.py`)."""
     name = path.name

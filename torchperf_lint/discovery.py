@@ -24,8 +24,11 @@ from torchperf_lint.diagnostics import FileError
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 # The files a project launches its runs with, read for the settings they give a run
-# (`program.options`): shell scripts, YAML, JSON and INI configs, the README's commands.
-LAUNCHER_SUFFIXES = (".sh", ".bash", ".zsh", ".slurm", ".yaml", ".yml", ".json", ".md", ".rst", ".cfg")
+# (`program.options`): shell scripts, YAML, JSON, INI and TOML configs, the README's
+# commands (a `pyproject.toml` also makes the project a distribution: `program.link`).
+LAUNCHER_SUFFIXES = (
+    ".sh", ".bash", ".zsh", ".slurm", ".yaml", ".yml", ".json", ".md", ".rst", ".cfg", ".toml"
+)
 # A launcher larger than this is data (annotations, vocabularies), not a config.
 LAUNCHER_MAX_BYTES = 256 * 1024
 _WALKED_SUFFIXES = SOURCE_SUFFIXES + LAUNCHER_SUFFIXES

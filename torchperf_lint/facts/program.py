@@ -100,6 +100,12 @@ class ProgramAnswers:
         import inf`, unguarded); None when some program runs on any release."""
         return None
 
+    def runs_nowhere(self) -> bool:
+        """Whether nothing runs this module: outside a distribution, no test, notebook,
+        script or launcher reaches it through imports or by naming it (a vendored copy of a
+        library that no entry point imports)."""
+        return False
+
     def trains_on_cuda(self) -> bool:
         """Whether the file belongs to a training program that runs on CUDA (a module that
         trains, and the project modules it imports)."""

@@ -74,6 +74,10 @@ _MODULE_CALLBACKS = frozenset({
 Answer = object  # JSON: None, bool, list or dict.
 
 
+# The files that make a project a distribution, whose modules are its users' API.
+_PACKAGING_FILES = frozenset(("setup.py", "setup.cfg", "pyproject.toml"))
+
+
 @dataclass(frozen=True, order=True)
 class Target:
     """A function or class of the program (`kind` "function" or "class"), or a module-level
@@ -688,6 +692,8 @@ class ProgramFacts:
         record = summary.functions.get(function.qualname) if summary else None
         if record is None or not function.qualname:
             return False
+        if function.file in self._unrun_modules:
+            return True
         owner = None if record.owner is None else Target(function.file, record.owner, "class")
         if owner is not None and (
             self._unbuilt_classes.get(owner, False) or self._unnamed_autograd_function(owner)
@@ -714,6 +720,8 @@ class ProgramFacts:
         def compute(cls: Target, unbuilt) -> bool:
             record = self.summaries[cls.file].classes[cls.qualname]
             name = cls.qualname.rpartition(".")[2]
+            if cls.file in self._unrun_modules:
+                return True
             if record.decorated or name in self._mentioned or not self._used_module(cls.file):
                 return False
             return all(unbuilt(subclass) for subclass in self._named_as_base.get(name, ()))
@@ -736,6 +744,65 @@ class ProgramFacts:
                 for base in record.bases:
                     named[_last_name(base)].append(Target(file, qualname, "class"))
         return named
+
+    @cached_property
+    def _entry_points(self) -> list[str] | None:
+        """The files that run a program of a project that is no distribution: its tests,
+        notebooks, launchers and configs, and its scripts (an `if __name__ == "__main__":`
+        block, or work at the top level: `main()`). None for a distribution (a `setup.py`,
+        `setup.cfg` or `pyproject.toml` among its files), whose modules are its users' API
+        even where none of its own files uses them, and for a program
+        without entry points (a module linted alone): what runs there is not known."""
+        if any(PurePosixPath(file).name in _PACKAGING_FILES for file in self.summaries):
+            return None
+        found = [
+            file
+            for file, summary in self.summaries.items()
+            if not file.endswith(".py")
+            or file in self._test_paths
+            or summary.runs_as_script
+            or summary.works_at_top_level
+        ]
+        return found or None
+
+    @cached_property
+    def _unrun_modules(self) -> frozenset[str]:
+        """The Python modules that no entry point (`_entry_points`) runs: a module runs when
+        a file that runs imports it or names it (its stem in a string, a config or a
+        launcher: `python -m tools.train`, `model: resnet`), and a package's `__init__.py`
+        runs; where a file that runs imports modules by a name it computes, so does every
+        module of the package the name starts with (`f"baselines.{name}"`), or, where the name
+        says none (`importlib.import_module(args.model)`), every module beside one that runs. A
+        vendored copy of a library that no entry point reaches
+        (`fbrs/model/losses.py`, imported only by the rest of the copy) runs nowhere."""
+        if self._entry_points is None:
+            return frozenset()
+        by_stem: dict[str, list[str]] = defaultdict(list)
+        for file in self.summaries:
+            by_stem[PurePosixPath(file).stem].append(file)
+        running = [*self._entry_points, *(f for f in self.summaries if f.endswith("__init__.py"))]
+        reached = set(running)
+        while running:
+            file = running.pop()
+            named = (other for word in self.summaries[file].mentions for other in by_stem.get(word, ()))
+            for other in (*self._imports.get(file, ()), *named):
+                if other not in reached:
+                    reached.add(other)
+                    running.append(other)
+        packages = {package for file in reached for package in self.summaries[file].imports_by_name}
+        if packages:
+            # `importlib.import_module(args.model)` may run any module beside one that runs
+            # (`models/pointnet2_cls_msg.py`, which a user names on the command line);
+            # `f"baselines.{name}"` any module of a `baselines` folder.
+            folders = {PurePosixPath(file).parent for file in reached} if "" in packages else set()
+            named = {package.replace(".", "/") for package in packages if package}
+            reached.update(
+                file
+                for file in self.summaries
+                if (parent := PurePosixPath(file).parent) in folders
+                or any(f"/{parent.as_posix()}".endswith(f"/{package}") for package in named)
+            )
+        return frozenset(file for file in self.summaries if file not in reached)
 
     def _used_module(self, file: str) -> bool:
         """Another file imports `file`, or names it (`_target_:
@@ -1647,6 +1714,9 @@ class ProgramFacts:
             "kind": kind,
             "path": [[hop.file, hop.call, hop.callee, hop.through] for hop in path],
         }
+
+    def _answer_runs_nowhere(self, file: str) -> bool:
+        return file in self._unrun_modules
 
     def _answer_per_forward(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "function") in self._per_forward

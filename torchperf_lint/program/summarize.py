@@ -604,6 +604,14 @@ class _Summarizer:
                 isinstance(statement, cst.If) and is_main_test(statement.test)
                 for statement in facts.module.body
             ),
+            works_at_top_level=any(map(_does_work, facts.module.body)),
+            imports_by_name=sorted({
+                _package_named(call.args[0].value)
+                for call in facts.index.calls
+                if facts.names.call_name(call) in _IMPORTERS
+                and call.args
+                and not isinstance(call.args[0].value, cst.SimpleString)
+            }),
             imports_only_below=_imports_only_below(facts.module),
             setting_defaults=self.settings.defaults,
             setting_aliases=self.settings.aliases,
@@ -1171,3 +1179,27 @@ def is_external(ref: Ref) -> bool:
         return False
     target = ref[len("import:"):]
     return not target.startswith(".") and target.split(".")[0] in _EXTERNAL_ROOTS
+
+
+# The calls that import a module by its name.
+_IMPORTERS = frozenset(("importlib.import_module", "__import__"))
+
+
+def _package_named(name: cst.BaseExpression) -> str:
+    """The package a computed module name starts with (`f"baselines.{name}"`: "baselines");
+    "" when it does not say."""
+    if isinstance(name, cst.FormattedString) and name.parts:
+        first = name.parts[0]
+        if isinstance(first, cst.FormattedStringText) and "." in first.value:
+            return first.value.rpartition(".")[0]
+    return ""
+
+
+def _does_work(statement: cst.BaseStatement) -> bool:
+    """A top-level statement that does work when its module runs: a call (`main()`,
+    `trainer.fit(model)`), a loop or a `with`; not a definition, an import or an assignment."""
+    if isinstance(statement, (cst.For, cst.While, cst.With)):
+        return True
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) for small in statement.body
+    )

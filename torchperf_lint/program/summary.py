@@ -170,6 +170,12 @@ class ModuleSummary:
     # Downloads published weights into its models (`FileFacts.models.loads_released_weights`).
     loads_released_weights: bool = False
     runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
+    # Does work at its top level: a call statement (`main()`), a loop or a `with`.
+    works_at_top_level: bool = False
+    # The packages it imports modules from by a name it computes: "baselines" for
+    # `importlib.import_module(f"baselines.{name}")`, "" for a name it computes whole
+    # (`importlib.import_module(args.model)`), which may be any module.
+    imports_by_name: list[str] = field(default_factory=list)
     # The first PyTorch release it cannot be imported on, padded to three parts: it imports,
     # unguarded at its top level, a module PyTorch removed (`from torch._six import inf`
     # gives [2, 0, 0]); None when it imports none.

@@ -98,6 +98,9 @@ class LinkedAnswers(ProgramAnswers):
         answer = self._ask("imports_only_below")
         return tuple(answer) if isinstance(answer, list) else None
 
+    def runs_nowhere(self) -> bool:
+        return bool(self._ask("runs_nowhere"))
+
     def trains_on_cuda(self) -> bool:
         return bool(self._ask("cuda_training"))
 

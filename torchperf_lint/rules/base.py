@@ -79,7 +79,12 @@ class Rule:
         raise NotImplementedError
 
     def applies_to(self, facts: FileFacts) -> bool:
-        """Whether `check` runs on this file at all: test files only for the rules that say so."""
+        """Whether `check` runs on this file at all: test files only for the rules that say
+        so; never a module that nothing runs (`ProgramAnswers.runs_nowhere`: a vendored copy
+        of a library that no entry point of a program imports), where no cost is paid and no
+        warning is raised."""
+        if facts.program.runs_nowhere():
+            return False
         return self.checks_test_files or not facts.is_test_file
 
     def runs_on_cuda(self, facts: FileFacts) -> bool:
