@@ -30,6 +30,9 @@ def make_loader(dataset):
 # TPL105 at 3:22 (safe fix): a tensor built on the host and moved on every step.
 MOVED_TENSOR = "import torch\n\nfor x in loader: x = torch.zeros(3).cuda()\n"
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"
+# A distribution's modules are its users' API: linted whether or not its own files use them
+# (in a tree without packaging, a module that no script imports runs nowhere).
+DISTRIBUTION = "[project]\nname = 'loaders'\n"
 
 
 def test_bare_paths_run_check_with_ruff_like_full_output(tmp_path):
@@ -244,6 +247,7 @@ def test_broken_files_are_reported_and_the_rest_still_linted(tmp_path):
 def test_parallel_output_is_identical_to_serial(tmp_path):
     files = {f"pkg{i % 3}/file{i}.py": LOADER if i % 2 else MOVED_TENSOR for i in range(12)}
     files["pkg1/broken.py"] = "import torch\nif:\n"
+    files["pyproject.toml"] = DISTRIBUTION
     write_files(tmp_path, files)
     serial = torchperf_lint("--jobs", "1", "--output-format", "json", ".", cwd=tmp_path)
     parallel = torchperf_lint("--jobs", "2", "--output-format", "json", ".", cwd=tmp_path)
@@ -285,7 +289,10 @@ def test_a_recursion_error_on_code_that_nests_little_is_an_internal_error(tmp_pa
 
 
 def test_statistics(tmp_path):
-    write_files(tmp_path, {"a.py": LOADER, "b.py": LOADER, "moved.py": MOVED_TENSOR})
+    write_files(
+        tmp_path,
+        {"pyproject.toml": DISTRIBUTION, "a.py": LOADER, "b.py": LOADER, "moved.py": MOVED_TENSOR},
+    )
     result = torchperf_lint("--statistics", ".", cwd=tmp_path)
     assert result.stdout.splitlines() == [
         "2\tTPL101\t[ ] dataloader-no-workers",
