@@ -36,6 +36,8 @@ from torchperf_lint.facts.scopes import Scopes
 
 DATALOADER = "torch.utils.data.DataLoader"
 DATALOADER_SIGNATURE = SIGNATURES[DATALOADER]
+# The names a module asks a loader to pin memory by (`"pin_memory": True`, `args.pin_mem`).
+_PINNING_NAMES = frozenset({"pin_memory", "pin_mem"})
 _DATALOADER_NAMES = frozenset({DATALOADER, "torch.utils.data.dataloader.DataLoader"})
 _ITERABLE_DATASETS = frozenset({
     "torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset",
@@ -144,9 +146,11 @@ _FIT_POSITIONS = {1: "train_dataloaders", 2: "val_dataloaders"}
 
 @dataclass(frozen=True)
 class DataLoaderConstruction:
-    """One `DataLoader(...)` call."""
+    """One `DataLoader(...)` call; `unpacked_may_pin`: whether the settings it unpacks
+    (`**kwargs`) may hold `pin_memory` (`DataLoaders._unpacked_may_pin`)."""
 
     call: cst.Call
+    unpacked_may_pin: bool = True
 
     def value(self, parameter: str) -> object:
         """The literal passed for `parameter`, `MISSING`, or `UNKNOWN` (non-literal/`**kw`)."""
@@ -159,8 +163,12 @@ class DataLoaderConstruction:
     @property
     def pins_memory(self) -> bool:
         """`pin_memory=True`, or a setting (`pin_memory=args.pin_mem`, a constant read from the
-        environment) that is not a literal false value: the loader pins when the user asks."""
+        environment) that is not a literal false value: the loader pins when the user asks.
+        Settings unpacked from a dict the module builds ask only when they may hold it
+        (`unpacked_may_pin`)."""
         value = self.value("pin_memory")
+        if value is UNKNOWN and self.argument("pin_memory") is None:
+            return self.unpacked_may_pin
         return value is UNKNOWN or (value is not MISSING and bool(value))
 
     @property
@@ -173,6 +181,27 @@ class DataLoaderConstruction:
 # by a call of another module, or a parameter by what its callers pass: "made_up",
 # "in_memory", "rows", or None.
 SamplesElsewhere = Callable[[cst.BaseExpression], "str | None"]
+
+
+def _builds_a_dict(value: cst.BaseExpression, names: NameResolver) -> bool:
+    """A dict display (`{"batch_size": 64}`) or a `dict(...)` call."""
+    return type(value) is cst.Dict or (
+        type(value) is cst.Call and names.qualified_name(value.func) == "builtins.dict"
+    )
+
+
+def _names_pinning(index: SyntaxIndex) -> bool:
+    """Whether the module names `pin_memory` (or `pin_mem`): a string key, a keyword, an
+    attribute."""
+    return (
+        any(string.value[1:-1] in _PINNING_NAMES for string in index.strings)
+        or any(attribute.attr.value in _PINNING_NAMES for attribute in index.attributes)
+        or any(
+            arg.keyword is not None and arg.keyword.value in _PINNING_NAMES
+            for call in index.calls
+            for arg in call.args
+        )
+    )
 
 
 def _names_live_state(expression: cst.BaseExpression) -> bool:
@@ -221,14 +250,31 @@ class DataLoaders:
             for cls in index.classes
             if isinstance(scopes.parents.get(cls), cst.Module)
         }
+        calls = [call for call in index.calls if self._builds_a_loader(call.func)]
+        self._names_pinning = bool(calls) and _names_pinning(index)
         self.constructions = [
-            DataLoaderConstruction(call) for call in index.calls if self._builds_a_loader(call.func)
+            DataLoaderConstruction(call, self._unpacked_may_pin(call)) for call in calls
         ]
         self._by_call = {c.call: c for c in self.constructions}
         # Rules ask about every loop for every loader: the answers per loop are kept.
         self._loader_of: dict[LoopNode, DataLoaderConstruction | None] = {}
         self._moves_batches: dict[LoopNode, bool] = {}
         self._moves_samples: dict[cst.ClassDef, bool] = {}
+
+    def _unpacked_may_pin(self, call: cst.Call) -> bool:
+        """Whether the settings `call` unpacks may ask to pin memory: settings from a
+        configuration or a caller (`**cfg.loader`, `**config["kwargs"]`, a parameter) may;
+        a dict the module builds (`train_kwargs = {"batch_size": 64}`, `dict(defaults,
+        **extra)`) does only in a module that names `pin_memory` (PyTorch's MNIST example
+        updates it with `cuda_kwargs = {"pin_memory": True}`; sbi's `get_dataloaders` never
+        does)."""
+        for arg in call.args:
+            if arg.star != "**":
+                continue
+            values = self.scopes.bound_values(arg.value) if type(arg.value) is cst.Name else []
+            if not values or not all(_builds_a_dict(value, self.names) for value in values):
+                return True
+        return self._names_pinning
 
     def _builds_a_loader(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """`DataLoader`; a class of the module derived from it that takes the same arguments

@@ -618,10 +618,10 @@ class Guards:
         return bool(counters) and _tests_few_counts(test, counters)
 
     def _leaves_the_loop_on(self, test: cst.BaseExpression) -> bool:
-        """A comparison on which the loop around it also leaves (`self.iter_count >=
+        """A comparison or a flag on which the loop around it also leaves (`self.iter_count >=
         self.total_steps`, with `if self.iter_count >= self.total_steps: return results` later
-        in the loop): true on the loop's last iteration only."""
-        if type(test) is not cst.Comparison:
+        in the loop; `done`, with `if done: break`): true on the loop's last iteration only."""
+        if type(test) not in (cst.Comparison, cst.Name, cst.Attribute):
             return False
         loop = next(
             (parent for parent in self.scopes.ancestors(test) if type(parent) in (*LOOP_TYPES, *SCOPE_TYPES)),
@@ -797,13 +797,26 @@ class Guards:
                     return False
         return True
 
-    def _device_tested(self, test: cst.BaseExpression) -> str | None:
+    def _device_tested(self, test: cst.BaseExpression, depth: int = 0) -> str | None:
         """"cpu" or "cuda": the device `test` is true for (`device.type == "cuda"`,
-        `device_type != "cpu"`, `torch.cuda.is_available()`, `not` of one), else None."""
+        `device_type != "cpu"`, `torch.cuda.is_available()`, `device.startswith("cuda")`,
+        `not` of one, an `and` of tests for one device, or a name bound only to such tests:
+        `use_cuda_events = device.startswith("cuda") and torch.cuda.is_available()`), else
+        None."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            device = self._device_tested(test.expression)
+            device = self._device_tested(test.expression, depth)
             return {"cpu": "cuda", "cuda": "cpu"}.get(device or "")
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            devices = {self._device_tested(operand, depth) for operand in conjuncts(test)}
+            return devices.pop() if len(devices) == 1 else None
+        if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
+            values = self.scopes.bound_values(test)
+            devices = {self._device_tested(value, depth + 1) for value in values}
+            return devices.pop() if values and len(devices) == 1 else None
         if isinstance(test, cst.Call):
+            if isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
+                prefix = literal_value(test.args[0].value) if len(test.args) == 1 else None
+                return prefix if prefix in ("cpu", "cuda") else None
             available = self.names.call_name(test) == "torch.cuda.is_available"
             return "cuda" if available else None
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):

@@ -66,6 +66,17 @@ _GENERATION_SETTINGS = frozenset({
     "inputs_embeds", "num_return_sequences", "generation_config",
 })
 
+def caches_its_result(function: cst.FunctionDef, names: NameResolver) -> bool:
+    """Decorated with `@functools.cached_property`, `@cache` or `@lru_cache(...)`."""
+    for decorator in function.decorators:
+        expression = decorator.decorator
+        if isinstance(expression, cst.Call):
+            expression = expression.func
+        if names.qualified_name(expression) in _MEMOIZING:
+            return True
+    return False
+
+
 def saves_a_checkpoint(call: cst.Call) -> bool:
     """A call of a function that saves a checkpoint, by its name (`save_checkpoint(...)`,
     `self.save_model(...)`, `save_checkpoint_and_time(...)`): a training loop saves at
@@ -247,14 +258,10 @@ class Steps:
         """In a function whose result is cached (`@functools.cached_property`, `@cache`,
         `@lru_cache(...)`): it runs once per object or per distinct arguments, such as a
         probe of a model's minimum input size."""
-        for function in self.scopes.enclosing_functions(node):
-            for decorator in function.decorators:
-                expression = decorator.decorator
-                if isinstance(expression, cst.Call):
-                    expression = expression.func
-                if self.names.qualified_name(expression) in _MEMOIZING:
-                    return True
-        return False
+        return any(
+            caches_its_result(function, self.names)
+            for function in self.scopes.enclosing_functions(node)
+        )
 
     def callers_never_take(self, node: cst.CSTNode) -> bool:
         """In a branch of its function that no caller takes: a fallback for callers that

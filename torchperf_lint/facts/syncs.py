@@ -9,6 +9,7 @@ Both lean towards *not a sync* when unsure, since they feed rules that report sy
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,12 @@ _LEGACY_CONSTRUCTORS = frozenset({
     "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
     "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
 })
+# A comment that says its line waits for the device on purpose: `# sync`, `# synchronization`,
+# `# force a sync`.
+_SYNCHRONIZES = re.compile(r"#\s*(?:force\s+(?:a\s+)?)?sync(?:hroni[sz](?:e|es|ation))?\b", re.IGNORECASE)
+# Tensors read from a file or a buffer (`torch.from_file(path, False, 256)`): in host memory
+# unless built with `device=`.
+_FILE_READS = frozenset({"from_file", "frombuffer"})
 # Libraries whose results live in host memory.
 _HOST_LIBRARIES = ("numpy.", "math.")
 # Methods that may put their result on a device (`.to()` unless it only converts).
@@ -297,8 +304,23 @@ class HostSyncs:
             and not self._reads_gathered_sizes(site.node)
             and not self._on_a_side_stream(site.node)
             and not self._feeds_replay_priorities(site.node)
+            and not self._said_to_synchronize(site.node)
         ]
         return self._one_per_index(self._per_statement(found))
+
+    def _said_to_synchronize(self, node: cst.CSTNode) -> bool:
+        """On a line whose comment, at its end or on the line above, says it synchronizes
+        (`loss_item = loss.item()  # synchronization` before a benchmark reads its clock): a
+        wait its author wrote on purpose."""
+        line = self._line_of(node)
+        if type(line) is not cst.SimpleStatementLine:
+            return False
+        comments = [line.trailing_whitespace.comment, *(
+            empty.comment for empty in line.leading_lines[-1:]
+        )]
+        return any(
+            comment is not None and _SYNCHRONIZES.match(comment.value) for comment in comments
+        )
 
     def _on_a_side_stream(self, node: cst.CSTNode) -> bool:
         """In a `with torch.cuda.stream(side):` block: the copy is queued on that stream and
@@ -1020,7 +1042,7 @@ class HostSyncs:
         """A value known to live in host memory, so reading it waits for nothing.
 
         Literals, NumPy and `math` results, values already copied out (`x.cpu()`, `t.tolist()`),
-        tensors built without `device=` or on the CPU (`torch.randperm(n)`,
+        tensors built without `device=` or on the CPU (`torch.randperm(n)`, `torch.from_file(path)`,
         `torch.randint(0, n, (1,), device="cpu")`), what a tokenizer or processor
         returns (`tokenizer(texts, return_tensors="pt")`: host tensors until moved), what RPC
         received from another process (`rref.to_here()`, `rpc.rpc_sync(...)`), and what
@@ -1132,7 +1154,7 @@ class HostSyncs:
                 or arg.star == "**"
                 for arg in call.args
             )
-            if factory in TENSOR_FACTORIES or factory in _LEGACY_CONSTRUCTORS:
+            if factory in TENSOR_FACTORIES or factory in _LEGACY_CONSTRUCTORS or factory in _FILE_READS:
                 return not moved
             computes_here = "." not in factory or qualified == _VARIABLE
             if qualified.startswith("torch.") and computes_here and call.args and not moved:

@@ -1089,6 +1089,9 @@ class ProgramFacts:
                         queue.append(target)
             while queue:
                 current = queue.popleft()
+                summary = self.function(current)
+                if summary is not None and summary.caches_its_result:
+                    continue  # `@lru_cache def gt(classes, device)`: built once, not per step
                 for site, target in self._edges.get((current.file, current.qualname), ()):
                     if self._sparse(site, current) or target in paths:
                         continue

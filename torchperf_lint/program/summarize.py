@@ -33,7 +33,7 @@ from torchperf_lint.facts.names import (
     root_name,
     target_names,
 )
-from torchperf_lint.facts.steps import saves_a_checkpoint
+from torchperf_lint.facts.steps import caches_its_result, saves_a_checkpoint
 from torchperf_lint.facts.tensors import is_none
 from torchperf_lint.program.options import (
     DECLARING_CALLS,
@@ -745,6 +745,7 @@ class _Summarizer:
             off_by_default=off_by_default,
             decorators=decorators,
             grad_off=grad_off,
+            caches_its_result=caches_its_result(function, facts.names),
             wraps_no_grad=self._wraps_no_grad(function),
             returns_cuda_device=self._returns_cuda_device(function),
             returns=self._returns(function),

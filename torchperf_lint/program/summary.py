@@ -116,6 +116,9 @@ class FunctionSummary:
     off_by_default: list[str] = field(default_factory=list)
     decorators: list[Ref] = field(default_factory=list)
     grad_off: bool = False  # Decorated with `@torch.no_grad()` / `@torch.inference_mode()`.
+    # Decorated with `@functools.lru_cache(...)` or `@cache`: its body runs once per distinct
+    # arguments, so what it calls does not run on every step of its callers.
+    caches_its_result: bool = False
     # Steps an optimizer outside any loop of its own, or backpropagates outside its loops and
     # steps an optimizer anywhere in its body: a training step.
     steps: bool = False

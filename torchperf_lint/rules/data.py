@@ -579,7 +579,11 @@ class BlockingHostToDeviceCopy(Rule):
     ## What it does
     Checks for `.to(device)` and `.cuda()` on a batch inside the loop that iterates a
     `DataLoader(..., pin_memory=True)` (or `pin_memory=` a setting such as `args.pin_mem`:
-    the loader pins when asked), without `non_blocking=True`: `for x, y in loader:`, or a
+    the loader pins when asked, and so may settings unpacked from a configuration,
+    `**cfg["kwargs"]`; settings unpacked from a dict the module builds, `train_kwargs =
+    {"batch_size": 64}` then `DataLoader(ds, **train_kwargs)`, ask only in a module that
+    names `pin_memory`, as PyTorch's MNIST example does with `cuda_kwargs = {"pin_memory":
+    True}`), without `non_blocking=True`: `for x, y in loader:`, or a
     `while` loop that reads `batch = next(data_iter)` with `data_iter = iter(loader)`; the
     batch's items count too (`[t.to(device) for t in batch]`). The loader may be built
     elsewhere in the program: returned by a project function (`loader = build_loader(cfg)`,

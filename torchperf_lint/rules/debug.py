@@ -103,7 +103,9 @@ class CudaTimingWithoutSync(Rule):
     evaluation rollout timed up to `policy.train()` is timed up to the rollout's own waits.
     Nor is an interval in the CPU branch of a device dispatch (`elif device_type == "cpu":`
     of a timer that uses CUDA events on its CUDA branch, the `else` of `if device.type ==
-    "cuda":` or of `if torch.cuda.is_available():`): CPU work runs synchronously.
+    "cuda":` or of `if torch.cuda.is_available():`, also of a name bound to such tests,
+    `use_cuda_events = device.startswith("cuda") and torch.cuda.is_available()`): CPU work
+    runs synchronously.
     Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();

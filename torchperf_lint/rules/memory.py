@@ -278,7 +278,8 @@ class LossGraphRetained(Rule):
     the iteration (`loss = a` then `loss = loss + b`), a loss that the iteration itself
     backpropagates into a container the loop, or a loop around it, resets, if only on some
     iterations (`running_loss += loss; loss.backward()` with `running_loss = 0` after each
-    optimizer step, or `losses = []` at the top of a step whose loop over sub-networks
+    optimizer step, also with `accelerator.backward(loss)` or `scaler.scale(loss).backward()`,
+    or `losses = []` at the top of a step whose loop over sub-networks
     appends and backpropagates each loss: backward freed what the graphs saved, and they
     live for a few micro-batches), and
     test files. The same accumulation never reset (`total_loss += loss` across the run, the
@@ -465,14 +466,25 @@ def _backpropagated_until_reset(
     appends and backpropagates each loss): it holds the bare graphs of a few micro-batches,
     never a growing history."""
     stored = dotted_name(store.value)
-    if stored is None or not any(
-        isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == stored
-        for call in loop.backward_calls
-    ):
+    if stored is None or not any(_backpropagates(call, stored) for call in loop.backward_calls):
         return False
     return any(
         next(_resets_in_loop(facts, store, around, rebinding), None) is not None
         for around in facts.loops.enclosing_loops(store.statement)
+    )
+
+
+def _backpropagates(call: cst.Call, name: str) -> bool:
+    """Whether the backward call `call` backpropagates the value `name` holds:
+    `loss.backward()`, `scaler.scale(loss).backward()`, or a framework's
+    `accelerator.backward(loss)`."""
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if type(receiver) is cst.Call and receiver.args:
+        receiver = receiver.args[0].value  # `scaler.scale(loss)`
+    passed = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return any(
+        expression is not None and dotted_name(expression) == name
+        for expression in (receiver, passed)
     )
 
 

@@ -178,6 +178,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     Ignite `Engine` is given (`trainer = Engine(train_step)`: a training step when it steps
     an optimizer, else an evaluation step), or the `forward` of
     a model handed to a `transformers.Trainer` (`Trainer(model=model)`) and what it calls.
+    A function whose result is cached (`@functools.lru_cache`, `@cache`: edm2's `gt(classes,
+    device)`, which builds its mixture once per device) runs its body once per distinct
+    arguments: neither it nor what it calls runs on every step.
     The finding names the call path. A call in a branch that needs an optional parameter
     (`if normals is not None: penalty(normals)` in `def chamfer(x, y, normals=None)`, or the
     `else` of `if normals is None:`, or a conditional expression: `x.sum().item() if dim is
@@ -188,7 +191,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     (`if step % log_every == 0:`, also `if last_batch or step % n == 0:`, a flag a
     trainer's callbacks set on those steps, `if state.should_save:`, `control.should_log`, or `if step % n ==
     0 or step >= total_steps:` in a loop that leaves on that same test, `if step >=
-    total_steps: return`: its last iteration, or a name bound to
+    total_steps: return`: its last iteration, also a flag the loop leaves on, `if done or
+    step % n == 0:` with `if done: break` later, or a name bound to
     one, also through other names: `do_log = step % n == 0 or last_batch; do_metric = step %
     m == 0 or do_log; if do_metric:`, or a call of a project function that returns such a
     test: `if step_check(step, n):`, also one that narrows it before returning it, `test =
@@ -301,7 +305,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     device by design: the loss it logs adds next to nothing), sizes (`int(torch.rand(1) *
     x.size(-1))`: a host tensor and a Python int; also a slice bound computed from the items
     of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
-    (b,))`, nanoGPT's `get_batch`), the message of an `assert` (computed only
+    (b,))`, nanoGPT's `get_batch`), tensors read from a file into host memory
+    (`int(header[2])` with `header = torch.from_file(path, False, 256, dtype=torch.int32)`),
+    a read whose comment says it waits on purpose (`loss_item = loss.item()  #
+    synchronization`, also `# sync` on the line above), the message of an `assert` (computed only
     when it fails), the fallback for an empty input (`if len(boxes) == 0:`, `if
     num_insts == 0:`), failure paths (an `except` handler, a branch that raises, what follows
     `if torch.isfinite(x).all(): return` in a block that ends by raising, and the branch for
