@@ -713,7 +713,8 @@ class Guards:
     def setting_tests(self, node: cst.CSTNode) -> list[list]:
         """The tests of the run's settings (`setting_test`) that `node` must pass to run, in
         its function: an operand of the `and` of an `if` (or conditional expression) whose
-        body holds it, the negation of the test of one whose `else` holds it (`get_grad_norm`
+        body holds it, the left operand of an `and` whose right operand holds it (negated
+        for an `or`), the negation of the test of one whose `else` holds it (`get_grad_norm`
         in the `else` of `if config.TRAIN.CLIP_GRAD:`) or of an early exit before it (`if
         args.qa_mask != 1: continue`). Asked of most nodes the steps are asked about: kept
         per node on the way up, which the nodes of a block share."""
@@ -756,6 +757,14 @@ class Guards:
                 if type(earlier) is cst.If and _only_exits(earlier.body)
                 and (test := setting_test(earlier.test, expected=False)) is not None
             )
+        if type(parent) is cst.BooleanOperation and child is parent.right:
+            # `if self.cfg.kl_threshold and kl > self.cfg.kl_threshold:`: the right operand
+            # runs only when the left one passes (`and`) or fails (`or`).
+            if type(parent.operator) is cst.And:
+                tests.extend(filter(None, map(setting_test, conjuncts(parent.left))))
+            else:
+                tests.extend(filter(None, [setting_test(parent.left, expected=False)]))
+            return tests
         if type(parent) not in (cst.If, cst.IfExp) or child is parent.test:
             return tests
         if child is parent.body:

@@ -603,7 +603,9 @@ class BlockingHostToDeviceCopy(Rule):
     read drains the GPU each iteration, so the blocking copy has no queued work to wait behind
     and `non_blocking=True` would only overlap the copy with the launch of the forward pass;
     nor is a loop that only copies batches and stores them (`preloaded.append({"ids":
-    b["ids"].to(device)})`, a prefetch), which queues nothing for a copy to overlap with.
+    b["ids"].to(device)})`, a prefetch), which queues nothing for a copy to overlap with, nor
+    an evaluation that runs every N epochs (under `if epoch % val_every == 0:`): its copies are
+    a small share of the run.
     A training loop is checked either way (its per-step read is TPL201's finding), unless it
     is a fit of at most 100 steps, as for TPL201 (a learning-rate range test that leaves
     after `num_it=100` batches): its copies add up to milliseconds. Test files are not
@@ -653,7 +655,9 @@ class BlockingHostToDeviceCopy(Rule):
             if loader is None or not loader.pins_memory or loader.moved_by_a_framework:
                 continue
             if not loop.is_training and (
-                self._waits_every_iteration(facts, loop) or self._only_stores_copies(facts, loop)
+                self._waits_every_iteration(facts, loop)
+                or self._only_stores_copies(facts, loop)
+                or facts.guards.periodic_guard(loop.node) is not None
             ):
                 continue
             if loop.short_fit:

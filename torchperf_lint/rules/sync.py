@@ -237,7 +237,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     config or Python launcher of the project passes; the `else` of `if
     config.TRAIN.CLIP_GRAD:` where the config tree's default, `_C.TRAIN.CLIP_GRAD = 5.0`,
     and every shipped config clip; what follows `if args.qa_mask != 1: continue` with
-    `--qa-mask` at 0; a setting that picks the device, `if args.cuda:`, is taken to be on),
+    `--qa-mask` at 0; the right operand of `if args.verbose and loss.item() > 10:`, which
+    runs only when the setting passes; a setting that picks the device, `if args.cuda:`, is
+    taken to be on),
     in what a call that saves a checkpoint runs
     (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name,
     and what computes the state it is given: `save_checkpoint(checkpoint_state(model,
