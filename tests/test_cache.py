@@ -143,11 +143,13 @@ def test_cli_uses_the_cache_by_default_and_honours_no_cache_and_cache_dir(tmp_pa
 
 
 def test_fix_neither_reads_nor_writes_the_cache(tmp_path):
-    write_files(tmp_path, {"train.py": TRAIN})
+    # Workers load the batches, so the loader should pin them (TPL102's unsafe fix).
+    write_files(tmp_path, {"train.py": TRAIN.replace("DataLoader(ds)", "DataLoader(ds, num_workers=2)")})
     completed = torchperf_lint("--fix", "--unsafe-fixes", "--select", "TPL102", ".", cwd=tmp_path)
     assert completed.stdout == "Found 1 error (1 fixed, 0 remaining).\n"
     assert not (tmp_path / ".torchperf_lint_cache").exists()
-    assert "loader = DataLoader(ds, pin_memory=True)" in (tmp_path / "train.py").read_text()
+    fixed = (tmp_path / "train.py").read_text()
+    assert "loader = DataLoader(ds, num_workers=2, pin_memory=True)" in fixed
 
 
 CALLER = """import torch

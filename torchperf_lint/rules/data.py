@@ -274,9 +274,10 @@ class DataLoaderNoPinMemory(Rule):
     method, `ExperienceSourceDataset(self.generate_trajectory_samples)`, or a replay buffer):
     such a loader must load in the training process, which would then pin every batch
     itself, an extra copy on the step's path;
-    when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone):
-    the training process loads every batch, and pinning it there adds a copy on the step's
-    path for little; when its batches hold one sample (`batch_size=1`: an evaluation or a
+    when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone, or
+    no `num_workers` at all, which TPL101 reports): the training process loads every batch,
+    and pinning it there adds a copy on the step's path for little (give it workers first;
+    pinning pays once they load); when its batches hold one sample (`batch_size=1`: an evaluation or a
     tool that goes sample by sample, whose copies pinning would not shorten; not
     `batch_size=None`, or none given, which often serves a dataset that makes its own
     batches);
@@ -340,8 +341,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # `DataLoader([])`: a stand-in that yields no batch
             if _never_read_per_step(facts, loader):
                 continue
-            if loader.value("num_workers") == 0:
-                continue  # loaded in the training process on purpose, which would pin it too
+            if loader.value("num_workers") in (0, MISSING):
+                continue  # loaded in the training process, which would pin it too (TPL101)
             if _single_samples(loader):
                 continue  # one sample per step: a copy that pinning would not shorten
             elsewhere = facts.samples_elsewhere
