@@ -150,7 +150,7 @@ class DataLoaderConstruction:
     (`**kwargs`) may hold `pin_memory` (`DataLoaders._unpacked_may_pin`)."""
 
     call: cst.Call
-    unpacked_may_pin: bool = True
+    unpacked_may_pin: bool
 
     def value(self, parameter: str) -> object:
         """The literal passed for `parameter`, `MISSING`, or `UNKNOWN` (non-literal/`**kw`)."""
