@@ -623,8 +623,10 @@ class DataParallel(Rule):
     it to eval mode (also as it wraps it: `nn.DataParallel(model).to(device).eval()`), never
     back, and trains nothing (a sampling entry point that wraps a checkpoint and hands it to
     its samplers, a feature-extraction pass, or an evaluation that runs it itself, whose
-    missing `torch.no_grad()` is TPL701's finding), or the module trains nowhere; and in test
-    files.
+    missing `torch.no_grad()` is TPL701's finding), or the module trains nowhere; when the
+    wrapper is unwrapped before anything runs it (`decoder = nn.DataParallel(decoder)`,
+    `decoder.load_state_dict(state)`, `decoder = decoder.module.cuda()`: wrapped only to load
+    a checkpoint saved from a wrapped model); and in test files.
 
     ## Why is this bad?
     `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
@@ -668,7 +670,7 @@ class DataParallel(Rule):
         if facts.models.builds_distributed_wrapper or not _trains(facts):
             return
         for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
-            if not _only_run_without_grad(facts, call):
+            if not _only_run_without_grad(facts, call) and not _unwrapped_before_running(facts, call):
                 yield self.finding(call)
 
 
@@ -682,6 +684,50 @@ def _trains(facts: FileFacts) -> bool:
         )
         for call in facts.index.calls
     )
+
+
+def _unwrapped_before_running(facts: FileFacts, wrapper: cst.Call) -> bool:
+    """The name the wrapper is bound to is next bound, in the same block, to what it wraps,
+    before anything calls it (`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(state)`, then
+    `decoder = decoder.module.cuda()`): wrapped only to load a checkpoint saved from a
+    wrapped model, whose keys start with `module.`."""
+    assign = facts.index.parents.get(wrapper)
+    if type(assign) is not cst.Assign or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if type(target) is not cst.Name:
+        return False
+    name, function, order = target.value, facts.scopes.enclosing_function(assign), facts.index.preorder
+    block = facts.index.parents.get(facts.index.parents.get(assign))  # the statement's block
+    rebinding = next(
+        (
+            later for later in facts.index.assigns
+            if type(later) is cst.Assign
+            and order[later] > order[assign]
+            and facts.scopes.enclosing_function(later) is function
+            and any(dotted_name(t.target) == name for t in later.targets)
+        ),
+        None,
+    )
+    if (
+        rebinding is None
+        or not _unwraps(rebinding.value, name)
+        or facts.index.parents.get(facts.index.parents.get(rebinding)) is not block
+    ):
+        return False  # not unwrapped, or only on some paths (`if isinstance(m, DataParallel):`)
+    return not any(
+        dotted_name(call.func) == name and order[assign] < order[call] < order[rebinding]
+        for call in facts.index.calls
+    )
+
+
+def _unwraps(value: cst.BaseExpression, name: str) -> bool:
+    """`name.module`, also moved or converted on the way: `name.module.cuda()`."""
+    while type(value) in (cst.Call, cst.Attribute):
+        if type(value) is cst.Attribute and value.attr.value == "module":
+            return dotted_name(value.value) == name
+        value = value.func if type(value) is cst.Call else value.value
+    return False
 
 
 def _only_run_without_grad(facts: FileFacts, wrapper: cst.Call) -> bool:
