@@ -672,3 +672,11 @@ def test_a_function_that_starts_by_copying_a_parameter_says_which() -> None:
     assert functions["encode"].uploads_first is None
     assert functions["Trainer.inputs"].uploads_first == "batch"
     assert functions["Trainer.staged"].uploads_first is None
+
+
+def test_both_summaries_record_the_packages_a_module_imports_by_a_computed_name() -> None:
+    # The same file read with LibCST (it uses PyTorch) and with Python's parser (it does not).
+    for importer in ("__import__", "importlib.import_module"):
+        source = f'import importlib\n\nmodule = {importer}(name)\nother = {importer}(f"baselines.{{name}}")\n'
+        assert summary("import torch\n" + source).imports_by_name == ["", "baselines"]
+        assert summarize_plain(source).imports_by_name == ["", "baselines"]

@@ -1183,7 +1183,7 @@ def is_external(ref: Ref) -> bool:
 
 
 # The calls that import a module by its name.
-_IMPORTERS = frozenset(("importlib.import_module", "__import__"))
+_IMPORTERS = frozenset(("importlib.import_module", "builtins.__import__"))
 
 
 def _package_named(name: cst.BaseExpression) -> str:
