@@ -40,6 +40,7 @@ def train(dataset, env, optimizer):
         order.tolist()
         np.zeros(3).tolist()
         env.step(loss.argmax().item())
+        loss = model(x).sum()
         if torch.isnan(loss).any():
             pass
         if loss > 1:
@@ -56,7 +57,11 @@ def train(dataset, env, optimizer):
 
 def test_device_reads_are_the_values_the_host_waits_for() -> None:
     facts = facts_of(TRAINING)
-    found = [(facts.code(site.node), site.description) for site in facts.host_syncs.device_reads]
+    found = [
+        (facts.code(part.node), part.description)
+        for site in facts.host_syncs.device_reads
+        for part in (site, *site.others)
+    ]
     assert found == [
         ("loss.item()", "`.item()`"),
         ("x.cpu()", "`.cpu()`"),  # `.numpy()` of a host copy waits for nothing more
@@ -64,6 +69,52 @@ def test_device_reads_are_the_values_the_host_waits_for() -> None:
         ('print(f"{loss:.3f}")', "`print` of a tensor"),
         ("torch.isnan(loss).any()", "A tensor used as a condition"),
         ("loss > 1", "A tensor used as a condition"),
+    ]
+
+
+def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
+    """The first read empties the queue: a later one waits for nothing new, also past host
+    work, into a `with` on host values or an `if` on a plain flag, and after a read in an
+    `if`'s test; device work between ends it, and a read after a wait reported nowhere (one
+    its comment says is on purpose) is dropped."""
+    facts = facts_of(TRAINING)
+    found = [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+    ]
+    assert found == [
+        ("loss.item()", []),  # `int(torch.randint(4, (1,)))` queues work between
+        ("x.cpu()", ["float(loss)", 'print(f"{loss:.3f}")']),
+        ("torch.isnan(loss).any()", ["loss > 1"]),
+    ]
+    facts = facts_of(
+        "import torch\n"
+        "def step(model, x, log, rank):\n"
+        "    loss = model(x).sum()\n"
+        "    total = loss.item()\n"
+        "    n = total * 2\n"
+        "    with torch.no_grad():\n"
+        "        avg = loss.item()\n"
+        "    if rank == 0:\n"
+        "        print(loss.item())\n"
+        "    if torch.isnan(loss):\n"
+        "        return\n"
+        "    loss = model(x).sum()\n"
+        "    value = loss.item()  # sync\n"
+        "    print(loss.item())\n"
+        "    loss = model(x).sum()\n"
+        "    if step % 10 == 0:\n"
+        "        print(loss.item())\n"
+        "    print(loss.item())\n"
+    )
+    found = [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+    ]
+    assert found == [
+        ("loss.item()", ["loss.item()", "loss.item()", "torch.isnan(loss)"]),
+        ("loss.item()", []),  # under `if step % 10 == 0:`
+        ("loss.item()", []),  # a branch that may not run empties nothing
     ]
 
 
@@ -87,8 +138,10 @@ def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
             "A run of 3 statements with 3 host syncs (2 × `.item()`, `float()` of a tensor)",
         ),
         ("out.sum().item()", "`.item()`"),  # other work ends the run before it
-        ("out.min().item()", "`.item()`"),  # and so does a compound statement
-        ("out.max() > 1", "A tensor used as a condition"),
+    ]
+    # A compound statement ends the run too, but what follows the read waits for nothing new.
+    assert [facts.code(other.node) for other in facts.host_syncs.device_reads[1].others] == [
+        "out.max() > 1", "out.min().item()"
     ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import libcst as cst
@@ -139,6 +139,16 @@ _LIGHT_OPERATIONS = frozenset({
     "permute", "contiguous", "float", "long", "bool", "int", "half", "detach", "clone",
     "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
     "mean", "numel", "dim", "empty_like",
+})
+# Methods that only keep records on the host: a list's, a logger's, a progress bar's.
+_HOST_BOOKKEEPING = frozenset({
+    "append", "extend", "info", "warning", "debug", "set_postfix", "set_description", "write",
+    "flush", "add_scalar", "add_scalars",
+})
+# Tests of a few values, which queue a kernel or two: `torch.isnan(loss).any()`.
+_VALUE_TESTS = frozenset({
+    "isnan", "isinf", "isfinite", "any", "all", "abs", "min", "logical_or", "logical_and",
+    "logical_not",
 })
 # The legacy autograd wrapper, which keeps its tensor where it is (`Variable(x.cpu())`).
 _VARIABLE = "torch.autograd.Variable"
@@ -296,8 +306,9 @@ class HostSyncs:
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
         )
+        waits = self._outermost(found)
         found = [
-            site for site in self._outermost(found)
+            site for site in waits
             if not self._after_synchronize(site)
             and not self.in_display_loop(site.node)
             and not self._in_assert_message(site.node)
@@ -306,7 +317,11 @@ class HostSyncs:
             and not self._feeds_replay_priorities(site.node)
             and not self._said_to_synchronize(site.node)
         ]
-        return self._one_per_index(self._per_statement(found))
+        sites = self._one_per_index(self._per_statement(found))
+        return self._folded_after_reads(sites, {
+            site.node for site in waits
+            if not self._in_assert_message(site.node) and not self._on_a_side_stream(site.node)
+        })
 
     def _said_to_synchronize(self, node: cst.CSTNode) -> bool:
         """On a line whose comment, at its end or on the line above, says it synchronizes
@@ -552,16 +567,105 @@ class HostSyncs:
         synchronizations = set(self._explicit_synchronizations)
         if not synchronizations or site.node in synchronizations:
             return False
-        line = self._line_of(site.node)
-        while line is not None:
-            for previous in reversed(self._statements_before(line)):
-                calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
-                if any(call in synchronizations for call in calls):
-                    return True
-                if any(self.tensors.is_tensor(call) for call in calls) and not self._reads_back(calls):
-                    return False
-            line = self._host_block_around(line)
+        for previous in self._statements_run_before(site.node):
+            calls = [node for node in descendants(previous) if isinstance(node, cst.Call)]
+            if any(call in synchronizations for call in calls):
+                return True
+            if any(self.tensors.is_tensor(call) for call in calls) and not self._reads_back(calls):
+                return False
         return False
+
+    def _statements_run_before(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The statements that run right before the line of `node` on every path to it, the
+        latest first: those before it in its block, then, from the body of an `if` on a
+        plain flag or of a `with` on host values (`_host_block_around`), those before that
+        block."""
+        line = self._line_of(node)
+        while line is not None:
+            yield from reversed(self._statements_before(line))
+            line = self._host_block_around(line)
+
+    def _read_just_before(self, node: cst.CSTNode, waits: set[cst.CSTNode]) -> cst.CSTNode | None:
+        """The wait of an earlier statement that `node` follows with no device work queued
+        between them (`train_err += loss.item()`, then `with torch.no_grad(): avg +=
+        loss.item()`; `if torch.isnan(loss): continue`, then `loss.item()`): a wait of that
+        statement itself, or of its test, which runs whenever it does, not of a branch. Host
+        work may come between (`iters = epoch * len(loader) + i`, a logger's call), and reads
+        with the little work they read back; any other call may queue work and ends the
+        search. A read whose own statement queues more than light work (`q_net(obs).argmax()
+        .item()`, `clip_grad_norm_(params, c).item()`: any call but a light one in what it
+        reads) waits for that work, and follows nothing."""
+        line = self._line_of(node)
+        if line is None or not all(
+            self._light_or_host(call)
+            or not self.tensors.is_tensor(call) and not self.index.contains(node, call)
+            for part in _header_of(line)
+            for call in (part, *descendants(part))
+            if type(call) is cst.Call and not _reads_on_its_own(call)
+        ):
+            return None
+        for previous in self._statements_run_before(node):
+            header = previous.test if type(previous) is cst.If else previous
+            read = next(
+                (wait for wait in (header, *_always_evaluated(header)) if wait in waits), None
+            ) if type(previous) in (cst.If, cst.SimpleStatementLine) else None
+            calls = [
+                call for call in descendants(previous)
+                if type(call) is cst.Call and not (read is not None and self.index.contains(read, call))
+            ]
+            if not self._queue_nothing(calls):
+                return None
+            if read is not None:
+                return read
+        return None
+
+    def _queue_nothing(self, calls: list[cst.Call]) -> bool:
+        """Whether `calls` (of a statement) queue no device work that is left waiting: each
+        is host bookkeeping (`len(loader)`, `losses.append(v)`, `logger.info(...)`), a light
+        operation (`_LIGHT_OPERATIONS`), a context that queues nothing, or part of a read
+        (`pred.argmax(1).tolist()`)."""
+        readers = [call for call in calls if _reads_on_its_own(call)]
+        return all(
+            self._light_or_host(call) or any(self.index.contains(reader, call) for reader in readers)
+            for call in calls
+        )
+
+    def _light_or_host(self, call: cst.Call) -> bool:
+        """A light operation (`_LIGHT_OPERATIONS`), a context that queues nothing, or host
+        bookkeeping: a builtin (`len(loader)`), the clock, `math`, a list's, a logger's or a
+        progress bar's method."""
+        name = last_identifier(call.func) or ""
+        return name in _LIGHT_OPERATIONS | _QUIET_CONTEXTS | _HOST_BOOKKEEPING | _VALUE_TESTS or (
+            self.names.call_name(call) or ""
+        ).startswith(("builtins.", "time.", "math."))
+
+    def _folded_after_reads(self, sites: list[HostSync], waits: set[cst.CSTNode]) -> list[HostSync]:
+        """The sites, each read that follows another wait of the step with no device work
+        queued between them (`_read_just_before`) folded into that wait's site as one of its
+        reads: the first wait emptied the queue, so the later one waits for nothing and goes
+        with the same fix. One that follows a wait reported nowhere (a read that feeds the
+        environment, or says it synchronizes on purpose) waits for nothing more and is
+        dropped."""
+        order = self.index.preorder
+        holders: dict[cst.CSTNode, HostSync] = {}  # each wait, and the site that reports it
+        folded: dict[int, list[HostSync]] = {}  # by the `id` of the site that takes them
+        dropped: set[int] = set()
+        for site in sorted(sites, key=lambda site: order[site.node]):
+            earlier = self._read_just_before(site.node, waits)
+            holder = site if earlier is None else holders.get(earlier)
+            if holder is None:
+                dropped.add(id(site))
+                continue
+            if holder is not site:
+                dropped.add(id(site))
+                folded.setdefault(id(holder), []).extend((site, *site.others))
+            for part in (site, *site.others):
+                holders[part.node] = holder
+        return [
+            replace(site, others=(*site.others, *folded[id(site)])) if id(site) in folded else site
+            for site in sites
+            if id(site) not in dropped
+        ]
 
     def _reads_back(self, calls: list[cst.Call]) -> bool:
         """Every call of a statement that makes a tensor is part of what a host read reads
@@ -1941,6 +2045,23 @@ class HostSyncs:
         return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
 
 
+def _header_of(line: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """What runs of a statement line before its body: the test of an `if` or a `while`, the
+    iterable of a `for`, the items of a `with`; all of a simple statement line."""
+    if type(line) in (cst.If, cst.While):
+        return [line.test]
+    if type(line) is cst.For:
+        return [line.iter]
+    if type(line) is cst.With:
+        return line.items
+    return [line]
+
+
+def _reads_on_its_own(call: cst.Call) -> bool:
+    """`.item()`, `.cpu()`, `.tolist()`, `.numpy()`: a read, whatever it reads."""
+    return type(call.func) is cst.Attribute and call.func.attr.value in READING_METHODS
+
+
 def _only_leaves(body: cst.BaseSuite) -> bool:
     """A block that only leaves its loop or function: `continue`, `break`, `return`,
     `raise`."""
@@ -1954,19 +2075,25 @@ def _only_leaves(body: cst.BaseSuite) -> bool:
 
 def _always_evaluated(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The nodes below `node` that run whenever it does, in source order: not the branches
-    of a conditional expression (`x.cpu() if offload else x`, only its test) nor the body of
-    a `lambda`."""
-    pending = list(reversed(children(node)))
+    of a conditional expression (`x.cpu() if offload else x`, only its test), the right
+    operand of `and` or `or` (`use_queue or not torch.all(q == 0)`), nor the body of a
+    `lambda`."""
+    pending = list(reversed(_evaluated_first(node)))
     while pending:
         child = pending.pop()
         yield child
-        if type(child) is cst.IfExp:
-            below = [child.test]
-        elif type(child) is cst.Lambda:
-            below = []
-        else:
-            below = children(child)
-        pending.extend(reversed(below))
+        pending.extend(reversed(_evaluated_first(child)))
+
+
+def _evaluated_first(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children of `node` that run whenever it does (`_always_evaluated`)."""
+    if type(node) is cst.IfExp:
+        return [node.test]
+    if type(node) is cst.BooleanOperation:
+        return [node.left]
+    if type(node) is cst.Lambda:
+        return []
+    return children(node)
 
 
 def _branch_statements(branch: cst.If) -> list[cst.CSTNode]:
