@@ -548,8 +548,9 @@ class CheckpointUseReentrant(Rule):
     passes it by position or passes on a switch that may be on (`Block(dim,
     with_cp=self.with_cp)`), and functions nothing can call (no file of the project, tests
     included, names them, no decorator registers them, and they override no method of a
-    framework class other than `nn.Module`'s). Test files are checked too: the missing
-    argument warns there as well. Nothing is reported where the code runs only on PyTorch
+    framework class other than `nn.Module`'s). Test files are not checked: a test that
+    checkpoints a toy block (a compiler's test of how `checkpoint` is traced, a reference
+    model's) trains nothing, and pytest already shows the warning. Nothing is reported where the code runs only on PyTorch
     releases older than 2.1, which do not warn and whose default is the reentrant variant
     the code was written with: a project that pins or caps `torch` there (`torch==1.13.1`,
     see TPL301), or whose every program imports a module PyTorch 2.0 removed (`from
@@ -605,7 +606,6 @@ class CheckpointUseReentrant(Rule):
     message = "Checkpoint call without `use_reentrant=`; pass `use_reentrant=False`"
     default = True
     fix_applicability = Applicability.UNSAFE
-    checks_test_files = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         calls = [
