@@ -7,8 +7,12 @@ import ast
 import textwrap
 from pathlib import Path
 
+import libcst as cst
+import pytest
+
 from torchperf_lint.config import Configuration
 from torchperf_lint.discovery import discover, program_files
+from torchperf_lint.facts.guards import setting_test
 from torchperf_lint.program.link import ProgramFacts
 from torchperf_lint.program.options import (
     declared_settings,
@@ -90,9 +94,15 @@ def test_the_fields_of_a_class_of_arguments_declare_their_defaults() -> None:
         @dataclass
         class ModelConfig:
             use_cache: bool = True
+
+        @dataclasses.dataclass(kw_only=True)
+        class PPO_CFG(AgentCfg):
+            kl_threshold: float = 0.0
         """
     )
-    assert defaults == [["clip", -1], ["mixup", 0.8], ["fp16", False], ["output_dir"]]
+    assert defaults == [
+        ["clip", -1], ["mixup", 0.8], ["fp16", False], ["output_dir"], ["kl_threshold", 0.0]
+    ]
 
 
 def test_a_python_launcher_names_the_options_of_the_commands_it_builds() -> None:
@@ -136,6 +146,49 @@ def test_a_launcher_gives_options_config_keys_and_dotted_overrides_with_their_va
     ]
     empty = summarize_launcher("# nothing here\n")
     assert (empty.settings_given, empty.mentions) == ([], ["here", "nothing"])
+
+
+def test_keys_under_another_callables_keyword_arguments_are_not_the_runs_settings() -> None:
+    text = textwrap.dedent(
+        """\
+        agent:
+          learning_rate_scheduler_kwargs:
+            kl_threshold: 0.008
+            - min_lr: 1e-5
+          kl_threshold: 0.0
+        model_kwargs: {
+            "dropout": 0.1
+        }
+        dropout: 0.0
+        """
+    )
+    assert settings_in_launcher(text) == [["kl_threshold", 0.0], ["dropout", 0.0]]
+
+
+def test_a_setting_is_not_set_by_a_constructor_storing_an_attribute_of_that_name(
+    tmp_path: Path,
+) -> None:
+    """skrl: `if self.cfg.kl_threshold and kl > self.cfg.kl_threshold:`, the threshold 0.0 in
+    every agent's config, while the KL-adaptive scheduler stores its own threshold."""
+    linked = program(tmp_path, {
+        "ppo.py": """\
+            import dataclasses
+            import torch
+
+            @dataclasses.dataclass
+            class PPO_CFG:
+                kl_threshold: float = 0.0
+
+            class KLAdaptiveLR(torch.optim.lr_scheduler.LRScheduler):
+                def __init__(self, optimizer, kl_threshold=0.008):
+                    self.kl_threshold = kl_threshold
+
+            scheduler = KLAdaptiveLR(None)
+        """,
+    })
+    assert linked.setting_values("kl_threshold") == [0.0]
+    assert linked.never_passed(["kl_threshold", "truth", None, True])
+    assert "kl_threshold" in linked.switched_on  # the scheduler's own switch stays on
 
 
 def test_a_test_of_a_setting_passes_by_its_truth_or_comparison() -> None:
@@ -285,3 +338,20 @@ def test_launchers_are_read_by_the_program_but_not_linted(tmp_path: Path) -> Non
     assert summarize_file(tmp_path / "run.sh") == ModuleSummary(
         settings_given=[["verbose"]], mentions=["py", "python", "train", "verbose"]
     )
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("args.verbose", ["verbose", "truth", None, True]),
+        ("not config.TRAIN.CLIP_GRAD", ["TRAIN.CLIP_GRAD", "truth", None, False]),
+        ("self.args.qa_mask != 1", ["qa_mask", "!=", 1, True]),
+        # One agent's entry of a setting that one value may set for all (skrl's IPPO).
+        ("self.cfg.kl_threshold[uid]", ["kl_threshold", "truth", None, True]),
+        ("self.cfg.kl_threshold[uid] > 0", ["kl_threshold", ">", 0, True]),
+        ("args.cuda", None),  # picks the device
+        ("losses[uid]", None),
+    ],
+)
+def test_a_test_of_the_runs_settings_names_its_key(test: str, expected: list | None) -> None:
+    assert setting_test(cst.parse_expression(test)) == expected

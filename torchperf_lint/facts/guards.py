@@ -99,7 +99,11 @@ def setting_test(test: cst.BaseExpression, expected: bool = True) -> list | None
 
 def _setting_key(expression: cst.BaseExpression) -> str | None:
     """The key of a setting read from the run's settings object (`verbose` of `args.verbose`
-    or `self.args.verbose`, `TRAIN.CLIP_GRAD` of `config.TRAIN.CLIP_GRAD`)."""
+    or `self.args.verbose`, `TRAIN.CLIP_GRAD` of `config.TRAIN.CLIP_GRAD`), also of one
+    entry of it (`kl_threshold` of `self.cfg.kl_threshold[uid]`, one agent's value of a
+    setting that a single value sets for all)."""
+    if isinstance(expression, cst.Subscript):
+        expression = expression.value
     name = dotted_name(expression) if isinstance(expression, cst.Attribute) else None
     if name is None:
         return None

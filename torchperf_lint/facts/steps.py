@@ -50,6 +50,8 @@ from torchperf_lint.facts.program import ProgramAnswers, StepWitness
 from torchperf_lint.facts.scopes import Scopes
 
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+# Statements after which nothing in their block runs.
+_LEAVING = frozenset({cst.Return, cst.Raise, cst.Break, cst.Continue})
 
 
 # Decorators that cache a function's result: its body runs once per object or arguments.
@@ -219,10 +221,12 @@ class Steps:
         """On a path that the steps of a usual run do not take: a failure path
         (`on_error_path`), a debugging mode (`Guards.debug_only`), a branch that only objects
         built with a switch away from its default run (`Guards.off_default_option`), the
-        fallback for an empty input (`Guards.for_empty_input`), or a branch that needs a
-        setting no run the project ships gives it (`left_off_by_settings`)."""
+        fallback for an empty input (`Guards.for_empty_input`), a branch that needs a
+        setting no run the project ships gives it (`left_off_by_settings`), or code no path
+        reaches (`unreachable`)."""
         return (
-            self.on_error_path(node)
+            self.unreachable(node)
+            or self.on_error_path(node)
             or self.guards.debug_only(node)
             or self.guards.off_default_option(node)
             or self.guards.for_empty_input(node)
@@ -501,6 +505,23 @@ class Steps:
                     return True
             if kind is cst.IndentedBlock and self._after_exit_before_raise(parent, child):
                 return True
+        return False
+
+    def unreachable(self, node: cst.CSTNode) -> bool:
+        """After a `return`, `raise`, `break` or `continue` of its block, or of a block
+        around it in its function: no path reaches it (`def sync(device): return`, then
+        `torch.cuda.synchronize(device)`, a profiling helper switched off by hand)."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is cst.IndentedBlock and child in parent.body:
+                earlier = parent.body[: parent.body.index(child)]
+                if any(
+                    type(line) is cst.SimpleStatementLine
+                    and any(type(small) in _LEAVING for small in line.body)
+                    for line in earlier
+                ):
+                    return True
         return False
 
     def _after_exit_before_raise(self, block: cst.IndentedBlock, statement: cst.CSTNode) -> bool:

@@ -894,11 +894,14 @@ class ProgramFacts:
         matched by its last part, `CLIP_GRAD` of `TRAIN.CLIP_GRAD`, or by another name of
         its option, `-r` of `--regularization`); None when one is not
         known, when no default is declared, or when code of the project may set it
-        (`args.verbose = True`, `switched_on`)."""
+        (`args.verbose = True`, `_set_on_settings`). An attribute of the same name that
+        a constructor sets on the object it builds (`self.kl_threshold = kl_threshold` in a
+        scheduler's `__init__`) is that object's: the settings' own class declares their
+        defaults."""
         leaf = key.rpartition(".")[2]
         settings = self._settings
         declared = settings.defaults.get(key)
-        if not declared or leaf in self.switched_on:
+        if not declared or leaf in self._set_on_settings:
             return None
         names = (leaf, *settings.aliases.get(leaf, ()))  # `-r` of `--regularization`
         values = [*declared, *(value for name in names for value in settings.given.get(name, ()))]
@@ -949,8 +952,25 @@ class ProgramFacts:
     def _set_on(self) -> frozenset[str]:
         """`switched_on` but for the switches constructors store (`with_cp=False`), which
         are on only when the project builds their class with them on."""
+        return frozenset(attribute for attribute, _ in self._switches_set)
+
+    @cached_property
+    def _set_on_settings(self) -> frozenset[str]:
+        """`_set_on` but for what a constructor sets on the object it builds
+        (`self.kl_threshold = kl_threshold` in a scheduler's `__init__`): that object's
+        attribute, not a setting of the run."""
+        return frozenset(
+            attribute for attribute, qualname in self._switches_set
+            if not qualname.endswith(".__init__")
+        )
+
+    @cached_property
+    def _switches_set(self) -> frozenset[tuple[str, str]]:
+        """`(attribute, qualified name of the function that sets it)` for each switch that
+        code of the project that may run sets on, and `(attribute, "")` for a library's
+        switch the project turns on."""
         set_by_code = (
-            attribute
+            (attribute, qualname)
             for file, summary in self.summaries.items()
             for qualname, function in summary.functions.items()
             if function.switches
@@ -959,7 +979,7 @@ class ProgramFacts:
             for attribute in function.switches
         )
         set_by_library = (
-            attribute
+            (attribute, "")
             for attribute, enablers in LIBRARY_SWITCHES.items()
             if self._mentioned & enablers or attribute in self._keywords_on
         )

@@ -4,7 +4,8 @@
 config.TRAIN.CLIP_GRAD:` only when a run turns clipping off. A setting's default is declared
 in Python: a command-line option (`parser.add_argument("--verbose", action="store_true")`
 gives `verbose` the default `False`, and so does `verbose: bool = False` in a class of
-arguments such as `class Args(Tap)`) or an entry of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`,
+arguments such as `class Args(Tap)`, or in a config class such as `class PPO_CFG`) or an entry
+of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`,
 yacs and its kin, gives `TRAIN.CLIP_GRAD` the default `5.0`). What a run may set it to is
 written where runs are launched: shell scripts and README commands (`--verbose`,
 `TRAIN.CLIP_GRAD 0.`), YAML and JSON configs (`CLIP_GRAD: 0.0`), the commands a Python
@@ -61,9 +62,10 @@ _CONFIG_TREES = frozenset({
     "CN", "CfgNode", "ConfigDict", "EasyDict", "edict", "AttrDict", "Munch", "SimpleNamespace",
     "Namespace", "Config",
 })
-# Classes whose fields are command-line arguments: by name (`Args`, `TrainingArguments`,
-# `Hparams`) or by base (typed-argument-parser's `Tap`).
-_ARGUMENT_CLASS_SUFFIXES = ("Args", "Arguments", "Options", "Hparams", "HParams")
+# Classes whose fields are command-line arguments or the run's settings: by name (`Args`,
+# `TrainingArguments`, `Hparams`, `TrainCfg`, skrl's `PPO_CFG`) or by base
+# (typed-argument-parser's `Tap`).
+_ARGUMENT_CLASS_SUFFIXES = ("Args", "Arguments", "Options", "Hparams", "HParams", "Cfg", "_CFG")
 _ARGUMENT_PARSER_BASES = frozenset({"Tap"})
 # Text a Python file declares or gives settings with (see `declared_settings`); a file
 # without any is not parsed again.
@@ -141,11 +143,30 @@ def declared_settings(tree: ast.Module) -> DeclaredSettings:
 def settings_in_launcher(text: str) -> list[list]:
     """The settings a launcher gives, with the values it gives them where it says."""
     given = [[name, *_scalar(value)] for name, value in _options_in(text)]
-    given.extend([name, *_scalar(value)] for name, value in _KEY.findall(text) if value)
+    given.extend([name, *_scalar(value)] for name, value in _keys_in(text) if value)
     for match in _DOTTED.finditer(text):
         dotted = match.group(0).split("=")[0].split()[0]
         given.append([dotted.rpartition(".")[2], *_scalar(match.group(1))])
     return given
+
+
+def _keys_in(text: str) -> Iterator[tuple[str, str]]:
+    """`(name, value)` for each `name: value` line of a YAML, JSON or INI launcher, but for
+    the keys nested under one that holds another callable's keyword arguments
+    (`learning_rate_scheduler_kwargs:`, then `kl_threshold: 0.008`): they set that
+    callable's parameters, not the run's settings."""
+    nested_below: int | None = None  # the indent of the `*_kwargs:` key being skipped
+    for match in _KEY.finditer(text):
+        line = match.group(0).lstrip("\n")
+        indent = len(line) - len(line.lstrip(" \t"))
+        if nested_below is not None and indent > nested_below:
+            continue
+        nested_below = None
+        name, value = match.groups()
+        if name.endswith("kwargs") and value in ("", "{"):
+            nested_below = indent
+            continue
+        yield name, value
 
 
 def takes(test: list, value: object) -> bool:
@@ -278,8 +299,9 @@ def _declares_arguments(cls: ast.ClassDef) -> bool:
 
 
 def is_argument_class(name: str, bases: Iterable[str | None]) -> bool:
-    """A class whose fields are command-line arguments: by its name (`Args`,
-    `TrainingArguments`, `Hparams`) or its base (typed-argument-parser's `Tap`)."""
+    """A class whose fields are command-line arguments or the run's settings: by its name
+    (`Args`, `TrainingArguments`, `Hparams`, `TrainCfg`, `PPO_CFG`) or its base
+    (typed-argument-parser's `Tap`)."""
     return name.endswith(_ARGUMENT_CLASS_SUFFIXES) or any(
         base in _ARGUMENT_PARSER_BASES for base in bases
     )

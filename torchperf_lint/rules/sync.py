@@ -247,7 +247,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     config.TRAIN.CLIP_GRAD:` where the config tree's default, `_C.TRAIN.CLIP_GRAD = 5.0`,
     and every shipped config clip; what follows `if args.qa_mask != 1: continue` with
     `--qa-mask` at 0; the right operand of `if args.verbose and loss.item() > 10:`, which
-    runs only when the setting passes; a setting that picks the device, `if args.cuda:`, is
+    runs only when the setting passes, also `if self.cfg.kl_threshold and kl >
+    self.cfg.kl_threshold: break` where the agents' config class declares `kl_threshold:
+    float = 0.0` and no launcher sets it; a setting that picks the device, `if args.cuda:`, is
     taken to be on),
     in what a call that saves a checkpoint runs
     (`save_checkpoint_and_time(iteration, model, optimizer)`, `save_model(...)`, by its name,
@@ -255,7 +257,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     optimizer), filename=name)`:
     a run saves at intervals, whatever test decides when), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
-    `if skip_batch and skip_time: return` with `skip_batch` such a test), a
+    `if skip_batch and skip_time: return` with `skip_batch` such a test), code after a
+    `return`, `raise`, `break` or `continue` of its block (no path reaches it: `def
+    sync(device): return` above a `torch.cuda.synchronize(device)`), a
     lazy initialisation (`if buffer is None: buffer = ...`), in a branch whose body ends by
     leaving the loop (`if updates == max_updates: save(); break`, or `return`: it runs
     once), or behind a latch (`if
