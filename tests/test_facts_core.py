@@ -51,6 +51,8 @@ def calls_named(facts: FileFacts, method: str) -> list[cst.Call]:
          "torch.utils.data.DataLoader"),
         ("import torch\nDL = torch.utils.data.DataLoader\nDL(ds)", "torch.utils.data.DataLoader"),
         ("float(x)", "builtins.float"),
+        # A star import of a project module may bring `torch` (a notebook's helpers).
+        ("from tutorial_utils import *\ntorch.no_grad()", "torch.no_grad"),
     ],
 )
 def test_qualified_names_follow_imports_and_aliases(source: str, expected: str) -> None:
@@ -89,6 +91,19 @@ def test_a_module_level_class_shadows_everywhere_and_relative_imports_are_not_to
         """
     )
     assert [facts.names.call_name(call) for call in facts.index.calls] == [None, None]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.no_grad()",  # nothing binds it
+        "from torch import *\ntorch.no_grad()",  # PyTorch's own star import binds no `torch`
+        "from tutorial_utils import *\ntorch = load()\ntorch.no_grad()",
+    ],
+)
+def test_an_unbound_torch_is_not_pytorch_without_a_project_star_import(source: str) -> None:
+    facts = facts_of(source)
+    assert facts.names.call_name(facts.index.calls[-1]) is None
 
 
 # Loops

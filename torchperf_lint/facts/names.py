@@ -118,6 +118,15 @@ class NameResolver:
             self._add_import(statement, self._imports_by_scope.setdefault(self._scope_of(statement), {}))
         # name -> what a module-level import binds it to, for fixes that must name a module.
         self.module_level_imports: dict[str, str] = self._imports_by_scope.get(None, {})
+        # `from helper import *` of a module that is not PyTorch's, in a file that binds no
+        # `torch` itself: it may bring `torch` (a notebook's `from tutorial_utils import *`,
+        # whose module imports it).
+        self._star_imports_torch = "torch" not in self.aliases and any(
+            isinstance(statement, cst.ImportFrom)
+            and isinstance(statement.names, cst.ImportStar)
+            and not (dotted_name(statement.module) or "").startswith("torch")
+            for statement in index.imports
+        )
         for definition in (*index.functions, *index.classes):
             self._define(definition.name.value, self._scope_of(definition))
         # An assignment to an imported name shadows it too (`DataLoader = MyLoader`), unless
@@ -127,6 +136,8 @@ class NameResolver:
                 for target in assignment.targets:
                     if isinstance(target.target, cst.Name):
                         self._bind(target.target, assignment.value)
+                        if target.target.value == "torch":
+                            self._star_imports_torch = False
 
     def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return nearest_ancestor(self.parents, self._scopes, node, SCOPE_TYPES)
@@ -218,6 +229,8 @@ class NameResolver:
                 return CANONICAL_NAMES.get(target, target)
             if name in _BUILTINS:
                 return f"builtins.{name}"
+            if name == "torch" and self._star_imports_torch:
+                return "torch"
             return None
         if type(node) is cst.Attribute:
             base = self._resolve(node.value)
