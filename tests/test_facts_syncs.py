@@ -116,6 +116,19 @@ def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
         ("loss.item()", []),  # under `if step % 10 == 0:`
         ("loss.item()", []),  # a branch that may not run empties nothing
     ]
+    # A loop that logs each metric reads at least one (jukebox's train.py).
+    facts = facts_of(
+        "import torch\n"
+        "def step(model, x, metrics):\n"
+        "    loss = model(x).sum()\n"
+        "    for key, value in metrics.items():\n"
+        "        metrics[key] = value.item()\n"
+        "    metrics['loss'] = loss.item()\n"
+    )
+    assert [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+    ] == [("value.item()", ["loss.item()"])]
 
 
 def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:

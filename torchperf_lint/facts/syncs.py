@@ -140,10 +140,11 @@ _LIGHT_OPERATIONS = frozenset({
     "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
     "mean", "numel", "dim", "empty_like",
 })
-# Methods that only keep records on the host: a list's, a logger's, a progress bar's.
+# Methods that only keep records on the host: a list's, a dict's, a logger's, a progress
+# bar's.
 _HOST_BOOKKEEPING = frozenset({
     "append", "extend", "info", "warning", "debug", "set_postfix", "set_description", "write",
-    "flush", "add_scalar", "add_scalars",
+    "flush", "add_scalar", "add_scalars", "items", "keys", "values",
 })
 # Tests of a few values, which queue a kernel or two: `torch.isnan(loss).any()`.
 _VALUE_TESTS = frozenset({
@@ -589,7 +590,9 @@ class HostSyncs:
         """The wait of an earlier statement that `node` follows with no device work queued
         between them (`train_err += loss.item()`, then `with torch.no_grad(): avg +=
         loss.item()`; `if torch.isnan(loss): continue`, then `loss.item()`): a wait of that
-        statement itself, or of its test, which runs whenever it does, not of a branch. Host
+        statement itself, or of its test, which runs whenever it does, not of a branch; or of
+        the first statement of a loop's body (`for k, v in metrics.items(): metrics[k] =
+        v.item()`, then `loss.item()`: the loop logs at least one metric). Host
         work may come between (`iters = epoch * len(loader) + i`, a logger's call), and reads
         with the little work they read back; any other call may queue work and ends the
         search. A read whose own statement queues more than light work (`q_net(obs).argmax()
@@ -605,10 +608,9 @@ class HostSyncs:
         ):
             return None
         for previous in self._statements_run_before(node):
-            header = previous.test if type(previous) is cst.If else previous
             read = next(
-                (wait for wait in (header, *_always_evaluated(header)) if wait in waits), None
-            ) if type(previous) in (cst.If, cst.SimpleStatementLine) else None
+                (wait for wait in _run_whenever_it_does(previous) if wait in waits), None
+            )
             calls = [
                 call for call in descendants(previous)
                 if type(call) is cst.Call and not (read is not None and self.index.contains(read, call))
@@ -2043,6 +2045,22 @@ class HostSyncs:
             return False
         index = subscript.slice[0].slice.value
         return self.tensors.is_definitely_tensor(subscript.value) and self.tensors.is_mask(index)
+
+
+def _run_whenever_it_does(line: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of a statement line that run whenever it does (`_always_evaluated`): all of
+    a simple statement line, the test of an `if`, and the first statement of a `for` loop's
+    body (taken to run at least once) when it is a simple one."""
+    if type(line) is cst.SimpleStatementLine:
+        yield line
+        yield from _always_evaluated(line)
+    elif type(line) is cst.If:
+        yield line.test
+        yield from _always_evaluated(line.test)
+    elif type(line) is cst.For and line.orelse is None:
+        first = statements_of(line.body)[:1]
+        if first and type(first[0]) is cst.SimpleStatementLine:
+            yield from _always_evaluated(first[0])
 
 
 def _header_of(line: cst.CSTNode) -> Sequence[cst.CSTNode]:

@@ -158,7 +158,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     since the first emptied the queue: it is part of the first read's finding, as a related
     location (`train_err += loss.item()`, then `with torch.no_grad(): avg_loss +=
     loss.item()`, or `if rank == 0: writer.add_scalar("loss", loss.item(), it)`; also
-    after a read in an `if`'s test, `if torch.isnan(loss): continue`), and is not reported
+    after a read in an `if`'s test, `if torch.isnan(loss): continue`, and after a loop that
+    reads each metric it logs, `for k, v in metrics.items(): metrics[k] = v.item()`), and is
+    not reported
     where the first is not (after a read whose comment says it waits on purpose). A read
     whose own statement queues other work (`q_net(obs).argmax().item()`) waits for that
     work, and a call of your own between them may queue some: each ends this. A
