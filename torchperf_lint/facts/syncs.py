@@ -307,22 +307,22 @@ class HostSyncs:
             for call in self._explicit_synchronizations
             if not self._next_to_a_clock(call)
         )
-        waits = self._outermost(found)
+        # What empties the queue when it runs: not an assert's message (computed only when
+        # it fails), nor a read on a side stream (which waits for that stream alone).
+        waits = [
+            site for site in self._outermost(found)
+            if not self._in_assert_message(site.node) and not self._on_a_side_stream(site.node)
+        ]
         found = [
             site for site in waits
             if not self._after_synchronize(site)
             and not self.in_display_loop(site.node)
-            and not self._in_assert_message(site.node)
             and not self._reads_gathered_sizes(site.node)
-            and not self._on_a_side_stream(site.node)
             and not self._feeds_replay_priorities(site.node)
             and not self._said_to_synchronize(site.node)
         ]
         sites = self._one_per_index(self._per_statement(found))
-        return self._folded_after_reads(sites, {
-            site.node for site in waits
-            if not self._in_assert_message(site.node) and not self._on_a_side_stream(site.node)
-        })
+        return self._folded_after_reads(sites, {site.node for site in waits})
 
     def _said_to_synchronize(self, node: cst.CSTNode) -> bool:
         """On a line whose comment, at its end or on the line above, says it synchronizes
@@ -645,9 +645,9 @@ class HostSyncs:
         """The sites, each read that follows another wait of the step with no device work
         queued between them (`_read_just_before`) folded into that wait's site as one of its
         reads: the first wait emptied the queue, so the later one waits for nothing and goes
-        with the same fix. One that follows a wait reported nowhere (a read that feeds the
-        environment, or says it synchronizes on purpose) waits for nothing more and is
-        dropped."""
+        with the same fix. One that follows a wait reported nowhere (a read whose comment
+        says it synchronizes on purpose, one that feeds prioritized replay) waits for nothing
+        more and is dropped."""
         order = self.index.preorder
         holders: dict[cst.CSTNode, HostSync] = {}  # each wait, and the site that reports it
         folded: dict[int, list[HostSync]] = {}  # by the `id` of the site that takes them

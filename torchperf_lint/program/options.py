@@ -4,9 +4,9 @@
 config.TRAIN.CLIP_GRAD:` only when a run turns clipping off. A setting's default is declared
 in Python: a command-line option (`parser.add_argument("--verbose", action="store_true")`
 gives `verbose` the default `False`, and so does `verbose: bool = False` in a class of
-arguments such as `class Args(Tap)`, or in a config class such as `class PPO_CFG`) or an entry
-of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`,
-yacs and its kin, gives `TRAIN.CLIP_GRAD` the default `5.0`). What a run may set it to is
+arguments such as `class Args(Tap)`, or in a config class such as `class PPO_CFG`) or an
+entry of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`, yacs and its kin, gives
+`TRAIN.CLIP_GRAD` the default `5.0`). What a run may set it to is
 written where runs are launched: shell scripts and README commands (`--verbose`,
 `TRAIN.CLIP_GRAD 0.`), YAML and JSON configs (`CLIP_GRAD: 0.0`), the commands a Python
 launcher builds (`"--verbose"`). A test of a setting whose every known value fails it, with
@@ -157,7 +157,7 @@ def _keys_in(text: str) -> Iterator[tuple[str, str]]:
     callable's parameters, not the run's settings."""
     nested_below: int | None = None  # the indent of the `*_kwargs:` key being skipped
     for match in _KEY.finditer(text):
-        line = match.group(0).lstrip("\n")
+        line = match.group(0)
         indent = len(line) - len(line.lstrip(" \t"))
         if nested_below is not None and indent > nested_below:
             continue

@@ -688,9 +688,9 @@ def _trains(facts: FileFacts) -> bool:
 
 def _unwrapped_before_running(facts: FileFacts, wrapper: cst.Call) -> bool:
     """The name the wrapper is bound to is next bound, in the same block, to what it wraps,
-    before anything calls it (`decoder = nn.DataParallel(decoder)`, `decoder.load_state_dict(state)`, then
-    `decoder = decoder.module.cuda()`): wrapped only to load a checkpoint saved from a
-    wrapped model, whose keys start with `module.`."""
+    before anything calls it (`decoder = nn.DataParallel(decoder)`,
+    `decoder.load_state_dict(state)`, then `decoder = decoder.module.cuda()`): wrapped only
+    to load a checkpoint saved from a wrapped model, whose keys start with `module.`."""
     assign = facts.index.parents.get(wrapper)
     if type(assign) is not cst.Assign or len(assign.targets) != 1:
         return False

@@ -277,8 +277,8 @@ class DataLoaderNoPinMemory(Rule):
     when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone, or
     no `num_workers` at all, which TPL101 reports): the training process loads every batch,
     and pinning it there adds a copy on the step's path for little (give it workers first;
-    pinning pays once they load); when its batches hold one sample (`batch_size=1`: an evaluation or a
-    tool that goes sample by sample, whose copies pinning would not shorten; not
+    pinning pays once they load); when its batches hold one sample (`batch_size=1`: an
+    evaluation or a tool that goes sample by sample, whose copies pinning would not shorten; not
     `batch_size=None`, or none given, which often serves a dataset that makes its own
     batches);
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);

@@ -550,8 +550,8 @@ class CheckpointUseReentrant(Rule):
     included, names them, no decorator registers them, and they override no method of a
     framework class other than `nn.Module`'s). Test files are not checked: a test that
     checkpoints a toy block (a compiler's test of how `checkpoint` is traced, a reference
-    model's) trains nothing, and pytest already shows the warning. Nothing is reported where the code runs only on PyTorch
-    releases older than 2.1, which do not warn and whose default is the reentrant variant
+    model's) trains nothing, and pytest already shows the warning. Nothing is reported
+    where the code runs only on PyTorch releases older than 2.1, which do not warn and whose default is the reentrant variant
     the code was written with: a project that pins or caps `torch` there (`torch==1.13.1`,
     see TPL301), or whose every program imports a module PyTorch 2.0 removed (`from
     torch._six import inf` in the `utils.py` every entry point imports) or one only

@@ -160,10 +160,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     loss.item()`, or `if rank == 0: writer.add_scalar("loss", loss.item(), it)`; also
     after a read in an `if`'s test, `if torch.isnan(loss): continue`, and after a loop that
     reads each metric it logs, `for k, v in metrics.items(): metrics[k] = v.item()`), and is
-    not reported
-    where the first is not (after a read whose comment says it waits on purpose). A read
-    whose own statement queues other work (`q_net(obs).argmax().item()`) waits for that
-    work, and a call of your own between them may queue some: each ends this. A
+    not reported where the first is not (after a read whose comment says it waits on
+    purpose). A read whose own statement queues other work (`q_net(obs).argmax().item()`)
+    waits for that work, and a call of your own between them may queue some: each ends
+    this. A
     comparison with `None` (`if p_model == None:`) reads nothing: PyTorch answers `False`
     without looking at the tensor. A read in
     a branch of an `if` whose test is itself a read runs only when that test holds, or right
