@@ -131,6 +131,36 @@ def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
     ] == [("value.item()", ["loss.item()"])]
 
 
+def test_an_elementwise_criterion_between_two_reads_queues_little() -> None:
+    """PyTorch's elementwise criteria, as functions or as modules bound to a name, queue a
+    kernel or two (STTN's trainer); a criterion of the project may run a network."""
+    facts = facts_of(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from torch import nn\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.l1_loss = nn.L1Loss()\n"
+        "        self.perceptual_loss = PerceptualLoss()\n"
+        "    def step(self, pred, frames, masks, writer):\n"
+        "        gan_loss = self.model(pred).mean()\n"
+        "        writer.add_scalar('gan', gan_loss.item())\n"
+        "        hole_loss = self.l1_loss(pred * masks, frames * masks) / torch.mean(masks)\n"
+        "        writer.add_scalar('hole', hole_loss.item())\n"
+        "        valid_loss = F.mse_loss(pred, frames)\n"
+        "        writer.add_scalar('valid', valid_loss.item())\n"
+        "        style_loss = self.perceptual_loss(pred, frames)\n"
+        "        writer.add_scalar('style', style_loss.item())\n"
+    )
+    assert [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+    ] == [
+        ("gan_loss.item()", ["hole_loss.item()", "valid_loss.item()"]),
+        ("style_loss.item()", []),
+    ]
+
+
 def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
     facts = facts_of(
         "import torch\n"
@@ -344,6 +374,17 @@ def test_a_loader_batch_is_on_the_host_until_it_is_reassigned() -> None:
     assert not syncs.may_be_device_tensor(expression_at(facts, "y"))
     assert not syncs.is_loader_batch(expression_at(facts, "x"))  # `x = x.cuda()`
     assert syncs.may_be_device_tensor(expression_at(facts, "loss"))
+    # A conversion in place keeps it where it is; a move does not.
+    facts = facts_of(
+        "def predict(model, loader, device):\n"
+        "    for x, y, z in loader:\n"
+        "        y = y.float().view(-1)\n"
+        "        z = z.float().to(device)\n"
+        "        model(x, y, z)\n"
+    )
+    syncs = facts.host_syncs
+    assert syncs.is_loader_batch(expression_at(facts, "y"))
+    assert not syncs.is_loader_batch(expression_at(facts, "z"))
 
 
 @pytest.mark.parametrize(

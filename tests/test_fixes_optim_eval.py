@@ -184,6 +184,12 @@ def test_two_models_in_one_function_get_one_decorator() -> None:
     before = "import torch\n\ndef ev(a, b, xs):\n    a.eval()\n    b.eval()\n    return [a(x) + b(x) for x in xs]\n"
     after = "import torch\n\n@torch.no_grad()\ndef ev(a, b, xs):\n    a.eval()\n    b.eval()\n    return [a(x) + b(x) for x in xs]\n"
     assert fixed("TPL701", before) == after
+    # One finding: the second `.eval()` is a place of the first's.
+    [finding] = lint_text(before, "train.py", LintSettings(rules=rules_for(["TPL701"])))
+    assert (finding.location.row, finding.location.column) == (4, 5)
+    assert [(item.location.row, item.message) for item in finding.related] == [
+        (5, "also in eval mode here; the same decorator covers it")
+    ]
 
 
 def test_module_level_loop_is_wrapped_in_place() -> None:

@@ -414,6 +414,42 @@ def test_no_grad_wrappers_and_callers_that_all_turn_autograd_off() -> None:
     assert not linked.always_without_grad(function("val.py", "unused"))
 
 
+def test_a_function_seldom_called_runs_under_periodic_guards_or_once() -> None:
+    linked = program({
+        "engine.py": """
+            def validate(model, loader): pass
+            def evaluate(model, loader): pass
+            def probe(model, loader): pass
+            def unused(model, loader): pass
+            def per_epoch(model, loader):
+                probe(model, loader)
+        """,
+        "train.py": """
+            from engine import validate, evaluate, per_epoch
+
+            def main(args, model, loader, optimizer):
+                if args.eval:
+                    validate(model, loader)
+                    return
+                for epoch in range(args.epochs):
+                    for x, y in loader:
+                        model(x, y).backward()
+                        optimizer.step()
+                    if epoch % 10 == 0:
+                        validate(model, loader)
+                    evaluate(model, loader)
+                    per_epoch(model, loader)
+
+            if __name__ == "__main__":
+                main(None, None, None, None)
+        """,
+    })
+    assert linked.seldom_called(function("engine.py", "validate"))
+    assert not linked.seldom_called(function("engine.py", "evaluate"))  # every epoch
+    assert not linked.seldom_called(function("engine.py", "probe"))  # its caller runs each epoch
+    assert not linked.seldom_called(function("engine.py", "unused"))
+
+
 def test_loaders_follow_factories_parameters_and_end_on_cycles() -> None:
     linked = program({
         "data.py": """

@@ -481,15 +481,29 @@ class DataLoaders:
         """The dataset is an instance of a class of this module whose `__getitem__` (or
         `__iter__`) moves its samples to the accelerator (`audio.to(self.device)`,
         `x.cuda()`): its batches are on the device already, worker processes could not
-        initialise CUDA after a fork, and pinning them raises."""
+        initialise CUDA after a fork, and pinning them raises. Or the dataset is what a call
+        given an accelerator as `device=` builds (`generate_counterfactual_dataset(n,
+        device="cuda:0")`, a list of tensors made on the GPU)."""
         dataset = loader.argument("dataset")
         if dataset is None:
             return False
         for value in (dataset.value, *self.scopes.bound_values(dataset.value)):
-            cls = self._dataset_class(value) if isinstance(value, cst.Call) else None
+            if type(value) is not cst.Call:
+                continue
+            if self._built_on_accelerator(value):
+                return True
+            cls = self._dataset_class(value)
             if cls is not None and self._samples_on_accelerator(cls):
                 return True
         return False
+
+    def _built_on_accelerator(self, call: cst.Call) -> bool:
+        return any(
+            arg.keyword is not None
+            and arg.keyword.value == "device"
+            and is_accelerator_target(arg.value, self.names, self.scopes)
+            for arg in call.args
+        )
 
     def _samples_on_accelerator(self, cls: cst.ClassDef) -> bool:
         """Whether the `__getitem__` or `__iter__` of dataset class `cls` moves its samples
@@ -953,7 +967,8 @@ class DataLoaders:
 
     def read_once(self, loader: DataLoaderConstruction) -> bool:
         """The loader is only ever read for one batch: `next(iter(DataLoader(...)))`, or a
-        name bound to it that is used nowhere but in `next(iter(name))`, in `it =
+        name bound to it that is used nowhere but in `next(iter(name))` (or
+        `iter(name).next()`), in `it =
         iter(name)` whose iterator is only read by `next(it)` (or `it.next()`) outside loops,
         and in loops that do nothing with their batches (`for images, labels in loader:
         pass`, an input pipeline shown in a tutorial)."""
@@ -1554,9 +1569,12 @@ def _one_pass_of_a_trainer(call: cst.Call) -> bool:
 
 
 def _first_batch_of(parents: dict[cst.CSTNode, cst.CSTNode], loader: cst.CSTNode) -> bool:
-    """`loader` is the argument of `iter(...)`, itself the argument of `next(...)`."""
+    """`loader` is the argument of `iter(...)`, itself the argument of `next(...)` or read
+    by its `.next()` (`iter(loader).next()`)."""
     inner = _called_with(parents, loader, "iter")
-    return inner is not None and _called_with(parents, inner, "next") is not None
+    return inner is not None and (
+        _called_with(parents, inner, "next") is not None or _next_method_called(parents, inner)
+    )
 
 
 def _next_method_called(parents: dict[cst.CSTNode, cst.CSTNode], iterator: cst.CSTNode) -> bool:

@@ -120,6 +120,11 @@ class ProgramAnswers:
         """Whether every caller of `function` outside tests runs it with autograd off."""
         return False
 
+    def seldom_called(self, function: cst.FunctionDef) -> bool:
+        """Whether every caller of `function` outside tests runs it on few steps: under a
+        periodic guard (`if epoch % 10 == 0:`) or once (an `--eval` mode's one pass)."""
+        return False
+
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         """The DataLoader every caller outside tests passes as `parameter` of `function`."""
         return None

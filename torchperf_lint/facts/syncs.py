@@ -140,6 +140,11 @@ _LIGHT_OPERATIONS = frozenset({
     "size", "len", "range", "chunk", "split", "expand", "repeat", "max", "argmax", "eq", "sum",
     "mean", "numel", "dim", "empty_like",
 })
+# Tensor methods whose result stays on its tensor's device (`x.float()`, `x.view(n, -1)`).
+_KEEP_DEVICE = frozenset({
+    "float", "double", "long", "int", "half", "bool", "detach", "clone", "contiguous", "view",
+    "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+})
 # Methods that only keep records on the host: a list's, a dict's, a logger's, a progress
 # bar's.
 _HOST_BOOKKEEPING = frozenset({
@@ -150,6 +155,16 @@ _HOST_BOOKKEEPING = frozenset({
 _VALUE_TESTS = frozenset({
     "isnan", "isinf", "isfinite", "any", "all", "abs", "min", "logical_or", "logical_and",
     "logical_not",
+})
+# PyTorch's elementwise criteria, as functions (`F.l1_loss`) and as the modules that call
+# them (`nn.L1Loss()`): a loss of tensors already computed queues a kernel or two.
+_ELEMENTWISE_LOSSES = frozenset({
+    "l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "cross_entropy", "nll_loss", "kl_div",
+})
+_ELEMENTWISE_LOSS_MODULES = frozenset({
+    "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+    "CrossEntropyLoss", "NLLLoss", "KLDivLoss",
 })
 # The legacy autograd wrapper, which keeps its tensor where it is (`Variable(x.cpu())`).
 _VARIABLE = "torch.autograd.Variable"
@@ -637,9 +652,26 @@ class HostSyncs:
         bookkeeping: a builtin (`len(loader)`), the clock, `math`, a list's, a logger's or a
         progress bar's method."""
         name = last_identifier(call.func) or ""
-        return name in _LIGHT_OPERATIONS | _QUIET_CONTEXTS | _HOST_BOOKKEEPING | _VALUE_TESTS or (
-            self.names.call_name(call) or ""
-        ).startswith(("builtins.", "time.", "math."))
+        qualified = self.names.call_name(call) or ""
+        return (
+            name in _LIGHT_OPERATIONS | _QUIET_CONTEXTS | _HOST_BOOKKEEPING | _VALUE_TESTS
+            or qualified.startswith(("builtins.", "time.", "math."))
+            or self._elementwise_loss(call, qualified)
+        )
+
+    def _elementwise_loss(self, call: cst.Call, qualified: str) -> bool:
+        """One of PyTorch's elementwise criteria: `F.l1_loss(a, b)`, or a call of a name or
+        attribute bound only to its module (`self.l1_loss(pred * m, frames * m)` after
+        `self.l1_loss = nn.L1Loss()`)."""
+        if qualified.startswith("torch.nn.functional."):
+            return qualified.rpartition(".")[2] in _ELEMENTWISE_LOSSES
+        bound = self.scopes.bound_values(call.func)
+        return bool(bound) and all(
+            type(value) is cst.Call
+            and (self.names.call_name(value) or "").startswith("torch.nn.")
+            and (self.names.call_name(value) or "").rpartition(".")[2] in _ELEMENTWISE_LOSS_MODULES
+            for value in bound
+        )
 
     def _folded_after_reads(self, sites: list[HostSync], waits: set[cst.CSTNode]) -> list[HostSync]:
         """The sites, each read that follows another wait of the step with no device work
@@ -1396,7 +1428,9 @@ class HostSyncs:
         return yielded and not self._is_assigned(root)
 
     def _is_assigned(self, name: cst.Name) -> bool:
-        """Whether an assignment in `name`'s function (or module) binds it, also by unpacking."""
+        """Whether an assignment in `name`'s function (or module) binds it, also by unpacking,
+        other than to a conversion of itself that keeps it where it is (`batch_y =
+        batch_y.float()`)."""
         function = self.scopes.enclosing_function(name)
         for assignment in self.index.assigns:
             if self.scopes.enclosing_function(assignment) is not function:
@@ -1406,7 +1440,9 @@ class HostSyncs:
                 if isinstance(assignment, cst.Assign)
                 else [assignment.target]
             )
-            if any(name.value in target_names(target) for target in targets):
+            if any(name.value in target_names(target) for target in targets) and not (
+                type(assignment) is cst.Assign and _converts_in_place(assignment.value, name.value)
+            ):
                 return True
         return False
 
@@ -2216,3 +2252,13 @@ def _starts_or_stops_a_timer(call: cst.Call) -> bool:
         and func.attr.value in _TIMER_METHODS
         and "timer" in (last_identifier(func.value) or "").lower()
     )
+
+
+def _converts_in_place(value: cst.BaseExpression, name: str) -> bool:
+    """`value` is `name` through methods that keep it on its device (`name.float()`,
+    `name.view(b, -1).long()`)."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute:
+        if value.func.attr.value not in _KEEP_DEVICE:
+            return False
+        value = value.func.value
+    return type(value) is cst.Name and value.value == name

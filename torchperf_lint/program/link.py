@@ -1479,6 +1479,33 @@ class ProgramFacts:
         """Every call of `target` outside tests runs with autograd off (and there is one)."""
         return self._without_grad.get(target, False)
 
+    def seldom_called(self, target: Target) -> bool:
+        """Whether every call of `target` outside tests (and there is one) runs on few steps:
+        under a guard that skips most (`_sparse`: `if epoch % 10 == 0:`), or outside any loop
+        of a caller that runs once (`_runs_once`): a validation every N epochs that an
+        `--eval` mode also runs once before it returns."""
+        callers = self._callers.get(target, [])
+        return bool(callers) and all(
+            self._sparse(site, caller)
+            or site.loop == -1 and self._runs_once(caller)
+            for caller, site in (
+                (Target(file, function.qualname, "function"), site) for file, function, site in callers
+            )
+        )
+
+    def _runs_once(self, target: Target, depth: int = 0) -> bool:
+        """Code at a module's top level, or a function that runs on no step (`per_step`) and
+        that the project calls, if at all, only outside loops of functions that run once
+        (`main`, a function handed to `mp.spawn`)."""
+        if not target.qualname:
+            return True
+        if depth > MAX_DEPTH or self.per_step(target) is not None:
+            return False
+        return all(
+            site.loop == -1 and self._runs_once(Target(file, function.qualname, "function"), depth + 1)
+            for file, function, site in self._callers.get(target, [])
+        )
+
     @cached_property
     def _without_grad(self) -> dict[Target, bool]:
         def compute(target: Target, value) -> bool:
@@ -1771,6 +1798,9 @@ class ProgramFacts:
 
     def _answer_callers_no_grad(self, file: str, qualname: str) -> bool:
         return self.always_without_grad(Target(file, qualname, "function"))
+
+    def _answer_seldom_called(self, file: str, qualname: str) -> bool:
+        return self.seldom_called(Target(file, qualname, "function"))
 
     def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
         return self.loader_argument(Target(file, qualname, "function"), parameter)

@@ -111,6 +111,9 @@ class LinkedAnswers(ProgramAnswers):
     def always_called_without_grad(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("callers_no_grad", self.refs.qualname(function)))
 
+    def seldom_called(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("seldom_called", self.refs.qualname(function)))
+
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         return _loader(self._ask("loader_argument", self.refs.qualname(function), parameter))
 

@@ -87,8 +87,8 @@ class DataLoaderNoWorkers(Rule):
     parameter of a function or method of any module by what every caller outside tests
     passes, when they agree (a library's `learner.fit(dataset)`, whose examples pass
     in-memory datasets),
-    loaders only read for one batch (`next(iter(loader))`, or `it = iter(loader)` then
-    `next(it)` outside loops) or by loops that do nothing with their batches (`for x, y in
+    loaders only read for one batch (`next(iter(loader))`, also `iter(loader).next()`, or
+    `it = iter(loader)` then `next(it)` outside loops) or by loops that do nothing with their batches (`for x, y in
     loader: pass`, an input pipeline a tutorial shows), loaders a dataset class builds in
     its own methods (PyG's `process()` running a feature extractor once over the raw data),
     a library's convenience loader for callers that pass a dataset instead of their own
@@ -130,7 +130,9 @@ class DataLoaderNoWorkers(Rule):
     itself over, `DataLoader(self)` in `class PPORolloutStorage(BaseRolloutStore)`): workers would sample
     from stale copies of it. And it is
     silent for a dataset class of the module whose `__getitem__` (or `__iter__`) moves its
-    samples to the accelerator (`audio.to(self.device)`): a forked worker cannot use CUDA.
+    samples to the accelerator (`audio.to(self.device)`), or for a dataset a call builds
+    on the accelerator (`generate_counterfactual_dataset(n, device="cuda:0")`, a list of
+    GPU tensors): a forked worker cannot use CUDA.
 
     A `# noqa: TOR401` (TorchFix's code for the same check) silences it too.
 
@@ -284,8 +286,8 @@ class DataLoaderNoPinMemory(Rule):
     when `pin_memory` is passed at all (an explicit `False` or an expression is a decision);
     when `**kwargs` may carry it; when the dataset
     is built from CUDA tensors in the same module or is a class of the module whose
-    `__getitem__` moves its samples to the accelerator (pinning CUDA tensors raises), and in
-    test files.
+    `__getitem__` moves its samples to the accelerator, or is what a call given an
+    accelerator as `device=` builds (pinning CUDA tensors raises), and in test files.
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a pinned staging buffer
@@ -605,8 +607,9 @@ class BlockingHostToDeviceCopy(Rule):
     and `non_blocking=True` would only overlap the copy with the launch of the forward pass;
     nor is a loop that only copies batches and stores them (`preloaded.append({"ids":
     b["ids"].to(device)})`, a prefetch), which queues nothing for a copy to overlap with, nor
-    an evaluation that runs every N epochs (under `if epoch % val_every == 0:`): its copies are
-    a small share of the run.
+    an evaluation that runs every N epochs (under `if epoch % val_every == 0:`, also around
+    the call of its function, when every other caller runs it once, as an `--eval` mode
+    does): its copies are a small share of the run.
     A training loop is checked either way (its per-step read is TPL201's finding), unless it
     is a fit of at most 100 steps, as for TPL201 (a learning-rate range test that leaves
     after `num_it=100` batches): its copies add up to milliseconds. Test files are not
@@ -659,6 +662,7 @@ class BlockingHostToDeviceCopy(Rule):
                 self._waits_every_iteration(facts, loop)
                 or self._only_stores_copies(facts, loop)
                 or facts.guards.periodic_guard(loop.node) is not None
+                or loop.function is not None and facts.program.seldom_called(loop.function)
             ):
                 continue
             if loop.short_fit:
@@ -828,7 +832,9 @@ class TensorCreatedThenMoved(Rule):
     only joins or reshapes tensors (`x = torch.cat([x, torch.zeros(shape).to(x)], -1)`). Or
     a move right before such a wait (`mask = torch.eye(n, dtype=torch.bool).to(device)`
     then `labels = labels[~mask]`), which waits for what the host waits for there anyway.
-    Test files are not checked.
+    A move to the device of a batch still on the host (`.to(batch_y.device)` where the loop's
+    `batch_y` was only converted, `batch_y = batch_y.float()`) moves nothing and is not
+    reported either. Test files are not checked.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -961,6 +967,13 @@ class TensorCreatedThenMoved(Rule):
             return None
         if is_dtype(device.value, facts.names) or is_cpu_device(device.value, facts.names, facts.scopes):
             return None  # .to(torch.float16), .to(x.dtype), .to("cpu"): no move to a device
+        value = device.value
+        if (
+            type(value) is cst.Attribute
+            and value.attr.value == "device"
+            and not facts.host_syncs.may_be_device_tensor(value.value)
+        ):
+            return None  # `.to(batch_y.device)` of a batch still on the host: no move either
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)

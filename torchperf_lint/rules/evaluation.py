@@ -293,7 +293,9 @@ class EvalWithoutNoGrad(Rule):
     called from a function that computes gradients (a teacher's forward in a training step),
     and models frozen with `requires_grad_(False)`, also down a chain
     (`sampler.eval().requires_grad_(False).to(device)`): they record no graph. Test files are not
-    checked: a test's single forward pass is not where time goes.
+    checked: a test's single forward pass is not where time goes. Where one decorator fixes
+    every `.eval()` of a function (`encoder.eval(); decoder.eval()` in `test()`), the
+    function gets one finding, at the first, and the others are its related locations.
 
     ## Why is this bad?
     `eval()` only changes how dropout and batch normalization behave; it does not stop autograd.
@@ -341,6 +343,26 @@ class EvalWithoutNoGrad(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
+        reported = list(self._reported(facts))
+        # A function whose fix is one decorator gets one finding, at its first `.eval()`; the
+        # others of the function are places of that finding.
+        decorated: dict[cst.FunctionDef, list[cst.Call]] = {}
+        for call, fix in reported:
+            function = _decorated_function(fix)
+            if function is not None:
+                decorated.setdefault(function, []).append(call)
+        for call, fix in reported:
+            function = _decorated_function(fix)
+            if function is None:
+                yield self.finding(call, fix)
+                continue
+            first, *others = decorated[function]
+            if call is first:
+                note = "also in eval mode here; the same decorator covers it"
+                yield self.finding(call, fix, also_at=tuple((other, note) for other in others))
+
+    def _reported(self, facts: FileFacts) -> Iterator[tuple[cst.Call, ProposedFix | None]]:
+        """Each `.eval()` the rule reports, with its fix."""
         calls = None
         for call in facts.index.calls:
             func = call.func
@@ -378,7 +400,7 @@ class EvalWithoutNoGrad(Rule):
                 or (not evaluates and _program_runs_in_training(facts, function))
             ):
                 continue
-            yield self.finding(call, self._fix(facts, call, function, recording, trains))
+            yield call, self._fix(facts, call, function, recording, trains)
 
     @staticmethod
     def _runs_in_eval_mode(
@@ -662,3 +684,11 @@ def _is_in_place_method(name: str) -> bool:
 
 
 RULES = (EvalWithoutNoGrad, NoGradInsteadOfInferenceMode)
+
+
+def _decorated_function(fix: ProposedFix | None) -> cst.FunctionDef | None:
+    """The function a fix decorates with `@torch.no_grad()`, or None for another fix."""
+    if fix is None or len(fix.edits) != 1 or fix.edits[0].mode != "insert_before":
+        return None
+    node = fix.edits[0].node
+    return node if type(node) is cst.FunctionDef else None

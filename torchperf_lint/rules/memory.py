@@ -207,7 +207,11 @@ class GraphTracker:
         if isinstance(value, cst.Call):
             if facts.tensors.is_module_call(value):
                 frozen = dotted_name(value.func) in facts.models.frozen
-                return not frozen and not facts.guards.grad_disabled(value)
+                return not (
+                    frozen
+                    or facts.guards.grad_disabled(value)
+                    or self._criterion_of_detached_values(value)
+                )
             func = value.func
             if isinstance(func, cst.Attribute) and func.attr.value in _GRAPH_KEEPING_METHODS:
                 return self.carries_graph(func.value, loop, depth + 1)
@@ -221,6 +225,17 @@ class GraphTracker:
         if loop.is_training and (loop.function, name) in facts.tensors.backwarded:
             return True
         return any(self.carries_graph(binding, loop, depth + 1) for binding in bindings)
+
+    def _criterion_of_detached_values(self, call: cst.Call) -> bool:
+        """A criterion (`criterion`, `loss_fn`: a module whose name says it computes a loss,
+        which holds no parameters) given only detached values (`criterion(pred.detach().cpu(),
+        true.detach().cpu())`): it records no graph."""
+        identifier = (last_identifier(call.func) or "").lower()
+        return (
+            ("criterion" in identifier or "loss" in identifier)
+            and bool(call.args)
+            and all(not arg.star and self.is_detached(arg.value) for arg in call.args)
+        )
 
     def _bindings_seen_by(self, name: cst.BaseExpression, loop: LoopFacts) -> list[cst.BaseExpression]:
         """The values bound to `name` in the loop's body, or else anywhere in its function."""
@@ -271,7 +286,8 @@ class LossGraphRetained(Rule):
     stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad` or by a model frozen with `requires_grad_(False)` (its parameters record no
-    graph), containers the function later reads with `.numpy()` and no `.detach()`
+    graph), a criterion's output from detached values only (`criterion(pred.detach().cpu(),
+    true.detach().cpu())`), containers the function later reads with `.numpy()` and no `.detach()`
     (`mu.cpu().numpy()`, which raises on a tensor that requires grad: the code runs only
     without a graph), accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in

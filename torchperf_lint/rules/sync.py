@@ -292,7 +292,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     (passed to a buffer's `update_priorities(indices, td.cpu().numpy())`, also through a
     name, or put in the list a caller asked for with an optional argument, `if errors_out
     is not None: ... errors_out.append(e)`); host tensors (the batches a
-    DataLoader yields before they are moved, and their items, `r_id` in `for r_id, cam in
+    DataLoader yields before they are moved, also after a conversion in place, `y =
+    y.float()`, and their items, `r_id` in `for r_id, cam in
     zip(ref_ids, cams):`, tensors built without `device=` or with `device="cpu"`, also when
     augmented assignments update them (`tokens = torch.tensor(0)` then `tokens += (labels !=
     -100).sum()`: an in-place update keeps a tensor where it is), NumPy values,
