@@ -190,7 +190,8 @@ class Steps:
         # Whether a name or attribute holds a model (`self.model`, `decoder`).
         self.holds_a_model = holds_a_model
         self._witnesses: dict[cst.FunctionDef, StepWitness | None] = {}
-        self._model_loops: dict[cst.FunctionDef, list[LoopFacts]] = {}
+        # Per function: its loops that run a model for inference, and those that optimize inputs.
+        self._model_loops: dict[cst.FunctionDef, tuple[list[LoopFacts], list[LoopFacts]]] = {}
         self._generating: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._export_operators: dict[cst.ClassDef, bool] = {}
 
@@ -373,16 +374,62 @@ class Steps:
         function = self._without_grad(node)
         if function is None:
             return False
-        if function not in self._model_loops:
-            self._model_loops[function] = [
-                loop for loop in self.loops.all
-                if loop.function is function and self._repeats_a_model(loop)
-            ]
-        loops = self._model_loops[function]
+        return self._sets_up(node, self._loops_of(function)[0])
+
+    def sets_up_input_optimization(self, node: cst.CSTNode) -> bool:
+        """In a function with a loop that optimizes inputs (`optimizes_inputs`: an
+        adversarial attack's steps), but not on every iteration of it: set-up that runs once
+        per call, whose cost the loop's forward and backward passes share."""
+        function = self.scopes.enclosing_function(node)
+        return function is not None and self._sets_up(node, self._loops_of(function)[1])
+
+    def _sets_up(self, node: cst.CSTNode, loops: list[LoopFacts]) -> bool:
+        """Some of `loops` exist, and `node` runs on every iteration of none of them."""
         enclosing = self.loops.enclosing_loops(node)
         return bool(loops) and not any(
             loop in enclosing and self.guards.sparse_guard(node, loop.node) is None
             for loop in loops
+        )
+
+    def _loops_of(self, function: cst.FunctionDef) -> tuple[list[LoopFacts], list[LoopFacts]]:
+        """The loops of `function` that run a model for inference, and those that optimize
+        inputs."""
+        if function not in self._model_loops:
+            own = [loop for loop in self.loops.all if loop.function is function]
+            self._model_loops[function] = (
+                [loop for loop in own if self._repeats_a_model(loop)],
+                [loop for loop in own if self.optimizes_inputs(loop)],
+            )
+        return self._model_loops[function]
+
+    def optimizes_inputs(self, loop: LoopFacts) -> bool:
+        """A `for` loop over `range(...)` that, on each iteration, takes the gradient of
+        something with `torch.autograd.grad` (an adversarial attack's `grad =
+        torch.autograd.grad(cost, adv_images)[0]`), or steps an optimizer its function builds
+        over a list of tensors rather than a model's parameters (`optim.Adam([w], lr=lr)`):
+        a loop of many forward and backward passes that updates inputs, not a training step."""
+        node = loop.node
+        if type(node) is not cst.For or type(node.iter) is not cst.Call:
+            return False
+        if self.names.call_name(node.iter) != "builtins.range":
+            return False
+        return any(
+            self.names.call_name(call) == "torch.autograd.grad" for call in loop.own_calls
+        ) or any(
+            type(call.func) is cst.Attribute and self._optimizer_of_tensors(call.func.value)
+            for call in loop.step_calls
+        )
+
+    def _optimizer_of_tensors(self, receiver: cst.BaseExpression) -> bool:
+        """`receiver` is bound only to an optimizer built over a list or tuple display of
+        tensors (`optimizer = optim.Adam([w], lr=self.lr)`)."""
+        bound = self.scopes.bound_values(receiver)
+        return bool(bound) and all(
+            type(value) is cst.Call
+            and (self.names.call_name(value) or "").startswith("torch.optim.")
+            and bool(value.args)
+            and type(value.args[0].value) in (cst.List, cst.Tuple)
+            for value in bound
         )
 
     def _without_grad(self, node: cst.CSTNode) -> cst.FunctionDef | None:

@@ -662,7 +662,7 @@ class BlockingHostToDeviceCopy(Rule):
                 self._waits_every_iteration(facts, loop)
                 or self._only_stores_copies(facts, loop)
                 or facts.guards.periodic_guard(loop.node) is not None
-                or loop.function is not None and facts.program.seldom_called(loop.function)
+                or self._runs_on_few_calls(facts, loop)
             ):
                 continue
             if loop.short_fit:
@@ -678,6 +678,17 @@ class BlockingHostToDeviceCopy(Rule):
                 )
                 fix = self.replace(facts, call, new_call, "Add `non_blocking=True`", applicability)
                 yield self.finding(call, fix)
+
+    @staticmethod
+    def _runs_on_few_calls(facts: FileFacts, loop: LoopFacts) -> bool:
+        """The loop runs once per call of its function (no loop of the function encloses
+        it), and the program calls the function on few steps (`ProgramFacts.seldom_called`:
+        under `if epoch % 10 == 0:`, or once, as an `--eval` mode does)."""
+        return (
+            loop.function is not None
+            and not facts.loops.enclosing_loops(loop.node)
+            and facts.program.seldom_called(loop.function)
+        )
 
     @staticmethod
     def _only_stores_copies(facts: FileFacts, loop: LoopFacts) -> bool:
@@ -832,6 +843,11 @@ class TensorCreatedThenMoved(Rule):
     only joins or reshapes tensors (`x = torch.cat([x, torch.zeros(shape).to(x)], -1)`). Or
     a move right before such a wait (`mask = torch.eye(n, dtype=torch.bool).to(device)`
     then `labels = labels[~mask]`), which waits for what the host waits for there anyway.
+    The set-up of a loop that optimizes inputs (an adversarial attack's steps, each taking
+    `torch.autograd.grad(cost, adv)`, or stepping an optimizer built over `[w]`) runs once per
+    call, shared by the loop's forward and backward passes: a handful of values made there
+    (`torch.ones([x.shape[0], 1, 1, 1]).to(device)`) is not reported, a tensor the size of
+    the input (`torch.rand(x.shape).to(device)`, a random start) is.
     A move to the device of a batch still on the host (`.to(batch_y.device)` where the loop's
     `batch_y` was only converted, `batch_y = batch_y.float()`) moves nothing and is not
     reported either. Test files are not checked.
@@ -904,6 +920,8 @@ class TensorCreatedThenMoved(Rule):
                 continue
             if facts.host_syncs.in_display_loop(call) or self._waits_anyway(facts, call):
                 continue  # the host waits for the device anyway: a small copy adds nothing
+            if facts.steps.sets_up_input_optimization(call) and not _sized_like_a_tensor(factory):
+                continue  # once per attack call, shared by its forward and backward passes
             fix = self._fix(facts, call, factory, kind, *target) if kind is not None else None
             yield self.finding(reported, fix)
 
@@ -977,6 +995,19 @@ class TensorCreatedThenMoved(Rule):
         if any(arg is not device for arg in call.args):
             return None, False
         return device.value, device.keyword is not None or _provably_device(facts, device.value)
+
+
+def _sized_like_a_tensor(factory: cst.Call) -> bool:
+    """The factory makes a tensor the size of another (`torch.rand(x.shape)`,
+    `torch.zeros(x.size())`): as large as the input, not a handful of values."""
+    if not factory.args:
+        return False
+    size = factory.args[0].value
+    if type(size) is cst.Attribute:
+        return size.attr.value == "shape"
+    return type(size) is cst.Call and type(size.func) is cst.Attribute and (
+        size.func.attr.value == "size" and not size.args
+    )
 
 
 def _waited_just_before(facts: FileFacts, move: cst.Call) -> bool:
