@@ -161,6 +161,36 @@ def test_an_elementwise_criterion_between_two_reads_queues_little() -> None:
     ]
 
 
+def test_a_logging_helper_of_the_module_queues_nothing_between_two_reads() -> None:
+    """STTN's trainer logs each loss through `self.add_summary`, which only adds the value
+    to a dict and a writer; a helper that runs a model queues work."""
+    facts = facts_of(
+        "import torch\n"
+        "class Trainer:\n"
+        "    def add_summary(self, writer, name, value):\n"
+        "        self.summary[name] = self.summary.get(name, 0) + value\n"
+        "        if self.iteration % 100 == 0:\n"
+        "            writer.add_scalar(name, self.summary[name] / 100, self.iteration)\n"
+        "    def score(self, x):\n"
+        "        return self.model(x).mean()\n"
+        "    def step(self, pred, writer):\n"
+        "        loss = self.model(pred).mean()\n"
+        "        self.add_summary(writer, 'loss', loss.item())\n"
+        "        hole = torch.abs(pred).mean()\n"
+        "        self.add_summary(writer, 'hole', hole.item())\n"
+        "        score = self.score(pred)\n"
+        "        self.add_summary(writer, 'score', score.item())\n"
+    )
+    assert [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+        if facts.scopes.enclosing_function(site.node).name.value == "step"
+    ] == [
+        ("loss.item()", ["hole.item()"]),
+        ("score.item()", []),
+    ]
+
+
 def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
     facts = facts_of(
         "import torch\n"

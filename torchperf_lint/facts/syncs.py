@@ -32,6 +32,7 @@ from torchperf_lint.facts.index import (
     SyntaxIndex,
     children,
     descendants,
+    methods_of,
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops
@@ -149,7 +150,7 @@ _KEEP_DEVICE = frozenset({
 # bar's.
 _HOST_BOOKKEEPING = frozenset({
     "append", "extend", "info", "warning", "debug", "set_postfix", "set_description", "write",
-    "flush", "add_scalar", "add_scalars", "items", "keys", "values",
+    "flush", "add_scalar", "add_scalars", "items", "keys", "values", "get", "setdefault",
 })
 # Tests of a few values, which queue a kernel or two: `torch.isnan(loss).any()`.
 _VALUE_TESTS = frozenset({
@@ -287,6 +288,8 @@ class HostSyncs:
         self.loops = loops
         # Whether the program's callers pass a function's parameter a device tensor.
         self.receives_tensor = receives_tensor
+        # Per function of the module: whether it only keeps records on the host (`_host_helper`).
+        self._host_helpers: dict[cst.FunctionDef, bool] = {}
 
     @cached_property
     def device_reads(self) -> list[HostSync]:
@@ -657,7 +660,40 @@ class HostSyncs:
             name in _LIGHT_OPERATIONS | _QUIET_CONTEXTS | _HOST_BOOKKEEPING | _VALUE_TESTS
             or qualified.startswith(("builtins.", "time.", "math."))
             or self._elementwise_loss(call, qualified)
+            or self._host_helper(call)
         )
+
+    def _host_helper(self, call: cst.Call) -> bool:
+        """A call of a function of this module (`log_value(...)`), or of a method of the
+        caller's class on `self` (`self.add_summary(writer, name, value)`), whose own calls
+        are all host bookkeeping or light work (`_light_or_host`, helpers of its own
+        included): a logging helper that adds a value to a dict and a writer."""
+        helper = self._own_function(call)
+        if helper is None:
+            return False
+        if helper not in self._host_helpers:
+            self._host_helpers[helper] = False  # a helper that calls itself is none
+            self._host_helpers[helper] = all(
+                self._light_or_host(inner) for inner in self.index.inside(self.index.calls, helper)
+            )
+        return self._host_helpers[helper]
+
+    def _own_function(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function of this module `call` runs: a module-level `def` it names, or a
+        method of its own class called on `self`."""
+        func = call.func
+        if type(func) is cst.Name:
+            candidates = [
+                function for function in self.index.functions
+                if function.name.value == func.value and self.scopes.enclosing_function(function) is None
+                and self.scopes.enclosing_class(function) is None
+            ]
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            cls = self.scopes.enclosing_class(call)
+            candidates = methods_of(cls, (func.attr.value,)) if cls is not None else []
+        else:
+            return None
+        return candidates[0] if len(candidates) == 1 else None
 
     def _elementwise_loss(self, call: cst.Call, qualified: str) -> bool:
         """One of PyTorch's elementwise criteria: `F.l1_loss(a, b)`, or a call of a name or

@@ -154,7 +154,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     x.mean().item()`, or in either branch of an `if` on a plain flag, `if args.use_flex:`, or
     in the body of a `with` on host values, `with open(log_file, "a") as f:`). A read
     after another read of the step, with only host work (`iters = epoch * len(loader) +
-    i`, a logger's or a list's method) or light work between them, waits for nothing new,
+    i`, a logger's, a list's or a dict's method, a helper of the module that only does
+    such work, `self.add_summary(writer, name, value)`) or light work (reshaping,
+    PyTorch's elementwise criteria such as `F.l1_loss` or an `nn.L1Loss()`) between them,
+    waits for nothing new,
     since the first emptied the queue: it is part of the first read's finding, as a related
     location (`train_err += loss.item()`, then `with torch.no_grad(): avg_loss +=
     loss.item()`, or `if rank == 0: writer.add_scalar("loss", loss.item(), it)`; also
@@ -162,8 +165,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     reads each metric it logs, `for k, v in metrics.items(): metrics[k] = v.item()`), and is
     not reported where the first is not (after a read whose comment says it waits on
     purpose). A read whose own statement queues other work (`q_net(obs).argmax().item()`)
-    waits for that work, and a call of your own between them may queue some: each ends
-    this. A
+    waits for that work, and any other call of your own between them may queue some: each
+    ends this. A
     comparison with `None` (`if p_model == None:`) reads nothing: PyTorch answers `False`
     without looking at the tensor. A read in
     a branch of an `if` whose test is itself a read runs only when that test holds, or right
