@@ -102,7 +102,10 @@ class DataLoaderNoWorkers(Rule):
     own Trainer's loader; a loader whose only reads are one pass after the training of its
     function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
     loop: a loop over it, or a call of a function of the module that loops over its
-    parameter, that no loop encloses and that trains nothing), and a loader a class's
+    parameter, that no loop encloses and that trains nothing); a loader built and read
+    once per call in a function the program calls on few steps (an `evaluate()` that
+    train.py runs every `val_step` steps, under `if step % val_step == 0:`, building its
+    loader each time); and a loader a class's
     `test_dataloader` or `predict_dataloader` hook builds (also a private method assigned
     to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
     `trainer.test()` or `trainer.predict()`, one pass), or one handed to such a pass outside
@@ -242,7 +245,8 @@ class DataLoaderNoPinMemory(Rule):
     sentence-transformers' `fit` converts it into a dataset; its only reads are one pass
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
     sampler draws a handful of samples, or its trainer reads a handful of its batches; its
-    loops only look at the data; no caller takes the branch that builds it); for
+    loops only look at the data; it is built and read once per call of a function called
+    on few steps; no caller takes the branch that builds it); for
     `DataLoader([])`, a stand-in that yields no batch; when its `collate_fn` is a project
     function that builds the batch from a plain class of its module without a `pin_memory`
     method, which pinning leaves as it is (DETR's `utils.collate_fn`, whose images become a
@@ -388,7 +392,8 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     `fit` converts it into a dataset and trains from its own loader, it is only read in one
     pass after training (an embedding pass, a final test, a `test_dataloader` hook's), its
     sampler draws a handful of samples, or the trainer it is handed to reads a handful of
-    its batches, or its loops only look at the data, or it is built in a branch of its
+    its batches, or its loops only look at the data, or it is built and read once per call
+    of a function the program calls on few steps, or it is built in a branch of its
     function that no caller takes (`if deterministic:` with `deterministic=False`, which
     every caller leaves out: `Steps.callers_never_take`)."""
     loaders = facts.dataloaders
@@ -401,6 +406,26 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
         or loaders.draws_a_handful(loader)
         or loaders.read_by_a_capped_run(loader)
         or _only_inspected(facts, loader)
+        or _read_on_few_calls(facts, loader)
+    )
+
+
+def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """The loader is built, and read by loops that no other loop encloses, in a function the
+    program calls on few steps (`ProgramFacts.seldom_called`): an evaluation every N steps
+    that builds its loader anew each time, or an `--eval` mode's one pass. Each call reads
+    it once; workers would start a process pool per pass."""
+    function = facts.scopes.enclosing_function(loader.call)
+    if function is None or facts.loops.enclosing_loops(loader.call):
+        return False
+    loops = facts.dataloaders.loops_reading(loader)
+    return (
+        loops is not None
+        and all(
+            facts.scopes.enclosing_function(loop) is function and not facts.loops.enclosing_loops(loop)
+            for loop in loops
+        )
+        and facts.program.seldom_called(function)
     )
 
 
