@@ -411,10 +411,11 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
 
 
 def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
-    """The loader is built, and read by loops that no other loop encloses, in a function the
-    program calls on few steps (`ProgramFacts.seldom_called`): an evaluation every N steps
-    that builds its loader anew each time, or an `--eval` mode's one pass. Each call reads
-    it once; workers would start a process pool per pass."""
+    """The loader is built, and read by loops that train nothing and that no other loop
+    encloses, in a function the program calls on few steps (`ProgramFacts.seldom_called`):
+    an evaluation every N steps that builds its loader anew each time, or an `--eval`
+    mode's one pass. Each call reads it once; workers would start a process pool per pass.
+    A `train()` that `main()` calls once still trains on every batch of its loader."""
     function = facts.scopes.enclosing_function(loader.call)
     if function is None or facts.loops.enclosing_loops(loader.call):
         return False
@@ -422,7 +423,9 @@ def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool
     return (
         loops is not None
         and all(
-            facts.scopes.enclosing_function(loop) is function and not facts.loops.enclosing_loops(loop)
+            facts.scopes.enclosing_function(loop) is function
+            and not facts.loops.enclosing_loops(loop)
+            and not facts.loops.by_node[loop].is_training
             for loop in loops
         )
         and facts.program.seldom_called(function)
