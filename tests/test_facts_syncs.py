@@ -591,6 +591,25 @@ def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> No
     assert facts.code(first_wait(facts, regional, regional.step_calls[0]).node) == "t.to('cuda')"
 
 
+def test_a_lambda_mapped_over_the_batch_is_the_next_steps_blocking_copy() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def train(model, loader, optimizer, opt):\n"
+        "    for batch in loader:\n"
+        "        x, y = map(lambda t: t.float().to(opt.device), batch)\n"
+        "        model(x, y).backward()\n"
+        "        optimizer.step()\n"
+        "    for batch in loader:\n"
+        "        x, y = map(lambda t: t.float().to(opt.device, non_blocking=True), batch)\n"
+        "        model(x, y).backward()\n"
+        "        optimizer.step()\n"
+    )
+    blocking, asynchronous = facts.loops.training_loops
+    copy = first_wait(facts, blocking, blocking.step_calls[0])
+    assert (facts.code(copy.node), copy.kind) == ("t.float().to(opt.device)", "copy")
+    assert first_wait(facts, asynchronous, asynchronous.step_calls[0]) is None
+
+
 def test_a_copy_a_setting_may_skip_or_a_copy_of_a_constant_waits_with_no_read() -> None:
     facts = facts_of(
         "import torch\n"

@@ -290,7 +290,8 @@ class FileFacts:
         image1]).to(device)`), or, at the start of the iteration, the loop's iterable when it
         is a loader Accelerate prepared, which copies with its default, blocking copies, or a
         call of a project helper that starts by copying the batch it is given that way
-        (`prepare_model_inputs(args, batch, device)`). Each
+        (`prepare_model_inputs(args, batch, device)`), or a lambda mapped over the batch
+        that copies each item (`map(lambda x: x.float().to(device), batch)`). Each
         waits for all the work queued before it. No copy when the host prepares data on the
         way (`tokenizer(text, return_tensors="pt").to(device)`): that work would overlap the
         device's if nothing waited before it. A copy that not every iteration of a usual run
@@ -323,7 +324,29 @@ class FileFacts:
                 return [*barriers, NextWait(call, "copy")]
             elif self._uploads_the_batch_first(call):
                 return [*barriers, NextWait(call, "copy")]
+            elif (mapped := self._copy_mapped_over_the_batch(call, loop)) is not None:
+                return [*barriers, NextWait(mapped, "copy")]
         return barriers
+
+    def _copy_mapped_over_the_batch(self, call: cst.Call, loop: LoopFacts) -> cst.Call | None:
+        """The blocking move of `map(lambda x: x.float().to(device), batch)`, a lambda
+        mapped over the loop's batch that copies each of its items; None for any other
+        call."""
+        if self.names.call_name(call) != "builtins.map" or len(call.args) != 2:
+            return None
+        function, mapped = call.args[0].value, call.args[1].value
+        if type(function) is not cst.Lambda or root_name(mapped) not in loop.target_names:
+            return None
+        parameters = {param.name.value for param in function.params.params}
+        return next(
+            (
+                node for node in (function.body, *descendants(function.body))
+                if type(node) is cst.Call
+                and self.host_syncs.is_blocking_move(node)
+                and root_name(_receiver_of_chain(node.func.value)) in parameters
+            ),
+            None,
+        )
 
     def _uploads_the_batch_first(self, call: cst.Call) -> bool:
         """`call` runs a project helper that starts by copying what it is given with a
@@ -471,3 +494,10 @@ def _runs_only_checks(module: cst.Module, index: SyntaxIndex) -> bool:
         } & defined
         return bool(called) and all(name.startswith(("check_", "test_")) for name in called)
     return False
+
+
+def _receiver_of_chain(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` for `x.float().contiguous()`: what a chain of method calls starts from."""
+    while type(expression) is cst.Call and type(expression.func) is cst.Attribute:
+        expression = expression.func.value
+    return expression

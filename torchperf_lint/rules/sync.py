@@ -369,7 +369,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     `non_blocking=True`, of the batch, of `next(region_iter)` or of `torch.cat([a, b])`;
     later in the same step, or at the start of the next; or a call of a project helper that
     starts by copying the batch it is given that way, `prepare_model_inputs(args, batch,
-    device)`; or a loader that
+    device)`, or a lambda mapped over the batch that does, `map(lambda x:
+    x.float().to(device), batch)`; or a loader that
     `accelerator.prepare` returned, in a module that sets no `DataLoaderConfiguration`:
     Accelerate's copies block by default) is one wait with that copy: the copy waits for
     the same work, so removing the read alone gives back only the time the host spends
