@@ -778,6 +778,26 @@ def test_a_readme_without_a_pinned_install_declares_nothing(tmp_path, readme):
     assert declared_torch(tmp_path) is None
 
 
+def test_an_install_script_pins_what_it_installs_before_a_readme_is_read(tmp_path):
+    # VQ-Diffusion: no packaging file, an `install_req.sh` that runs pip.
+    script = (
+        "#!/bin/bash\n"
+        "pip install torch==1.9.0 torchvision --no-cache-dir -U | cat\n"
+        "pip install timm==0.3.4 --no-cache-dir -U | cat  # pinned too\n"
+    )
+    write_files(tmp_path, {"install_req.sh": script, "README.md": "pip install torch==1.8.0\n"})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 9, 0), (1, 9, 1)), ("install_req.sh",))
+    # The packaging says what the project runs on, when it says it.
+    write_files(tmp_path, {"requirements.txt": "torch>=1.10\n"})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 10, 0), None), ("requirements.txt",))
+    # A script that installs torch without a version says nothing: the README's floor holds.
+    write_files(tmp_path, {"requirements.txt": "", "install_req.sh": "pip install torch torchvision\n"})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange((1, 8, 0), None), ("README.md",))
+
+
 def test_a_conda_environment_pin_holds_over_a_torch_named_without_a_version(tmp_path):
     # RCG: `install_requires=["torch"]` and a conda environment pinning PyTorch 1.7.1.
     write_files(

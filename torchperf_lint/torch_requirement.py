@@ -37,7 +37,10 @@ these names `torch` with or without a version:
   its fenced code blocks that are requirement lines (`torch==1.7.1` in a "Requirements"
   block), and the items of its lists that are one (`- PyTorch == 1.11.0` under
   "Dependencies"); only those that give torch a version: the README's other mentions of PyTorch
-  are prose, and `pip install torch` says nothing about a version. A README declares a
+  are prose, and `pip install torch` says nothing about a version. Before a README, an
+  install script in the folder (`install.sh`, `install_req.sh`) is read the same way where
+  the packaging files declare nothing: it installs what it names, so its `pip install
+  torch==1.9.0` pins as a requirements file does. A README declares a
   floor only, the oldest release the code must keep running on (`torch==1.8.0` there is
   `torch>=1.8.0`): it shows an environment its authors tested, which nothing installs
   for the user, so it caps nothing (the code may well run, and warn, on newer releases),
@@ -110,6 +113,8 @@ _CONDA_ENVIRONMENT_FILE = r"(?:[^/\\]*[-_])?(?:environment|requirements|conda)[^
 _CONDA_TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 # The files that say how to install a project in prose, with commands.
 _README_FILE = r"(?i)(?:readme|install)(?:\.(?:md|markdown|rst|txt))?"
+# Shell scripts that install a project's packages: `install.sh`, `install_req.sh`.
+_INSTALL_SCRIPT = r"(?i)install[\w.-]*\.sh"
 # A command that installs packages: `pip install`, `python3 -m pip install`, `conda install`.
 _INSTALL_COMMAND = (
     r"(?:sudo\s+)?(?:python[\d.]*\s+-m\s+)?(pip[\d.]*|conda|mamba|micromamba)\s+install\s+(.*)"
@@ -276,6 +281,9 @@ def declared_torch(directory: Path, readmes: bool = True) -> DeclaredTorch | Non
         # The environment's version holds over a `torch` named without one (`install_requires`).
         found = [(name, r) for name, r in found if r != TorchRange()]
     found.extend(environments)
+    if not found and not checks:  # an install script installs what it pins, as a requirements file
+        for name in sorted(name for name in names if re.fullmatch(_INSTALL_SCRIPT, name)):
+            found.extend((name, r) for r in _torch_in(_script_requirement_lines(directory / name)))
     if not found and not checks:  # the packaging says what the project runs on, if it does
         for name in sorted(name for name in names if readmes and re.fullmatch(_README_FILE, name)):
             found.extend(
@@ -576,6 +584,17 @@ def _readme_requirement_lines(path: Path) -> list[str]:
             continue
         if parse_torch_requirement(requirement) not in (None, TorchRange()):
             lines.append(requirement)
+    return lines
+
+
+def _script_requirement_lines(path: Path) -> list[str]:
+    """The torch requirements with a version that an install script's commands name
+    (`pip install torch==1.9.0 torchvision -U | cat`), as pip requirement lines."""
+    lines: list[str] = []
+    for raw in _text_of(path).splitlines():
+        command = re.fullmatch(_INSTALL_COMMAND, raw.split(" #", 1)[0].strip())
+        if command is not None:
+            lines.extend(_installed_torch(command.group(1), command.group(2)))
     return lines
 
 

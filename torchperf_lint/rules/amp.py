@@ -186,8 +186,10 @@ class DeprecatedCudaAmp(Rule):
     `setup.py` `install_requires`, `requirements*.txt`, a conda `environment.yml` with
     `pytorch=1.12.1` or `pytorch-cuda=11.7`, which only 1.13 and 2.0 are built for, a pinned
     Triton, `triton==2.1.0`, which only PyTorch 2.1 installs with; see the README's
-    Configuration; a README's install commands, `conda install pytorch==1.8.0 ...`, give
-    the oldest release the fix must keep working on, not a cap),
+    Configuration; an install script's commands, `pip install torch==1.9.0` in
+    `install_req.sh`, which installs that release; a README's install commands, `conda
+    install pytorch==1.8.0 ...`, give the oldest release the fix must keep working on,
+    not a cap),
     capped by the project's pip constraints file (`constraints.txt` with `torch<1.13.0`,
     which every install of the project with `pip install -c` obeys, caps `torch>=1.10.0`),
     or by an OpenMMLab package's import-time check of mmcv (`mmcv_maximum_version =
