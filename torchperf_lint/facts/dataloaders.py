@@ -18,6 +18,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
+from torchperf_lint.facts.guards import is_main_test
 from torchperf_lint.facts.index import (
     SyntaxIndex,
     descendants,
@@ -989,15 +990,20 @@ class DataLoaders:
         self, loader: DataLoaderConstruction, notebook_names: frozenset[str] | None
     ) -> bool:
         """The loader is bound to a name that nothing reads: in its function (nested
-        functions included) or, at the top of a notebook, which no module imports, in any
-        cell, IPython lines included (`notebook_names`, the names they mention, such as
-        `%time train(model, loader)`; None for a module). A loader built and left unused
-        loads nothing."""
+        functions included), in its module when it is bound in the module's `if __name__ ==
+        "__main__":` block (a demo: no module imports what only running the script binds),
+        or, at the top of a notebook, which no module imports, in any cell, IPython lines
+        included (`notebook_names`, the names they mention, such as `%time train(model,
+        loader)`; None for a module). A loader built and left unused loads nothing."""
         bound = self._bound_name(loader)
         if bound is None:
             return False
         function = self.scopes.enclosing_function(bound)
-        if function is None and (notebook_names is None or bound.value in notebook_names):
+        if (
+            function is None
+            and not _in_main_block(self.scopes, bound)
+            and (notebook_names is None or bound.value in notebook_names)
+        ):
             return False  # another module may import it, or an IPython line reads it
         names = self._names_by_identifier.get(bound.value, ())
         if function is not None:
@@ -1700,3 +1706,11 @@ def _names_a_tokenizer(identifier: str) -> bool:
 def _names_pixels(identifier: str) -> bool:
     """`image_processor`, `pixel_values`, `audio`: a name of images or audio."""
     return any(word in identifier.lower() for word in _PIXEL_WORDS)
+
+
+def _in_main_block(scopes: Scopes, node: cst.CSTNode) -> bool:
+    """Inside the module's `if __name__ == "__main__":` block."""
+    return any(
+        type(parent) is cst.If and child is parent.body and is_main_test(parent.test)
+        for parent, child in scopes.ancestors_with_child(node)
+    )

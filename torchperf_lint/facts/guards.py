@@ -486,7 +486,8 @@ class Guards:
 
         That is a periodic guard, a test of one of the loop's counters (`Counters.of_loop`) for
         equality (`if i == 0:`, `if i + 1 == len(loader):`) or against a literal bound (a
-        prefix of the iterations: `if step < 5:`, `if i <= 4:`), a name bound to one of those
+        prefix of the iterations: `if step < 5:`, `if i <= 4:`; or the `else` of a test for
+        inequality, `if i != len(loader) - 1: ... else:`), a name bound to one of those
         (`last = i == n - 1`, `do_reg = i % k == 0`), an `and` with one of those as an
         operand, or an `or` of them only; or a lazy initialisation (`if attn is None:` whose
         body assigns `attn`), which runs until its body has run once; or a test of the time
@@ -511,6 +512,10 @@ class Guards:
                 )
             ):
                 return parent
+            if type(parent) is cst.If and child is parent.orelse and _tests_all_but_few_counts(
+                parent.test, counters
+            ):
+                return parent  # the `else` of `if i != len(loader) - 1:`: the last iteration
             exit_ = self._exit_off_period_before(parent, child)
             if exit_ is not None:
                 return exit_
@@ -1587,6 +1592,20 @@ def _is_offset(expression: cst.BaseExpression) -> bool:
         and _is_offset(expression.left)
         and _is_offset(expression.right)
     )
+
+
+def _tests_all_but_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:
+    """`i != len(loader) - 1`: false on one iteration (`_tests_few_counts` of its `==`), so
+    its `else` runs on that one."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.NotEqual):
+        return False
+    equal = cst.Comparison(
+        left=test.left, comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=target.comparator)]
+    )
+    return _tests_few_counts(equal, counters)
 
 
 def _tests_few_counts(test: cst.BaseExpression, counters: frozenset[str]) -> bool:

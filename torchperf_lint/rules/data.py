@@ -94,7 +94,8 @@ class DataLoaderNoWorkers(Rule):
     a library's convenience loader for callers that pass a dataset instead of their own
     loader (in the `else` of `if isinstance(train_dataset, DataLoader):`, or under `if not
     isinstance(...)`), and test files. It is silent too for loaders that nothing reads once
-    per step: a loader bound to a name that nothing reads (in its function, or in any cell of
+    per step: a loader bound to a name that nothing reads (in its function, in its module
+    when the script's `if __name__ == "__main__":` block binds it, or in any cell of
     a notebook, IPython lines included: `%time train(model, loader)` reads it; a test loader
     built and never used); a loader handed to
     sentence-transformers' `fit` (`model.fit(train_objectives=[(loader, loss)])`,

@@ -217,7 +217,7 @@ class SyncInTrainingLoop(_PerIterationRule):
     last_logging > args.log_freq_time: ...; last_logging = now`) or a test of one of the
     loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
-    `if 0 <= step <= 2:`,
+    `if 0 <= step <= 2:`, the `else` of `if i != len(loader) - 1:`,
     `batch_count = i + 1; if batch_count == num_batches:`, `ni = i + nb * epoch; if ni < 3:`;
     the counter of `for i, batch in pbar:` after `pbar = tqdm(enumerate(loader))` too),
     also in a function the loop
