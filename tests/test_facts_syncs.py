@@ -191,6 +191,24 @@ def test_a_logging_helper_of_the_module_queues_nothing_between_two_reads() -> No
     ]
 
 
+def test_a_host_copy_a_scipy_solver_needs_is_the_algorithm() -> None:
+    """DETR's Hungarian matching and braindecode's: the assignment is needed now, for this
+    step's loss; another read of the same function is still one."""
+    facts = facts_of(
+        "import numpy as np\n"
+        "import torch\n"
+        "from scipy.optimize import linear_sum_assignment\n"
+        "def match(outputs, targets, sizes):\n"
+        "    C = torch.cdist(outputs, targets).cpu()\n"
+        "    indices = [linear_sum_assignment(c[i]) for i, c in enumerate(C.split(sizes, -1))]\n"
+        "    cost = np.nan_to_num(torch.cdist(outputs, targets).detach().cpu().numpy())\n"
+        "    rows, cols = linear_sum_assignment(cost)\n"
+        "    total = outputs.sum().item()\n"
+        "    return indices, rows, cols, total\n"
+    )
+    assert [facts.code(site.node) for site in facts.host_syncs.device_reads] == ["outputs.sum().item()"]
+
+
 def test_statements_in_a_row_that_read_are_one_site_at_the_first_read() -> None:
     facts = facts_of(
         "import torch\n"

@@ -35,7 +35,7 @@ from torchperf_lint.facts.index import (
     methods_of,
     statements_of,
 )
-from torchperf_lint.facts.loops import Loops
+from torchperf_lint.facts.loops import Loops, unwrapped_iterable
 from torchperf_lint.facts.names import (
     NameResolver,
     dotted_name,
@@ -167,6 +167,8 @@ _ELEMENTWISE_LOSS_MODULES = frozenset({
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
     "CrossEntropyLoss", "NLLLoss", "KLDivLoss",
 })
+# Host solvers that need their input now: SciPy's optimizers and graph algorithms.
+_HOST_SOLVERS = ("scipy.optimize.", "scipy.sparse.csgraph.")
 # The legacy autograd wrapper, which keeps its tensor where it is (`Variable(x.cpu())`).
 _VARIABLE = "torch.autograd.Variable"
 # Contexts whose entry queues nothing on the device.
@@ -1507,6 +1509,7 @@ class HostSyncs:
                 return None
             if (
                 self._feeds_an_environment(call)
+                or self._reaches_a_consumer(call, self._host_solvers)
                 or self._feeds_an_output(call)
                 or self._decodes_an_object(call, func.value)
                 or self._encoded_as_text(call)
@@ -1605,6 +1608,16 @@ class HostSyncs:
         return self._reaches_a_consumer(call, self._environment_steps)
 
     @cached_property
+    def _host_solvers(self) -> frozenset[cst.Call]:
+        """The module's calls of SciPy's solvers and graph algorithms
+        (`linear_sum_assignment(cost)`, DETR's Hungarian matching): they run on the host and
+        need their input now, so the read that makes it is the algorithm, not overhead."""
+        return frozenset(
+            call for call in self.index.calls
+            if (self.names.call_name(call) or "").startswith(_HOST_SOLVERS)
+        )
+
+    @cached_property
     def _environment_steps(self) -> frozenset[cst.Call]:
         """The module's `env.step(action)` calls (`_is_environment_step`)."""
         return frozenset(call for call in self.index.calls if self._is_environment_step(call))
@@ -1634,12 +1647,30 @@ class HostSyncs:
                 continue
             for argument in consumer.args:
                 passed = self._host_root(argument.value)
+                if type(passed) is cst.Name and passed.value != name:
+                    passed = self._split_from(passed, name)
                 if type(passed) is not cst.Name or passed.value != name:
                     continue
                 reaching = self.scopes.reaching_bindings(passed)
                 if reaching is None or binding in reaching:
                     return True  # a binding it cannot follow is given the benefit of the doubt
         return False
+
+    def _split_from(self, item: cst.Name, name: str) -> cst.BaseExpression:
+        """What a comprehension or loop over `name`, or over its parts, binds `item` to reads:
+        `C` for `c` in `[solve(c[i]) for i, c in enumerate(C.split(sizes, -1))]`; else
+        `item`."""
+        for target, iterated in self.tensors.iterations_around(item):
+            if item.value not in target_names(target):
+                continue
+            source = unwrapped_iterable(iterated)
+            while type(source) is cst.Call and type(source.func) is cst.Attribute and (
+                source.func.attr.value in ("split", "chunk", "unbind")
+            ):
+                source = source.func.value
+            if type(source) is cst.Name and source.value == name:
+                return source
+        return item
 
     def _host_value_of(self, read: cst.Call) -> cst.BaseExpression:
         """The outermost expression around `read` that is its value made into a host array:

@@ -313,7 +313,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     also through NumPy's conversions and from one branch of an `if`: `actions =
     q.argmax(1).cpu().numpy()` or `actions = a.cpu().numpy().clip(lo, hi)`, then
     `envs.step(actions)`; one that is only logged is still reported; or read in a function that
-    picks an agent's action: `get_action`, `select_action`, `act`), the bytes of a Python
+    picks an agent's action: `get_action`, `select_action`, `act`), values handed the same
+    way to one of SciPy's solvers (`linear_sum_assignment(cost)` after `cost =
+    C.cpu().numpy()`, also per part, `[linear_sum_assignment(c[i]) for i, c in
+    enumerate(C.split(sizes, -1))]`: DETR's Hungarian matching needs the assignment for
+    this step's loss), the bytes of a Python
     object a device buffer carried (`pickle.loads(bytes(buf[2:n + 2].tolist()))` after an
     `all_gather` of pickled objects, with the reads of that buffer's header, `n =
     buf[0].item()`, that size it, and, in a module that decodes gathered bytes, the buffer
