@@ -623,6 +623,8 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
     quantize = """
         import torch
         class VectorQuantizer(torch.nn.Module):
+            def __init__(self):
+                super(VectorQuantizer, self).__init__()
             def forward(self, z):
                 return torch.zeros(4).to(z)
         class VectorQuantizer2(torch.nn.Module):
@@ -658,9 +660,13 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
         "configs/run.yaml": summarize_launcher("model:\n  target: quantize.Launched\n"),
     }
     linked = ProgramFacts(files)
-    # A file binds the legacy class's name to the improved one: names decide, not what
-    # they resolve to, so the legacy class is kept.
-    assert not linked.never_called(function("quantize.py", "VectorQuantizer.forward"))
+    # A file binds the legacy class's name to the improved one: it names the improved one
+    # (ResShift's and VQ-Diffusion's autoencoders), and `super(VectorQuantizer, self)`
+    # in the legacy class's own method names no use of it.
+    assert linked.never_called(function("quantize.py", "VectorQuantizer.forward"))
+    assert not linked.never_called(function("quantize.py", "VectorQuantizer2.forward"))
+    files["model.py"] = summary("from quantize import VectorQuantizer\n", "model.py")
+    assert not ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
     del files["model.py"]
     linked = ProgramFacts(files)
     assert linked.never_called(function("quantize.py", "VectorQuantizer.forward"))

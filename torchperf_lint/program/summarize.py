@@ -467,16 +467,41 @@ def _declares_a_default(
 def _mentions(facts: FileFacts) -> list[str]:
     """Every identifier `facts`' module mentions but the names its definitions bind and the
     name of a class where it is only a base of another (`class OneWay(SF2M):`: the linker
-    follows `ClassSummary.bases` for those)."""
+    follows `ClassSummary.bases` for those), nor the class that `super(Cls, self)` names
+    in its own methods. A name an import gives another object
+    (`from .quantize import VectorQuantizer2 as VectorQuantizer`) mentions that object's
+    own name: the module never names the legacy class the alias spells."""
     defined = {id(definition.name) for definition in (*facts.index.functions, *facts.index.classes)}
     for cls in facts.index.classes:
         for base in cls.bases:
             named = base.value.attr if type(base.value) is cst.Attribute else base.value
             defined.add(id(named))
-    mentioned = {name.value for name in facts.index.names if id(name) not in defined}
+    for call in facts.index.calls:  # `super(VectorQuantizer, self)` in the class itself
+        if type(call.func) is cst.Name and call.func.value == "super" and call.args:
+            defined.add(id(call.args[0].value))
+    renamed = _import_aliases(facts)
+    mentioned = {
+        renamed.get(name.value, name.value) for name in facts.index.names if id(name) not in defined
+    }
     for string in facts.index.strings:
         mentioned.update(named_in_string(string.raw_value))
     return sorted(mentioned)
+
+
+def _import_aliases(facts: FileFacts) -> dict[str, str]:
+    """The names `from ... import X as Y` statements bind, each to the name it imports (`Y`
+    to `X`), where they differ."""
+    renamed = {}
+    for statement in facts.index.imports:
+        if type(statement) is not cst.ImportFrom or type(statement.names) is cst.ImportStar:
+            continue
+        for alias in statement.names:
+            if alias.asname is None or type(alias.asname.name) is not cst.Name:
+                continue
+            imported = (dotted_name(alias.name) or "").rpartition(".")[2]
+            if imported and imported != alias.asname.name.value:
+                renamed[alias.asname.name.value] = imported
+    return renamed
 
 
 def _is_periodic_value(facts: FileFacts, value: cst.BaseExpression) -> bool:

@@ -827,7 +827,9 @@ class TensorCreatedThenMoved(Rule):
     registers and no framework class other than `nn.Module` may call, the methods of a
     class that no file of the project names, configs and launchers included, and no
     decorator registers, in a module another file imports, but as the base of such classes
-    (a legacy `VectorQuantizer` beside the improved class every model imports), the `forward` of an
+    (a legacy `VectorQuantizer` beside the improved class every model imports, also as
+    `from .quantize import VectorQuantizer2 as VectorQuantizer`, which names the improved
+    one; `super(VectorQuantizer, self)` in its own methods names no use), the `forward` of an
     `autograd.Function` that no file names (it runs only through `Cls.apply`), the
     `forward` of an operator for ONNX export (a class that defines `symbolic`: its forward
     only makes up outputs while `torch.onnx.export` traces the model), and a branch
