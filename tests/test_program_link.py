@@ -418,6 +418,7 @@ def test_a_function_seldom_called_runs_under_periodic_guards_or_once() -> None:
     linked = program({
         "engine.py": """
             def validate(model, loader): pass
+            def sample(model, loader): pass
             def evaluate(model, loader): pass
             def probe(model, loader): pass
             def unused(model, loader): pass
@@ -425,7 +426,7 @@ def test_a_function_seldom_called_runs_under_periodic_guards_or_once() -> None:
                 probe(model, loader)
         """,
         "train.py": """
-            from engine import validate, evaluate, per_epoch
+            from engine import validate, sample, evaluate, per_epoch
 
             def main(args, model, loader, optimizer):
                 if args.eval:
@@ -437,6 +438,7 @@ def test_a_function_seldom_called_runs_under_periodic_guards_or_once() -> None:
                         optimizer.step()
                     if epoch % 10 == 0:
                         validate(model, loader)
+                        sample(model, loader)
                     evaluate(model, loader)
                     per_epoch(model, loader)
 
@@ -445,6 +447,9 @@ def test_a_function_seldom_called_runs_under_periodic_guards_or_once() -> None:
         """,
     })
     assert linked.seldom_called(function("engine.py", "validate"))
+    # Periodic calls only: the `--eval` one runs once, and may cover a whole corpus.
+    assert not linked.seldom_called(function("engine.py", "validate"), once=False)
+    assert linked.seldom_called(function("engine.py", "sample"), once=False)
     assert not linked.seldom_called(function("engine.py", "evaluate"))  # every epoch
     assert not linked.seldom_called(function("engine.py", "probe"))  # its caller runs each epoch
     assert not linked.seldom_called(function("engine.py", "unused"))

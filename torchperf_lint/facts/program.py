@@ -125,6 +125,11 @@ class ProgramAnswers:
         periodic guard (`if epoch % 10 == 0:`) or once (an `--eval` mode's one pass)."""
         return False
 
+    def called_periodically(self, function: cst.FunctionDef) -> bool:
+        """Whether every caller of `function` outside tests runs it under a periodic guard
+        (`if step % val_step == 0:`): not a one-off pass, which may cover a whole corpus."""
+        return False
+
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         """The DataLoader every caller outside tests passes as `parameter` of `function`."""
         return None

@@ -1479,15 +1479,15 @@ class ProgramFacts:
         """Every call of `target` outside tests runs with autograd off (and there is one)."""
         return self._without_grad.get(target, False)
 
-    def seldom_called(self, target: Target) -> bool:
+    def seldom_called(self, target: Target, once: bool = True) -> bool:
         """Whether every call of `target` outside tests (and there is one) runs on few steps:
-        under a guard that skips most (`_sparse`: `if epoch % 10 == 0:`), or outside any loop
-        of a caller that runs once (`_runs_once`): a validation every N epochs that an
-        `--eval` mode also runs once before it returns."""
+        under a guard that skips most (`_sparse`: `if epoch % 10 == 0:`), or, with `once`,
+        outside any loop of a caller that runs once (`_runs_once`): a validation every N
+        epochs that an `--eval` mode also runs once before it returns."""
         callers = self._callers.get(target, [])
         return bool(callers) and all(
             self._sparse(site, caller)
-            or site.loop == -1 and self._runs_once(caller)
+            or once and site.loop == -1 and self._runs_once(caller)
             for caller, site in (
                 (Target(file, function.qualname, "function"), site) for file, function, site in callers
             )
@@ -1801,6 +1801,9 @@ class ProgramFacts:
 
     def _answer_seldom_called(self, file: str, qualname: str) -> bool:
         return self.seldom_called(Target(file, qualname, "function"))
+
+    def _answer_called_periodically(self, file: str, qualname: str) -> bool:
+        return self.seldom_called(Target(file, qualname, "function"), once=False)
 
     def _answer_loader_argument(self, file: str, qualname: str, parameter: str) -> Answer:
         return self.loader_argument(Target(file, qualname, "function"), parameter)

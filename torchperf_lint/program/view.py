@@ -114,6 +114,9 @@ class LinkedAnswers(ProgramAnswers):
     def seldom_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("seldom_called", self.refs.qualname(function)))
 
+    def called_periodically(self, function: cst.FunctionDef) -> bool:
+        return bool(self._ask("called_periodically", self.refs.qualname(function)))
+
     def loader_argument(self, function: cst.FunctionDef, parameter: str) -> LoaderDescription | None:
         return _loader(self._ask("loader_argument", self.refs.qualname(function), parameter))
 

@@ -104,9 +104,9 @@ class DataLoaderNoWorkers(Rule):
     function or module (an embedding pass, a final `evaluate(test_loader)` after the epoch
     loop: a loop over it, or a call of a function of the module that loops over its
     parameter, that no loop encloses and that trains nothing); a loader built and read
-    once per call in a function the program calls on few steps (an `evaluate()` that
-    train.py runs every `val_step` steps, under `if step % val_step == 0:`, building its
-    loader each time); and a loader a class's
+    once per call in a function the program calls every N steps only (an `evaluate()`
+    that train.py runs under `if step % val_step == 0:`, building its loader each time; a
+    pass run once, over a test set or a corpus, is still reported); and a loader a class's
     `test_dataloader` or `predict_dataloader` hook builds (also a private method assigned
     to one: `self.test_dataloader = self._test_dataloader`; Lightning reads it only in
     `trainer.test()` or `trainer.predict()`, one pass), or one handed to such a pass outside
@@ -247,7 +247,7 @@ class DataLoaderNoPinMemory(Rule):
     after training, an embedding pass or a final test, or a `test_dataloader` hook's; its
     sampler draws a handful of samples, or its trainer reads a handful of its batches; its
     loops only look at the data; it is built and read once per call of a function called
-    on few steps; no caller takes the branch that builds it); for
+    every N steps; no caller takes the branch that builds it); for
     `DataLoader([])`, a stand-in that yields no batch; when its `collate_fn` is a project
     function that builds the batch from a plain class of its module without a `pin_memory`
     method, which pinning leaves as it is (DETR's `utils.collate_fn`, whose images become a
@@ -394,7 +394,7 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
     pass after training (an embedding pass, a final test, a `test_dataloader` hook's), its
     sampler draws a handful of samples, or the trainer it is handed to reads a handful of
     its batches, or its loops only look at the data, or it is built and read once per call
-    of a function the program calls on few steps, or it is built in a branch of its
+    of a function the program calls every N steps, or it is built in a branch of its
     function that no caller takes (`if deterministic:` with `deterministic=False`, which
     every caller leaves out: `Steps.callers_never_take`)."""
     loaders = facts.dataloaders
@@ -413,10 +413,11 @@ def _never_read_per_step(facts: FileFacts, loader: DataLoaderConstruction) -> bo
 
 def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
     """The loader is built, and read by loops that train nothing and that no other loop
-    encloses, in a function the program calls on few steps (`ProgramFacts.seldom_called`):
-    an evaluation every N steps that builds its loader anew each time, or an `--eval`
-    mode's one pass. Each call reads it once; workers would start a process pool per pass.
-    A `train()` that `main()` calls once still trains on every batch of its loader."""
+    encloses, in a function the program calls under periodic guards only
+    (`ProgramFacts.called_periodically`): an evaluation every N steps that builds its
+    loader anew each time, so workers would start a process pool per short pass. A pass
+    run once may cover a whole corpus (a retrieval scoring, a test set's inference), and
+    a `train()` that `main()` calls once trains on every batch of its loader."""
     function = facts.scopes.enclosing_function(loader.call)
     if function is None or facts.loops.enclosing_loops(loader.call):
         return False
@@ -429,7 +430,7 @@ def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool
             and not facts.loops.by_node[loop].is_training
             for loop in loops
         )
-        and facts.program.seldom_called(function)
+        and facts.program.called_periodically(function)
     )
 
 
