@@ -60,7 +60,7 @@ _TINY_IMAGE_DATASETS = frozenset({"MNIST", "FashionMNIST", "KMNIST", "EMNIST", "
 _ARROW_METHODS = frozenset({
     "map", "rename_column", "rename_columns", "remove_columns", "select_columns", "filter",
     "select", "shuffle", "train_test_split", "with_format", "sort", "flatten", "cast_column",
-    "add_column", "shard", "take", "skip",
+    "add_column", "shard", "take", "skip", "values",
 })
 _DEFERRED_TRANSFORMS = frozenset({"with_transform", "set_transform"})
 # How many names, methods and subscripts `_preprocessed_rows` follows back to the source.
@@ -909,7 +909,9 @@ class DataLoaders:
         methods, indexed by split (`tokenized["train"]`). Its rows are stored Arrow records:
         reading one is a lookup, and the collate function only pads. Names are followed to the
         bindings that reach them, each method and subscript one step deeper: a script that
-        splits, maps and selects takes a dozen (a binding a loop reaches again ends there)."""
+        splits, maps and selects takes a dozen (a binding a loop reaches again ends there); a
+        name unpacked from the splits (`train, val = ds.train_test_split(0.2).values()`) is
+        one of them."""
         if depth > _PREPROCESSING_STEPS:
             return False
         if isinstance(expression, cst.Subscript):
@@ -929,6 +931,10 @@ class DataLoaders:
             return all(self._preprocessed_rows(value, mapped, depth + 1) for value in reaching)
         name = dotted_name(expression)
         values = self.scopes.bound_values(expression)
+        unpacked = self.scopes.unpacked_from(expression) if type(expression) is cst.Name else None
+        if not values and unpacked is not None:
+            # `ds_train, ds_val = ds.train_test_split(test_size=0.2).values()`: each split.
+            return self._preprocessed_rows(unpacked[0], mapped, depth + 1)
         # `tokenized = tokenized.rename_column(...)` updates the name in place: the rows are
         # those of its other bindings, mapped if any update maps them.
         updates = [value for value in values if _updates(value, name)]

@@ -71,7 +71,8 @@ class DataLoaderNoWorkers(Rule):
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
     from `torch.randint(0, self.data.size(0) - n, (1,))`, or
     `self._data[i]["input_ids"].type(torch.int64)`), a
-    Hugging Face dataset preprocessed ahead of training with `.map`, or built from what the
+    Hugging Face dataset preprocessed ahead of training with `.map` (also a split of one,
+    `train, val = ds.train_test_split(0.2).values()`), or built from what the
     program holds (`Dataset.from_list(prompts)`, `from_dict`, `from_pandas`), and not
     transformed on access (`with_transform`, `set_transform`), a dataset read back whole from a file (`torch.load(path)`,
     `pickle.load(f)`: one saved after preprocessing, whose samples are in memory), and
