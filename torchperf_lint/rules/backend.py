@@ -15,7 +15,7 @@ from torchperf_lint.facts.models import BiasReads
 from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.facts.scopes import single_assignment
 from torchperf_lint.rules.base import Finding, ProposedFix, Rule
-from torchperf_lint.rules.edits import replace_argument, set_keyword
+from torchperf_lint.rules.edits import set_keyword
 
 TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
 
@@ -66,8 +66,8 @@ def layer_constructions(facts: FileFacts, layer_names: frozenset[str]) -> Iterat
 def bias_cancelled_by_norm(
     facts: FileFacts, layer_names: frozenset[str], norm_names: frozenset[str]
 ) -> Iterator[tuple[cst.Call, cst.Call]]:
-    """Layer constructions with a bias whose output goes straight into a BatchNorm, each
-    with the first such BatchNorm.
+    """Layer constructions with a default bias (not an explicit `bias=True`, a decision)
+    whose output goes straight into a BatchNorm, each with the first such BatchNorm.
 
     Recognised: adjacent arguments of an `nn.Sequential(...)` literal; `self.bn(self.conv(x))`;
     and `out = self.conv(x)` directly followed by `out = self.bn(out)` (the conv output is
@@ -90,8 +90,9 @@ def bias_cancelled_by_norm(
 
     def has_bias(layer: cst.Call) -> bool:
         signature = SIGNATURES.get(facts.names.call_name(layer) or "", ())
-        value = argument_value(layer, "bias", signature)
-        return value is MISSING or value is True
+        # An explicit `bias=True` is a decision (a port that mirrors a reference model's
+        # layers), as an explicit `num_workers=0` is for TPL101.
+        return argument_value(layer, "bias", signature) is MISSING
 
     def candidates() -> Iterator[tuple[cst.BaseExpression, cst.BaseExpression, cst.ClassDef | None]]:
         for call in facts.index.calls:
@@ -290,12 +291,7 @@ class _BiasBeforeBatchNorm(Rule):
     ) -> ProposedFix:
         """`layer` constructed with `bias=<bias>`."""
         qualified = facts.names.call_name(layer) or ""
-        passed = bound_argument(layer, "bias", SIGNATURES.get(qualified, ()))
-        new_call = (
-            replace_argument(layer, passed, bias)
-            if isinstance(passed, cst.Arg) and passed.keyword is None
-            else set_keyword(layer, "bias", bias)
-        )
+        new_call = set_keyword(layer, "bias", bias)  # reported layers do not pass `bias`
         # Code that reads the bias (an init function's `m.bias.data.zero_()`) would raise
         # on `None`: only its author can change it along with the layer.
         read = bias_reads.covers(layer, qualified.rsplit(".", 1)[-1])
@@ -311,6 +307,8 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     Checks for a convolution constructed with a bias (the default) whose output goes
     straight into a BatchNorm: adjacent layers of an `nn.Sequential(...)` literal, or
     `self.bn(self.conv(x))` (also `out = self.conv(x)` then `out = self.bn(out)`) in a module.
+    An explicit `bias=True` is a decision (a port that mirrors a reference model's layers,
+    layer for layer) and is left alone, as an explicit `num_workers=0` is by TPL101.
     It stays silent in a module that loads published weights into its models
     (`load_state_dict_from_url`, `hf_hub_download`, `from_pretrained`, or a `pretrained`
     switch), and in the classes such a module builds wherever they are defined: the classes

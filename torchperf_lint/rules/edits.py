@@ -84,12 +84,6 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
     return add_keyword(call, name, value)
 
 
-def replace_argument(call: cst.Call, old: cst.Arg, value: cst.BaseExpression) -> cst.Call:
-    """Replace the value of argument `old` (positional or keyword) with `value`."""
-    args = [arg.with_changes(value=value) if arg is old else arg for arg in call.args]
-    return call.with_changes(args=args)
-
-
 def remove_keyword(call: cst.Call, name: str) -> cst.Call:
     """Drop keyword argument `name`, moving its comma handling to the new last argument."""
     args = [arg for arg in call.args if arg.keyword is None or arg.keyword.value != name]
