@@ -654,8 +654,9 @@ class HostSyncs:
 
     def _light_or_host(self, call: cst.Call) -> bool:
         """A light operation (`_LIGHT_OPERATIONS`), a context that queues nothing, or host
-        bookkeeping: a builtin (`len(loader)`), the clock, `math`, a list's, a logger's or a
-        progress bar's method."""
+        bookkeeping: a builtin (`len(loader)`), the clock, `math`, a list's, a dict's, a
+        logger's or a progress bar's method; also one of PyTorch's elementwise criteria
+        (`_elementwise_loss`) and a logging helper of the module (`_host_helper`)."""
         name = last_identifier(call.func) or ""
         qualified = self.names.call_name(call) or ""
         return (
@@ -703,12 +704,13 @@ class HostSyncs:
         `self.l1_loss = nn.L1Loss()`)."""
         if qualified.startswith("torch.nn.functional."):
             return qualified.rpartition(".")[2] in _ELEMENTWISE_LOSSES
-        bound = self.scopes.bound_values(call.func)
-        return bool(bound) and all(
-            type(value) is cst.Call
-            and (self.names.call_name(value) or "").startswith("torch.nn.")
-            and (self.names.call_name(value) or "").rpartition(".")[2] in _ELEMENTWISE_LOSS_MODULES
-            for value in bound
+        built = [
+            self.names.call_name(value) or "" if type(value) is cst.Call else ""
+            for value in self.scopes.bound_values(call.func)
+        ]
+        return bool(built) and all(
+            name.startswith("torch.nn.") and name.rpartition(".")[2] in _ELEMENTWISE_LOSS_MODULES
+            for name in built
         )
 
     def _folded_after_reads(self, sites: list[HostSync], waits: set[cst.CSTNode]) -> list[HostSync]:

@@ -683,12 +683,12 @@ def _is_in_place_method(name: str) -> bool:
     return name.endswith("_") and not name.startswith("_")
 
 
-RULES = (EvalWithoutNoGrad, NoGradInsteadOfInferenceMode)
-
-
 def _decorated_function(fix: ProposedFix | None) -> cst.FunctionDef | None:
     """The function a fix decorates with `@torch.no_grad()`, or None for another fix."""
     if fix is None or len(fix.edits) != 1 or fix.edits[0].mode != "insert_before":
         return None
     node = fix.edits[0].node
     return node if type(node) is cst.FunctionDef else None
+
+
+RULES = (EvalWithoutNoGrad, NoGradInsteadOfInferenceMode)
