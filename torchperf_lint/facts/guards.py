@@ -188,10 +188,10 @@ _COMPARISON_OPERATORS = {
 }
 # How the names of settings objects end (`training_args`, `model_config`).
 _SETTINGS_SUFFIXES = tuple(_SETTINGS_OBJECTS)
-# Words in the name of a switch that turns on a debugging mode (`args.debug`,
-# `config.sanity_checks`), and words that turn the switch's meaning around
-# (`ignore_sanity_checks`, `no_debug`).
-_DEBUG_WORDS = ("debug", "sanity")
+# Words in the name of a switch that turns on a debugging or profiling mode (`args.debug`,
+# `config.sanity_checks`, `self.train_profile`), and words that turn the switch's meaning
+# around (`ignore_sanity_checks`, `no_debug`).
+_DEBUG_WORDS = ("debug", "sanity", "profil")
 _NEGATING_WORDS = ("ignore", "skip", "disable", "no_", "without")
 # Names of flags that say a step trains (`self.training`, `is_train`).
 _TRAINING_FLAGS = frozenset({"training", "is_train", "is_training", "train_mode"})
@@ -684,9 +684,11 @@ class Guards:
         return False
 
     def debug_only(self, node: cst.CSTNode) -> bool:
-        """Whether `node` runs only in a debugging or sanity-checking mode: the body of `if
-        args.debug:`, `if self.debug_mode and ...:` or `if not config.ignore_sanity_checks:`.
-        A user who turns such a mode on trades speed for checks on purpose."""
+        """Whether `node` runs only in a debugging, sanity-checking or profiling mode: the
+        body of `if args.debug:`, `if self.debug_mode and ...:`, `if not
+        config.ignore_sanity_checks:` or `if self.train_profile and ...:` (a `--profile`
+        run that synchronizes to time each part). A user who turns such a mode on trades
+        speed for checks or measurements on purpose."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 return False
@@ -1722,8 +1724,8 @@ def _names_one_of(test: cst.BaseExpression, names: set[str]) -> bool:
 
 
 def _turns_on_debugging(test: cst.BaseExpression) -> bool:
-    """`debug`, `args.debug_mode`, `not cfg.ignore_sanity_checks`: true only in a debugging
-    mode; also a debugging level compared with a literal so that the test holds only when the
+    """`debug`, `args.debug_mode`, `not cfg.ignore_sanity_checks`, `args.profile`: true
+    only in a debugging or profiling mode; also a debugging level compared with a literal so that the test holds only when the
     level is on (`opt.debug > 0`, `debug >= 1`, `debug == 2`, `debug != 0`, `debug is not
     None`)."""
     if isinstance(test, cst.Comparison):

@@ -242,10 +242,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     range test, outside any other loop: a tutorial's few dozen full-batch steps,
     whose waits add up to milliseconds; the functions it calls are still judged), in a
     handful of forward and backward passes that update nothing (`for _ in range(3):` outside
-    any other loop: a benchmark's warm-up, or its profiled run), in a debugging mode (`if args.debug:`, `if not
-    config.ignore_sanity_checks:`, a level such as `if opt.debug > 0:`: a switch whose name
-    says debug or sanity check, which
-    users turn on to trade speed for checks), in a branch that needs a value of the run's
+    any other loop: a benchmark's warm-up, or its profiled run), in a debugging or profiling
+    mode (`if args.debug:`, `if not config.ignore_sanity_checks:`, a level such as `if
+    opt.debug > 0:`, `if self.train_profile and ...: torch.cuda.synchronize()`: a switch
+    whose name says debug, sanity check or profile, which users turn on to trade speed for
+    checks or measurements), in a branch that needs a value of the run's
     settings that no run the project ships gives them (`if args.verbose:` for a
     `--verbose` flag, off by default, that no shell script, README command, YAML or JSON
     config or Python launcher of the project passes; the `else` of `if
