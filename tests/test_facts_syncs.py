@@ -72,16 +72,21 @@ def test_device_reads_are_the_values_the_host_waits_for() -> None:
     ]
 
 
+def reads_and_their_others(facts) -> list[tuple[str, list[str]]]:
+    """Each site of `HostSyncs.device_reads`, with the reads folded into it, as source."""
+    return [
+        (facts.code(site.node), [facts.code(other.node) for other in site.others])
+        for site in facts.host_syncs.device_reads
+    ]
+
+
 def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
     """The first read empties the queue: a later one waits for nothing new, also past host
     work, into a `with` on host values or an `if` on a plain flag, and after a read in an
     `if`'s test; device work between ends it, and a read after a wait reported nowhere (one
     its comment says is on purpose) is dropped."""
     facts = facts_of(TRAINING)
-    found = [
-        (facts.code(site.node), [facts.code(other.node) for other in site.others])
-        for site in facts.host_syncs.device_reads
-    ]
+    found = reads_and_their_others(facts)
     assert found == [
         ("loss.item()", []),  # `int(torch.randint(4, (1,)))` queues work between
         ("x.cpu()", ["float(loss)", 'print(f"{loss:.3f}")']),
@@ -107,10 +112,7 @@ def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
         "        print(loss.item())\n"
         "    print(loss.item())\n"
     )
-    found = [
-        (facts.code(site.node), [facts.code(other.node) for other in site.others])
-        for site in facts.host_syncs.device_reads
-    ]
+    found = reads_and_their_others(facts)
     assert found == [
         ("loss.item()", ["loss.item()", "loss.item()", "torch.isnan(loss)"]),
         ("loss.item()", []),  # under `if step % 10 == 0:`
@@ -125,10 +127,7 @@ def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
         "        metrics[key] = value.item()\n"
         "    metrics['loss'] = loss.item()\n"
     )
-    assert [
-        (facts.code(site.node), [facts.code(other.node) for other in site.others])
-        for site in facts.host_syncs.device_reads
-    ] == [("value.item()", ["loss.item()"])]
+    assert reads_and_their_others(facts) == [("value.item()", ["loss.item()"])]
 
 
 def test_an_elementwise_criterion_between_two_reads_queues_little() -> None:
@@ -152,10 +151,7 @@ def test_an_elementwise_criterion_between_two_reads_queues_little() -> None:
         "        style_loss = self.perceptual_loss(pred, frames)\n"
         "        writer.add_scalar('style', style_loss.item())\n"
     )
-    assert [
-        (facts.code(site.node), [facts.code(other.node) for other in site.others])
-        for site in facts.host_syncs.device_reads
-    ] == [
+    assert reads_and_their_others(facts) == [
         ("gan_loss.item()", ["hole_loss.item()", "valid_loss.item()"]),
         ("style_loss.item()", []),
     ]
@@ -181,11 +177,7 @@ def test_a_logging_helper_of_the_module_queues_nothing_between_two_reads() -> No
         "        score = self.score(pred)\n"
         "        self.add_summary(writer, 'score', score.item())\n"
     )
-    assert [
-        (facts.code(site.node), [facts.code(other.node) for other in site.others])
-        for site in facts.host_syncs.device_reads
-        if facts.scopes.enclosing_function(site.node).name.value == "step"
-    ] == [
+    assert reads_and_their_others(facts) == [
         ("loss.item()", ["hole.item()"]),
         ("score.item()", []),
     ]
