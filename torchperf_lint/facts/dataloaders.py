@@ -18,7 +18,7 @@ from torchperf_lint.facts.arguments import (
     literal_value,
 )
 from torchperf_lint.facts.devices import is_accelerator_target, is_cpu_device, mentions_cuda_device
-from torchperf_lint.facts.guards import is_main_test
+from torchperf_lint.facts.guards import under_main_guard
 from torchperf_lint.facts.index import (
     SyntaxIndex,
     descendants,
@@ -1007,7 +1007,7 @@ class DataLoaders:
         function = self.scopes.enclosing_function(bound)
         if (
             function is None
-            and not _in_main_block(self.scopes, bound)
+            and not under_main_guard(self.scopes, bound)
             and (notebook_names is None or bound.value in notebook_names)
         ):
             return False  # another module may import it, or an IPython line reads it
@@ -1712,11 +1712,3 @@ def _names_a_tokenizer(identifier: str) -> bool:
 def _names_pixels(identifier: str) -> bool:
     """`image_processor`, `pixel_values`, `audio`: a name of images or audio."""
     return any(word in identifier.lower() for word in _PIXEL_WORDS)
-
-
-def _in_main_block(scopes: Scopes, node: cst.CSTNode) -> bool:
-    """Inside the module's `if __name__ == "__main__":` block."""
-    return any(
-        type(parent) is cst.If and child is parent.body and is_main_test(parent.test)
-        for parent, child in scopes.ancestors_with_child(node)
-    )

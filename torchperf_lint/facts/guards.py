@@ -1219,10 +1219,7 @@ class Guards:
 
     def under_main_guard(self, node: cst.CSTNode) -> bool:
         """Inside `if __name__ == "__main__":`, where spawned workers do not re-run it."""
-        for parent, child in self.scopes.ancestors_with_child(node):
-            if isinstance(parent, cst.If) and child is parent.body and is_main_test(parent.test):
-                return True
-        return False
+        return under_main_guard(self.scopes, node)
 
     def in_compatibility_shim(self, node: cst.CSTNode) -> bool:
         """Inside an `except` that catches a missing API (`ImportError`, `AttributeError`,
@@ -1365,6 +1362,14 @@ def _stage(expression: cst.BaseExpression) -> str | None:
     if word in ("train", "training", "fit"):
         return "train"
     return "eval" if word in _EVALUATION_STAGES else None
+
+
+def under_main_guard(scopes: Scopes, node: cst.CSTNode) -> bool:
+    """Inside the module's `if __name__ == "__main__":` block."""
+    return any(
+        type(parent) is cst.If and child is parent.body and is_main_test(parent.test)
+        for parent, child in scopes.ancestors_with_child(node)
+    )
 
 
 def is_main_test(test: cst.BaseExpression) -> bool:

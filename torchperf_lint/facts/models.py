@@ -15,7 +15,7 @@ from functools import cached_property
 import libcst as cst
 
 from torchperf_lint.facts.arguments import literal_value
-from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants, methods_of
+from torchperf_lint.facts.index import ScopeNode, SyntaxIndex, descendants
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier
 from torchperf_lint.facts.scopes import Scopes
 
@@ -290,7 +290,7 @@ class ModelUse:
                 qualified = self.names.call_name(call) or ""
                 if qualified in _FILE_DOWNLOADS or last_identifier(call.func) in _FILE_DOWNLOAD_NAMES:
                     return True
-                pending.extend(self._called_functions(call, current))
+                pending.extend(self.scopes.functions_called(call, current))
         return False
 
     @cached_property
@@ -299,35 +299,6 @@ class ModelUse:
         for call in self.index.calls:
             calls.setdefault(self.scopes.enclosing_function(call), []).append(call)
         return calls
-
-    @cached_property
-    def _module_functions(self) -> dict[str, cst.FunctionDef]:
-        return {
-            function.name.value: function
-            for function in self.index.functions
-            if self.scopes.enclosing_function(function) is None
-            and self.scopes.enclosing_class(function) is None
-        }
-
-    def _called_functions(
-        self, call: cst.Call, caller: cst.FunctionDef | None
-    ) -> list[cst.FunctionDef]:
-        """The module's function `call` runs (`_download_weights()`), or a method of the
-        caller's class (`self._download()`)."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            found = self._module_functions.get(func.value)
-            return [found] if found is not None else []
-        if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value in ("self", "cls")
-            and caller is not None
-        ):
-            cls = self.scopes.enclosing_class(caller)
-            if cls is not None:
-                return methods_of(cls, [func.attr.value])
-        return []
 
     @cached_property
     def bias_reads(self) -> BiasReads:

@@ -13,6 +13,7 @@ from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     SyntaxIndex,
+    methods_of,
     nearest_ancestor,
     statements_of,
 )
@@ -29,6 +30,7 @@ class Scopes:
         self.parents = index.parents
         self._binders = index.binders
         self._function_of = index.function_of
+        self._functions = index.functions
         self._classes: dict[cst.CSTNode, cst.CSTNode | None] = {}  # for `enclosing_class`
         # Per function, the names of its parameters (for `is_parameter`).
         self._parameters: dict[cst.FunctionDef, frozenset[str]] = {}
@@ -102,6 +104,38 @@ class Scopes:
         while function is not None:
             yield function
             function = self._function_of.get(id(function))
+
+    @cached_property
+    def module_functions(self) -> dict[str, cst.FunctionDef]:
+        """The functions defined outside any function or class, by name (the last wins)."""
+        return {
+            function.name.value: function
+            for function in self._functions
+            if self.enclosing_function(function) is None and self.enclosing_class(function) is None
+        }
+
+    def functions_called(
+        self,
+        call: cst.Call,
+        caller: cst.FunctionDef | None,
+        receivers: tuple[str, ...] = ("self", "cls"),
+    ) -> list[cst.FunctionDef]:
+        """The module's function `call` runs (`_download_weights()`), or the methods of the
+        caller's class it may run on one of `receivers` (`self._download()`)."""
+        func = call.func
+        if type(func) is cst.Name:
+            found = self.module_functions.get(func.value)
+            return [found] if found is not None else []
+        if (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value in receivers
+            and caller is not None
+        ):
+            cls = self.enclosing_class(caller)
+            if cls is not None:
+                return methods_of(cls, [func.attr.value])
+        return []
 
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         return nearest_ancestor(self.parents, self._classes, node, _CLASS_TYPES)

@@ -32,7 +32,6 @@ from torchperf_lint.facts.index import (
     SyntaxIndex,
     children,
     descendants,
-    methods_of,
     statements_of,
 )
 from torchperf_lint.facts.loops import Loops, unwrapped_iterable
@@ -671,32 +670,16 @@ class HostSyncs:
         caller's class on `self` (`self.add_summary(writer, name, value)`), whose own calls
         are all host bookkeeping or light work (`_light_or_host`, helpers of its own
         included): a logging helper that adds a value to a dict and a writer."""
-        helper = self._own_function(call)
-        if helper is None:
+        called = self.scopes.functions_called(call, self.scopes.enclosing_function(call), ("self",))
+        if len(called) != 1:
             return False
+        helper = called[0]
         if helper not in self._host_helpers:
             self._host_helpers[helper] = False  # a helper that calls itself is none
             self._host_helpers[helper] = all(
                 self._light_or_host(inner) for inner in self.index.inside(self.index.calls, helper)
             )
         return self._host_helpers[helper]
-
-    def _own_function(self, call: cst.Call) -> cst.FunctionDef | None:
-        """The function of this module `call` runs: a module-level `def` it names, or a
-        method of its own class called on `self`."""
-        func = call.func
-        if type(func) is cst.Name:
-            candidates = [
-                function for function in self.index.functions
-                if function.name.value == func.value and self.scopes.enclosing_function(function) is None
-                and self.scopes.enclosing_class(function) is None
-            ]
-        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
-            cls = self.scopes.enclosing_class(call)
-            candidates = methods_of(cls, (func.attr.value,)) if cls is not None else []
-        else:
-            return None
-        return candidates[0] if len(candidates) == 1 else None
 
     def _elementwise_loss(self, call: cst.Call, qualified: str) -> bool:
         """One of PyTorch's elementwise criteria: `F.l1_loss(a, b)`, or a call of a name or
