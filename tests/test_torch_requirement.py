@@ -664,6 +664,27 @@ def test_a_pinned_triton_names_the_torch_release_it_installs_with(tmp_path, line
     assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("requirements.txt",))
 
 
+@pytest.mark.parametrize(
+    ("lines", "oldest", "below"),
+    [
+        # HyenaDNA: no torch line, and "torchtext==0.14.0 # this needs to align with the
+        # pytorch version".
+        ("torchvision\ntorchtext==0.14.0 # this needs to align with the pytorch version\n", (1, 13, 0), (1, 14, 0)),
+        ("torch>=1.7\ntorchvision==0.8.2\n", (1, 7, 0), (1, 8, 0)),
+        ("torchvision==0.15.2\ntorchaudio==2.0.2\n", (2, 0, 0), (2, 1, 0)),
+        ("torchaudio==0.13.1\n", (1, 13, 0), (1, 14, 0)),
+        ("torch\ntorchvision==0.19.*\n", (2, 4, 0), (2, 5, 0)),
+        # A range, or a release past the table, says nothing.
+        ("torch>=2.0\ntorchvision>=0.15\n", (2, 0, 0), None),
+        ("torch>=2.0\ntorchvision==0.40.0\n", (2, 0, 0), None),
+    ],
+)
+def test_a_pinned_torchvision_torchaudio_or_torchtext_names_its_torch_release(tmp_path, lines, oldest, below):
+    write_files(tmp_path, {"requirements.txt": lines})
+    declared = declared_torch(tmp_path)
+    assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("requirements.txt",))
+
+
 def test_a_triton_range_alone_declares_nothing(tmp_path):
     write_files(tmp_path, {"requirements.txt": "triton>=2.1\nnumpy\n"})
     assert declared_torch(tmp_path) is None

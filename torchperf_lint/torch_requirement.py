@@ -20,7 +20,11 @@ these names `torch` with or without a version:
   the file's `torch` lines, or alone where the file is the folder's one requirements file
   (among several, a Triton pin with no torch line is what an optional feature needs:
   `requirements/requirements-sparseattention.txt`) (Triton 2.0–2.3 go with PyTorch 2.0–2.3,
-  3.0–3.4 with 2.4–2.8; other Triton releases say nothing);
+  3.0–3.4 with 2.4–2.8; other Triton releases say nothing); so does a pinned torchvision,
+  torchaudio or torchtext, each release of which requires one PyTorch release
+  (`torchtext==0.14.0` installs PyTorch 1.13; torchvision 0.5–0.24 go with PyTorch
+  1.4–2.9, torchaudio 0.4–0.13 and 2.0–2.9 with 1.4–1.13 and 2.0–2.9, torchtext 0.5–0.18 with
+  1.4–2.3);
 - a conda environment file (`environment.yml`, `environment.yaml`, `environment-gpu.yml`,
   or a conda file named `requirements.yaml`, `conda.yml`): its `dependencies`
   (`pytorch=1.12.1`, `pytorch>=2.1`, `pytorch::pytorch`, also `pytorch-gpu`/`pytorch-cpu`)
@@ -350,6 +354,10 @@ def _torch_in(lines: Iterable[str], pin_declares: bool = True) -> Iterator[Torch
 # - PyTorch's conda channel builds each release for a few CUDA versions, chosen with the
 #   `pytorch-cuda` package (from 1.13, its first, to 2.5, its last): `pytorch-cuda=11.7`
 #   installs PyTorch 1.13 or 2.0.
+# - Each release of torchvision, torchaudio and torchtext is built against one PyTorch
+#   release and requires it (their compatibility tables): torchvision 0.5–0.14 go with
+#   PyTorch 1.4–1.13 and 0.15–0.24 with 2.0–2.9; torchaudio 0.4–0.13 with 1.4–1.13 and 2.0–2.9
+#   with the same PyTorch; torchtext 0.5–0.14 with 1.4–1.13 and 0.15–0.18 with 2.0–2.3.
 _TORCH_OF_COMPANION: dict[str, dict[tuple[int, int], tuple[Version, Version]]] = {
     "triton": {
         (0, 2): ((1, 0), (2, 0)), (0, 3): ((1, 0), (2, 0)), (0, 4): ((1, 0), (2, 0)),
@@ -360,6 +368,18 @@ _TORCH_OF_COMPANION: dict[str, dict[tuple[int, int], tuple[Version, Version]]] =
     "pytorch-cuda": {
         (11, 6): ((1, 13), (1, 14)), (11, 7): ((1, 13), (2, 1)), (11, 8): ((2, 0), (2, 6)),
         (12, 1): ((2, 1), (2, 6)), (12, 4): ((2, 4), (2, 6)),
+    },
+    "torchvision": {
+        (0, 4): ((1, 2), (1, 4)), **{(0, minor): ((1, minor - 1), (1, minor)) for minor in range(5, 15)},
+        **{(0, minor): ((2, minor - 15), (2, minor - 14)) for minor in range(15, 25)},
+    },
+    "torchaudio": {
+        **{(0, minor): ((1, minor), (1, minor + 1)) for minor in range(4, 14)},
+        **{(2, minor): ((2, minor), (2, minor + 1)) for minor in range(10)},
+    },
+    "torchtext": {
+        **{(0, minor): ((1, minor - 1), (1, minor)) for minor in range(5, 15)},
+        **{(0, minor): ((2, minor - 15), (2, minor - 14)) for minor in range(15, 19)},
     },
 }
 
