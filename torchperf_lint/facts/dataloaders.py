@@ -101,8 +101,9 @@ _TENSOR_METHODS = frozenset({
     "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
     "type",
 })
-# NumPy's and SciPy's conversions of an array (a sparse matrix's row made dense).
-_ARRAY_METHODS = frozenset({"toarray", "todense", "astype", "copy"})
+# NumPy's and SciPy's conversions of an array (a sparse matrix's row made dense), and the
+# views of a dict of arrays (`{k: v[idx] for k, v in self.data.items()}`).
+_ARRAY_METHODS = frozenset({"toarray", "todense", "astype", "copy", "items", "keys", "values"})
 # Words in an attribute's name that say it holds what the training collects as it runs.
 _LIVE_STATE = ("buffer", "replay", "rollout")
 # Hugging Face's collators of text: their batches are token ids, masks and labels.
@@ -452,8 +453,10 @@ class DataLoaders:
         """A call that reads and decodes nothing: a PyTorch factory or a builtin such as
         `range` or `len` (`super().__init__()` too), a seeded generator
         (`torch.Generator().manual_seed(42)`), or a tensor method that reads only its tensor
-        (`self.data.size(0)`, `self.data[start:end].long()`) or an array conversion
-        (`torch.from_numpy(self.x[index].toarray()[0])` of a sparse matrix's row)."""
+        (`self.data.size(0)`, `self.data[start:end].long()`), an array conversion
+        (`torch.from_numpy(self.x[index].toarray()[0])` of a sparse matrix's row) or the
+        items of a dict of arrays (`{k: v[idx] for k, v in self.data.items()}`: precomputed
+        features)."""
         qualified = self.names.call_name(call) or ""
         if qualified.startswith("torch."):
             return qualified.removeprefix("torch.") in _FACTORIES

@@ -624,7 +624,9 @@ class DataParallel(Rule):
     missing `torch.no_grad()` is TPL701's finding), or the module trains nowhere; when the
     wrapper is unwrapped before anything runs it (`decoder = nn.DataParallel(decoder)`,
     `decoder.load_state_dict(state)`, `decoder = decoder.module.cuda()`: wrapped only to load
-    a checkpoint saved from a wrapped model); and in test files.
+    a checkpoint saved from a wrapped model); in the CPU branch of a device test (the `else`
+    of `if torch.cuda.is_available():`, where the wrapper only keeps `.module` uniform and
+    the CUDA branch's construction is the finding); and in test files.
 
     ## Why is this bad?
     `DataParallel` replicates the model onto every GPU on every forward pass, scatters the
@@ -668,7 +670,11 @@ class DataParallel(Rule):
         if facts.models.builds_distributed_wrapper or not _trains(facts):
             return
         for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
-            if not _only_run_without_grad(facts, call) and not _unwrapped_before_running(facts, call):
+            if (
+                not _only_run_without_grad(facts, call)
+                and not _unwrapped_before_running(facts, call)
+                and not facts.guards.cpu_branch(call)
+            ):
                 yield self.finding(call)
 
 

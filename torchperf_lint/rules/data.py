@@ -67,7 +67,7 @@ class DataLoaderNoWorkers(Rule):
     `__getitem__` or `__iter__` calls nothing but PyTorch's factories, builtins and tensor
     methods that read only their tensor, or NumPy's and SciPy's conversions of what it
     indexes (`torch.from_numpy(self.x[index].toarray()[0])`, a sparse matrix's row made
-    dense) (it only indexes what it holds, returns constants or
+    dense; `{k: v[idx] for k, v in self.data.items()}`, a dict of precomputed features) (it only indexes what it holds, returns constants or
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
     from `torch.randint(0, self.data.size(0) - n, (1,))`, or
     `self._data[i]["input_ids"].type(torch.int64)`), a

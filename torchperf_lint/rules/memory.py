@@ -210,7 +210,7 @@ class GraphTracker:
                 return not (
                     frozen
                     or facts.guards.grad_disabled(value)
-                    or self._criterion_of_detached_values(value)
+                    or self._criterion_of_detached_values(value, loop, depth)
                 )
             func = value.func
             if isinstance(func, cst.Attribute) and func.attr.value in _GRAPH_KEEPING_METHODS:
@@ -226,15 +226,52 @@ class GraphTracker:
             return True
         return any(self.carries_graph(binding, loop, depth + 1) for binding in bindings)
 
-    def _criterion_of_detached_values(self, call: cst.Call) -> bool:
+    def _criterion_of_detached_values(self, call: cst.Call, loop: LoopFacts, depth: int) -> bool:
         """A criterion (`criterion`, `loss_fn`: a module whose name says it computes a loss,
-        which holds no parameters) given only detached values (`criterion(pred.detach().cpu(),
-        true.detach().cpu())`): it records no graph."""
+        which holds no parameters) given only values without a graph: detached ones
+        (`criterion(pred.detach().cpu(), true.detach().cpu())`), or a prediction computed with
+        autograd off (`with torch.no_grad(): logits = model(batch).logits`, then
+        `loss_fct(logits[:, :-1].float().view(-1, v), labels.view(-1))`) beside targets not
+        known to carry one: it records no graph."""
         identifier = (last_identifier(call.func) or "").lower()
+        if not ("criterion" in identifier or "loss" in identifier) or not call.args:
+            return False
+        if any(arg.star for arg in call.args):
+            return False
+        prediction, *targets = (arg.value for arg in call.args)
         return (
-            ("criterion" in identifier or "loss" in identifier)
-            and bool(call.args)
-            and all(not arg.star and self.is_detached(arg.value) for arg in call.args)
+            self.is_detached(prediction) or self._computed_without_grad(prediction, loop)
+        ) and all(
+            self.is_detached(target) or not self.carries_graph(target, loop, depth + 1)
+            for target in targets
+        )
+
+    def _computed_without_grad(self, value: cst.BaseExpression, loop: LoopFacts, depth: int = 0) -> bool:
+        """A model's output computed under `torch.no_grad()` (or a frozen model's), through
+        the names it is bound to, its indexing, attributes and the methods that keep a graph
+        (`logits[:, :-1, :].contiguous().float()`)."""
+        facts = self.facts
+        while True:
+            if isinstance(value, cst.Subscript):
+                value = value.value
+            elif isinstance(value, cst.Call) and facts.tensors.is_module_call(value):
+                return dotted_name(value.func) in facts.models.frozen or facts.guards.grad_disabled(value)
+            elif (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in _GRAPH_KEEPING_METHODS | {"contiguous"}
+            ):
+                value = value.func.value
+            elif isinstance(value, cst.Attribute) and isinstance(value.value, cst.Call):
+                value = value.value  # `model(batch).logits`
+            else:
+                break
+        if not isinstance(value, cst.Name) or depth > 3:
+            return False
+        bindings = self._bindings_seen_by(value, loop)
+        return bool(bindings) and all(
+            self.is_detached(binding) or self._computed_without_grad(binding, loop, depth + 1)
+            for binding in bindings
         )
 
     def _bindings_seen_by(self, name: cst.BaseExpression, loop: LoopFacts) -> list[cst.BaseExpression]:
@@ -287,7 +324,9 @@ class LossGraphRetained(Rule):
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad` or by a model frozen with `requires_grad_(False)` (its parameters record no
     graph), a criterion's output from detached values only (`criterion(pred.detach().cpu(),
-    true.detach().cpu())`), containers the function later reads with `.numpy()` and no `.detach()`
+    true.detach().cpu())`) or from a prediction computed under `no_grad` (`with
+    torch.no_grad(): logits = model(batch).logits`, then `loss_fct(logits[:, :-1].float(),
+    labels)`: a perplexity evaluation), containers the function later reads with `.numpy()` and no `.detach()`
     (`mu.cpu().numpy()`, which raises on a tensor that requires grad: the code runs only
     without a graph), accumulation that is itself backpropagated (`loss = loss + l` then
     `loss.backward()`, or a `loss_scaler(loss, optimizer)` helper), containers rebound in

@@ -65,6 +65,8 @@ class _PerIterationRule(Rule):
                 continue  # `for i in range(50):` a few dozen waits in all
             if step.loop is None and step.kind != self.step_kind:
                 continue
+            if facts.guards.cpu_branch(site.node):
+                continue  # the `else` of `if device.type == "cuda":` reads host values
             if on_cuda is None:
                 on_cuda = self.runs_on_cuda(facts)
             if not on_cuda:
@@ -333,7 +335,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
     (b,))`, nanoGPT's `get_batch`), tensors read from a file into host memory
     (`int(header[2])` with `header = torch.from_file(path, False, 256, dtype=torch.int32)`),
-    a read whose comment says it waits on purpose (`loss_item = loss.item()  #
+    reads in the CPU branch of a device test (the `else` of `if device.type == "cuda":` or
+    of `if torch.cuda.is_available():`, the body of `if device.type == "cpu":`: a benchmark's
+    timing loop for the host, whose values are host tensors), a read whose comment says it waits on purpose (`loss_item = loss.item()  #
     synchronization`, also `# sync` on the line above), the message of an `assert` (computed only
     when it fails), the fallback for an empty input (`if len(boxes) == 0:`, `if
     num_insts == 0:`), failure paths (an `except` handler, a branch that raises, what follows
