@@ -10,10 +10,10 @@ import libcst as cst
 
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
-from torchperf_lint.facts.arguments import MISSING, argument_value
+from torchperf_lint.facts.arguments import MISSING, UNKNOWN, argument_value, literal_value
 from torchperf_lint.facts.guards import CLOCKS
 from torchperf_lint.facts.index import descendants
-from torchperf_lint.facts.names import last_identifier
+from torchperf_lint.facts.names import dotted_name, last_identifier
 from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
 
 CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool", "builtins.print"})
@@ -105,7 +105,9 @@ class CudaTimingWithoutSync(Rule):
     of a timer that uses CUDA events on its CUDA branch, the `else` of `if device.type ==
     "cuda":` or of `if torch.cuda.is_available():`, also of a name bound to such tests,
     `use_cuda_events = device.startswith("cuda") and torch.cuda.is_available()`): CPU work
-    runs synchronously.
+    runs synchronously. Nor is the call of a model that its function builds and never moves,
+    on inputs in host memory (`net = ShuffleV2(num_classes=100)`, `x = torch.randn(2, 3,
+    32, 32)`, then `net(x)`: a model file's `__main__` smoke test, which runs on the CPU).
     Reported at the clock read that ends the interval.
 
     Not reported: rolling timers of a training or DataLoader loop (`t1 = time.time();
@@ -253,7 +255,34 @@ class CudaTimingWithoutSync(Rule):
             return True
         if method == "step" and facts.loops.is_optimizer_or_scaler(node.func.value):
             return True
-        return facts.tensors.is_module_call(node) or self._is_device_tensor(facts, node)
+        if facts.tensors.is_module_call(node):
+            return not self._host_model_call(facts, node)
+        return self._is_device_tensor(facts, node)
+
+    @staticmethod
+    def _host_model_call(facts: FileFacts, call: cst.Call) -> bool:
+        """`net(x)` where `net` is only bound to a construction in its scope (`net =
+        ShuffleV2(num_classes=100)`), nothing there moves it (`net.cuda()`, `net.to(device)`)
+        and every argument is in host memory (`x = torch.randn(2, 3, 32, 32)`): a model file's
+        `__main__` smoke test, which runs on the CPU."""
+        if type(call.func) is not cst.Name:
+            return False
+        bindings = facts.scopes.bound_values(call.func)
+        if not bindings or not all(
+            type(value) is cst.Call and not _moves(value) for value in bindings
+        ):
+            return False
+        scope = facts.scopes.enclosing_function(call)
+        if any(
+            _moves(other) and dotted_name(other.func.value) == call.func.value
+            and facts.scopes.enclosing_function(other) is scope
+            for other in facts.index.calls
+        ):
+            return False
+        return all(
+            literal_value(arg.value) is not UNKNOWN or facts.host_syncs.is_host_value(arg.value)
+            for arg in call.args
+        )
 
     @staticmethod
     def _is_device_tensor(facts: FileFacts, node: cst.BaseExpression) -> bool:
@@ -299,6 +328,11 @@ class CudaTimingWithoutSync(Rule):
         passes_tensor = any(facts.tensors.is_tensor(arg.value) for arg in node.args)
         formats = any(isinstance(arg.value, cst.FormattedString) for arg in node.args)
         return passes_tensor or (qualified in CONVERSIONS and formats)
+
+
+def _moves(call: cst.Call) -> bool:
+    """`net.cuda()`, `net.to(device)`: a move to a device (or any other `.to`)."""
+    return type(call.func) is cst.Attribute and call.func.attr.value in ("cuda", "to")
 
 
 def _has_multiline_string(node: cst.CSTNode, facts: FileFacts) -> bool:
