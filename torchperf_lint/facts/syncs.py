@@ -180,6 +180,11 @@ _INDEXING = "Indexing a device tensor with a host-memory index"
 _INDEX_ADVICE = "build the index on the device (`torch.randperm(n, device=device)`)"
 # How to stop an explicit synchronize from waiting on every step.
 _SYNCHRONIZE_ADVICE = "remove it, or synchronize only where a clock reads the time it bounds"
+# For a synchronize before the clock read of a timer the training loop restarts.
+_STEP_TIMER_ADVICE = (
+    "remove it: the loop's restarted timer measures the average step time without it (time"
+    " single steps with CUDA events)"
+)
 # Calls that show or save an image or a video frame (`cv2.imshow`, a GIF writer's
 # `append_data`, `writer.add_image`): a frame copied to the host for one of them is the
 # program's output, not a wait to remove.
@@ -322,9 +327,9 @@ class HostSyncs:
             HostSync(subscript, _INDEXING, advice=_INDEX_ADVICE) for subscript in self._host_indexes
         )
         found.extend(
-            HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,", advice=_SYNCHRONIZE_ADVICE)
+            HostSync(call, f"`{self.names.call_name(call)}()`, an explicit wait,", advice=advice)
             for call in self._explicit_synchronizations
-            if not self._next_to_a_clock(call)
+            if (advice := self._synchronize_advice(call)) is not None
         )
         # What empties the queue when it runs: not an assert's message (computed only when
         # it fails), nor a read on a side stream (which waits for that stream alone).
@@ -562,6 +567,51 @@ class HostSyncs:
             )
             for neighbour in neighbours
             for node in descendants(neighbour)
+        )
+
+    def _synchronize_advice(self, call: cst.Call) -> str | None:
+        """How to stop an explicit synchronize from waiting, or None for one that bounds a
+        timed interval (`_next_to_a_clock`) but for a training step's restarted timer."""
+        if not self._next_to_a_clock(call):
+            return _SYNCHRONIZE_ADVICE
+        return _STEP_TIMER_ADVICE if self._times_each_training_step(call) else None
+
+    def _times_each_training_step(self, call: cst.Call) -> bool:
+        """The synchronize, in a training loop, comes right before the clock read of a timer
+        that the loop restarts after that read (`torch.cuda.synchronize()`, then
+        `batch_time.update(time.time() - end)`, then `end = time.time()`): the interval runs
+        from one iteration to the next, and such a rolling timer measures the throughput
+        without it (the full launch queue throttles the host), so it waits on every step for
+        a number that was right already. A region timed inside the iteration (`start =
+        time.perf_counter()` before a forward) needs it."""
+        loop = self.loops.nearest_loop(call)
+        line = self._line_of(call)
+        lines = statements_of(self.index.parents.get(line))
+        if loop is None or not loop.is_training or line not in lines:
+            return False
+        following = lines[lines.index(line) + 1:lines.index(line) + 2]
+        order = self.index.preorder
+        return any(
+            type(node) is cst.BinaryOperation
+            and type(node.operator) is cst.Subtract
+            and type(node.right) is cst.Name
+            and (restarts := [
+                value for value in self.scopes.bound_values(node.right)
+                if self.index.contains(loop.node, value)
+            ])
+            # Restarted after it is read: the interval runs from one iteration to the next.
+            and all(
+                type(value) is cst.Call
+                and self.names.call_name(value) in CLOCKS
+                and order[value] > order[node]
+                for value in restarts
+            )
+            and any(
+                type(read) is cst.Call and self.names.call_name(read) in CLOCKS
+                for read in (node.left, *descendants(node.left))
+            )
+            for statement in following
+            for node in descendants(statement)
         )
 
     def _records_an_event(self, call: cst.Call) -> bool:

@@ -140,7 +140,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     a CUDA event's `start.elapsed_time(end)`, which needs the synchronize, `start.record()`
     of a `torch.cuda.Event`, which opens the interval after it, or a timer object's method,
     `fw_timer.toc()`, `self.timer.start()`, or the end of a timer's `with` but for host
-    work, `with Timer("update"):`, whose exit reads the clock). A chain
+    work, `with Timer("update"):`, whose exit reads the clock); one before the clock read
+    of a timer that a training loop restarts after reading it (`torch.cuda.synchronize()`,
+    `batch_time.update(time.time() - end)`, `end = time.time()`) is reported: such a timer
+    runs from one iteration to the next and measures the average step time without the
+    wait, which costs the overlap of every step. A chain
     such as `x.cpu().numpy()` is one finding, and so is a statement with several reads (a
     dict of seven `.item()`s is one finding that says it holds seven syncs, reported at the
     first), and so are statements in a row that each read (`d_val = losses["d"].item()`,
