@@ -1152,19 +1152,54 @@ class DataLoaders:
             for arg in trainer.args
         )
 
-    def loops_reading(self, loader: DataLoaderConstruction) -> list[cst.For] | None:
+    def loops_reading(self, loader: DataLoaderConstruction, hops: int = 0) -> list[cst.For] | None:
         """The `for` loops that iterate the loader's name (`for batch in tqdm(loader):`),
-        when they are all its reads; None when the loader is read another way (passed on,
-        returned, read for its length) or not bound to a name."""
+        when they are all its reads but for its length and attributes (`len(loader)`,
+        `loader.dataset`); None when the loader is read another way (passed on, returned)
+        or not bound to a name. With `hops`, a read that hands it to a function of this
+        module (`test(model, test_loader)`) stands for the loops that iterate that parameter,
+        when they are all its reads there, through that many calls at most."""
         bound = self._bound_name(loader)
         if bound is None:
             return None
         loops = []
         for read in self._reads_of(bound):
-            loop = self._loop_iterating(read)
-            if not isinstance(loop, cst.For):
+            found = self._loops_over(read, hops)
+            if found is None:
                 return None
-            loops.append(loop)
+            loops.extend(found)
+        return loops or None
+
+    def _loops_over(self, read: cst.Name, hops: int) -> list[cst.For] | None:
+        """The loop that iterates `read`, none for a read of its length or an attribute, or
+        (with `hops` left) those that iterate the parameter of the module's function that
+        `read` is passed to; None for another read."""
+        loop = self._loop_iterating(read)
+        if isinstance(loop, cst.For):
+            return [loop]
+        parent = self.index.parents.get(read)
+        if isinstance(parent, cst.Attribute) and parent.value is read:
+            return []  # `loader.dataset`, `loader.batch_size`
+        if _called_with(self.index.parents, read, "len") is not None:
+            return []
+        argument = parent
+        call = self.index.parents.get(argument) if isinstance(argument, cst.Arg) else None
+        if not hops or not isinstance(call, cst.Call):
+            return None
+        parameter = self._parameter_for(call, argument)
+        if parameter is None:
+            return None
+        callee = self.scopes.enclosing_function(parameter)
+        loops = []
+        for name in self._names_by_identifier.get(parameter.name.value, ()):
+            if name is parameter.name or not _is_read(self.index.parents, name):
+                continue
+            if self.scopes.enclosing_function(name) is not callee:
+                continue
+            found = self._loops_over(name, hops - 1)
+            if found is None:
+                return None
+            loops.extend(found)
         return loops or None
 
     def read_in_one_pass_after_training(

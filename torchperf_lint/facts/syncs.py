@@ -1387,6 +1387,22 @@ class HostSyncs:
         # A tensor method of a host tensor computes in host memory.
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
 
+    def copies_back(self, call: cst.Call) -> bool:
+        """`call` reads a value that is not known to be in host memory back to the host
+        (`out.cpu()`, `loss.item()`, `emb.to("cpu").numpy()`), whether or not its receiver
+        is known to be a tensor: what an evaluation loop keeps of each batch."""
+        func = call.func
+        if type(func) is not cst.Attribute:
+            return False
+        if func.attr.value not in READING_METHODS and not self._copies_to_cpu(call):
+            return False
+        receiver = func.value
+        while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and (
+            receiver.func.attr.value in READING_METHODS or self._copies_to_cpu(receiver)
+        ):
+            receiver = receiver.func.value  # `x.cpu().numpy()`: what `x.cpu()` copied
+        return not self.is_host_value(receiver)
+
     def _copies_to_cpu(self, call: cst.Call) -> bool:
         """`x.to("cpu")`, `x.to(device="cpu")`, `x.to(torch.device("cpu"), non_blocking=True)`."""
         func = call.func

@@ -282,6 +282,11 @@ class DataLoaderNoPinMemory(Rule):
     method, `ExperienceSourceDataset(self.generate_trajectory_samples)`, or a replay buffer):
     such a loader must load in the training process, which would then pin every batch
     itself, an extra copy on the step's path;
+    when every loop that reads the loader, in its function or in a function of the module
+    it is handed to (`test(model, test_loader)`), trains nothing and reads a result of each
+    batch back to the host (`embeddings.extend(model(x).cpu().numpy())`, `correct += (pred ==
+    y).sum().item()`): an evaluation or an embedding pass waits for the device on every
+    batch, so a pinned, asynchronous copy of the next batch has nothing to overlap;
     when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone, or
     no `num_workers` at all, which TPL101 reports): the training process loads every batch,
     and pinning it there adds a copy on the step's path for little (give it workers first;
@@ -377,6 +382,8 @@ class DataLoaderNoPinMemory(Rule):
                 continue  # loaded in the training process, which would pin each batch too
             if not _batches_reach_the_device(facts, loader):
                 continue
+            if _evaluated_batch_by_batch(facts, loader):
+                continue  # each batch's result is read back: the copy has nothing to overlap
             new_call = add_keyword(loader.call, "pin_memory", cst.Name("True"))
             fix = self.replace(facts, loader.call, new_call, "Add `pin_memory=True`")
             yield self.finding(loader.call, fix)
@@ -433,6 +440,28 @@ def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool
         )
         and facts.program.called_periodically(function)
     )
+
+
+def _evaluated_batch_by_batch(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
+    """Every read of the loader is a loop, here or in the module's function it is handed to
+    (`test(model, test_loader)`), that trains nothing and reads a result of each batch back
+    to the host (`preds.append(out.cpu())`, `correct += (pred == y).sum().item()`): the host
+    waits for the device on every batch, so a pinned, asynchronous copy of the next one has
+    nothing to overlap."""
+    loops = facts.dataloaders.loops_reading(loader, hops=2)
+    if loops is None:
+        return False
+    for loop in loops:
+        inside = set(facts.index.inside(facts.index.loops, loop))
+        if any(other.is_training for other in facts.loops.all if other.node is loop or other.node in inside):
+            return False
+        if not any(
+            facts.host_syncs.copies_back(call)
+            and facts.guards.runs_on_every_iteration(call, loop)
+            for call in facts.index.inside(facts.index.calls, loop.body)
+        ):
+            return False
+    return True
 
 
 def _only_inspected(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
