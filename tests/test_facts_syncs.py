@@ -577,8 +577,27 @@ def test_the_next_wait_is_the_first_upload_the_host_reaches_before_an_update() -
     assert first_wait(facts, asynchronous, last_step(asynchronous)) is None
     # A copy later in the same iteration comes first; before it, the backward does.
     assert facts.code(first_wait(facts, copied_late, last_step(copied_late)).node) == "y.cuda()"
-    forward = copied_late.backward_calls[0].func.value
+    forward = next(call for call in copied_late.own_calls if facts.code(call.func) == "model")
     assert first_wait(facts, copied_late, forward) is None
+
+
+def test_an_optimizer_step_does_not_separate_a_read_from_the_next_blocking_copy() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "def train(model, loader, optimizer):\n"
+        "    for inputs in loader:\n"
+        "        inputs = inputs.cuda()\n"
+        "        loss = model(inputs)\n"
+        "        loss.backward()\n"
+        "        total = loss.item()\n"
+        "        optimizer.step()\n"
+    )
+    (loop,) = facts.loops.training_loops
+    read = next(call for call in facts.index.calls if facts.code(call) == "loss.item()")
+    # OpenPrompt's tutorials: the copy waits for the backward the read waited for, and for
+    # the optimizer step queued between them; a further backward would separate them.
+    assert facts.code(first_wait(facts, loop, read).node) == "inputs.cuda()"
+    assert first_wait(facts, loop, loop.node.body.body[1]) is None
 
 
 def test_no_copy_waits_with_a_read_when_the_host_prepares_data_before_it() -> None:

@@ -280,8 +280,10 @@ class FileFacts:
 
     def next_waits(self, loop: LoopFacts, node: cst.CSTNode) -> list[NextWait]:
         """The waits for the device that the host reaches next after `node` in the body of
-        `loop`, before any backward or optimizer step, going on from the start of the next
-        iteration, in that order: barriers of the ranks (`dist.barrier()`,
+        `loop`, before any further backward (an optimizer step on the way queues little, and
+        the wait after it waits for it too: a read between `loss.backward()` and
+        `optimizer.step()` is one wait with the next step's blocking copy), going on from the
+        start of the next iteration, in that order: barriers of the ranks (`dist.barrier()`,
         `accelerator.wait_for_everyone()`, Lightning's `self.barrier()`, a project's
         `synchronize()` helper), then the first blocking copy: a blocking move
         (`is_blocking_move`: `x.cuda()`, `x.to(device)` without `non_blocking=True`) of the
@@ -298,7 +300,7 @@ class FileFacts:
         reaches (`if not args.prefetcher:`) does not count, nor does a barrier under any
         `if` of the loop's body (`if step % eval_interval == 0: ...; fabric.barrier()`)."""
         order = self.index.preorder
-        updates = set(loop.backward_calls + loop.step_calls + loop.step_helper_calls)
+        updates = set(loop.backward_calls + loop.step_helper_calls)
         calls = sorted(loop.own_calls, key=order.__getitem__)
         position = order[node]
         later = [call for call in calls if order[call] > position]

@@ -377,7 +377,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     every N steps instead, or keep the decision on the device (`torch.where`, or skip the
     update with a `GradScaler`, which already ignores steps with non-finite gradients).
 
-    A sync that the host follows, before any further backward or optimizer step, with a
+    A sync that the host follows, before any further backward (an optimizer step between
+    them queues little, and the copy waits for it too), with a
     blocking copy of host data to the device (`x.cuda()` or `x.to(device)` without
     `non_blocking=True`, of the batch, of `next(region_iter)` or of `torch.cat([a, b])`;
     later in the same step, or at the start of the next; or a call of a project helper that
