@@ -280,7 +280,8 @@ class CudaTimingWithoutSync(Rule):
         ):
             return False
         return all(
-            literal_value(arg.value) is not UNKNOWN or facts.host_syncs.is_host_value(arg.value)
+            literal_value(arg.value) is not UNKNOWN
+            or facts.host_syncs.is_host_value(arg.value, containers=False)
             for arg in call.args
         )
 

@@ -695,9 +695,13 @@ class EmptyCacheInLoop(Rule):
     """`torch.cuda.empty_cache()` on every iteration of a hot loop.
 
     ## What it does
-    Checks for `torch.cuda.empty_cache()` in code that runs on every step: inside a training
-    loop or a loop over a `DataLoader`, in `forward`, or in a framework's per-step hook
-    (`training_step`). It stays silent when the call runs only every N steps
+    Checks for `torch.cuda.empty_cache()` in code that runs on every training step: inside
+    a training loop, in `forward`, or in a framework's per-step hook (`training_step`). It
+    stays silent in loops that train nothing and in evaluation steps (an inference script's
+    per-image loop, a validation, a quantization pass over a model's layers: each input may
+    need a different amount of memory, and a release between them is a deliberate guard
+    against fragmentation, paid per input rather than per training step), and when the call
+    runs only every N steps
     (`if step % n == 0:`, `if step < 5:`, `if i in refine_steps:`, or a test of the
     counter another method's loop keeps: `if self.iteration_step == self.first_step:` under
     `for self.iteration_step in range(...)`), once per epoch, outside
@@ -757,6 +761,7 @@ class EmptyCacheInLoop(Rule):
             call for call in facts.index.calls
             if facts.names.call_name(call) in EMPTY_CACHE
             and facts.steps.runs_per_step(call)
+            and not _releases_between_inputs(facts, call)
             and not facts.guards.under_opt_in(call)
             and not _offloads_beside(facts, call)
             and not _retries_out_of_memory(facts, call)
@@ -790,6 +795,24 @@ _OUT_OF_MEMORY_ERRORS = frozenset({
     "builtins.RuntimeError", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
     "torch.cuda.memory.OutOfMemoryError", "builtins.Exception", "builtins.BaseException",
 })
+
+
+def _releases_between_inputs(facts: FileFacts, call: cst.Call) -> bool:
+    """The call runs on every iteration of loops that train nothing, or of an evaluation
+    step: an inference script's per-image loop, a validation, a quantization pass over a
+    model's layers, where each input (a full-resolution image, a layer's weights) may need a
+    different amount of memory and the release between them is a deliberate guard against
+    fragmentation, paid once per input rather than per training step."""
+    function = facts.scopes.enclosing_function(call)
+    if function is not None and (
+        facts.steps.is_forward(function) or facts.program.runs_every_forward(function)
+    ):
+        return False  # a model's forward runs in every training step too
+    step = facts.steps.step_of(call)
+    if step is not None:
+        return step.kind != "train"
+    loops = facts.loops.enclosing_loops(call)
+    return bool(loops) and not any(loop.is_training for loop in loops)
 
 
 def _retries_out_of_memory(facts: FileFacts, call: cst.Call) -> bool:
