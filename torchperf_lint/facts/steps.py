@@ -203,7 +203,9 @@ class Steps:
         if self.behind_periodic_predicate(node) or self.exports_an_operator(node):
             return False
         if self.in_model_loop(node):
-            return True
+            # Not in a sampler that the training runs only every N steps, for a preview.
+            function = self.scopes.enclosing_function(node)
+            return function is None or not self.program.called_periodically(function)
         if self.sets_up_a_model_loop(node):
             return False
         if self.step_of(node) is not None:
@@ -353,7 +355,9 @@ class Steps:
         `scheduler.step(...)` for each timestep), a generation loop, a timed benchmark loop.
         Each of its iterations is a step of inference; a loop over a literal collection of
         constants runs a handful of configurations instead, and a loop of epochs
-        (`Loops.epoch_loops`) a whole pass of steps."""
+        (`Loops.epoch_loops`) a whole pass of steps. (`runs_per_step` leaves out the loops
+        of a function every caller runs under a periodic guard: a sampler that draws a
+        preview every N training steps.)"""
         if self.on_error_path(node):
             return False
         return any(

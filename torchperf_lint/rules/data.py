@@ -833,7 +833,9 @@ class TensorCreatedThenMoved(Rule):
     non-finite values: `if torch.isnan(K).any(): K = torch.eye(n).to(x.device)`), the
     fallback for an empty or nearly empty input (`if self.n_max_boxes == 0:`, `if
     len(boxes) == 0:`, `if idx.shape[0] < 3:`), a branch that runs
-    every N steps, the set-up of a loop that runs a model with autograd off: buffers a
+    every N steps (also the loop of a sampler that every caller runs under such a guard:
+    `if step % sample_every == 0: euler_sampler(model, noise)`, a preview image), the
+    set-up of a loop that runs a model with autograd off: buffers a
     decoding or sampling function allocates before its loop, or lazily in it under `if attn
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in
     a per-step function that runs on the first call only (`if not self.initialized:` whose
