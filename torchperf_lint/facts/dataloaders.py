@@ -1177,30 +1177,36 @@ class DataLoaders:
         loop = self._loop_iterating(read)
         if isinstance(loop, cst.For):
             return [loop]
-        parent = self.index.parents.get(read)
-        if isinstance(parent, cst.Attribute) and parent.value is read:
-            return []  # `loader.dataset`, `loader.batch_size`
-        if _called_with(self.index.parents, read, "len") is not None:
+        if self._reads_length_or_attribute(read):
             return []
-        argument = parent
+        argument = self.index.parents.get(read)
         call = self.index.parents.get(argument) if isinstance(argument, cst.Arg) else None
         if not hops or not isinstance(call, cst.Call):
             return None
-        parameter = self._parameter_for(call, argument)
-        if parameter is None:
+        reads = self._parameter_reads(call, argument)
+        if reads is None:
             return None
-        callee = self.scopes.enclosing_function(parameter)
         loops = []
-        for name in self._names_by_identifier.get(parameter.name.value, ()):
-            if name is parameter.name or not _is_read(self.index.parents, name):
-                continue
-            if self.scopes.enclosing_function(name) is not callee:
-                continue
+        for name in reads:
             found = self._loops_over(name, hops - 1)
             if found is None:
                 return None
             loops.extend(found)
         return loops or None
+
+    def _parameter_reads(self, call: cst.Call, argument: cst.Arg) -> list[cst.Name] | None:
+        """The reads, in the callee, of the parameter of a function of this module that
+        `argument` of `call` binds; None when `call` runs no such function."""
+        parameter = self._parameter_for(call, argument)
+        if parameter is None:
+            return None
+        callee = self.scopes.enclosing_function(parameter)
+        return [
+            name for name in self._names_by_identifier.get(parameter.name.value, ())
+            if name is not parameter.name
+            and _is_read(self.index.parents, name)
+            and self.scopes.enclosing_function(name) is callee
+        ]
 
     def read_in_one_pass_after_training(
         self, loader: DataLoaderConstruction, loops: Loops
@@ -1237,11 +1243,9 @@ class DataLoaders:
         (`_single_pass`), or hands it to a function of this module, outside any loop, that
         reads its parameter only so. With `loader` (the caller's read), the pass must come
         after a training in its scope."""
-        parent = self.index.parents.get(read)
-        if isinstance(parent, cst.Attribute) and parent.value is read:
-            return True  # `loader.dataset`, `loader.batch_size`
-        if _called_with(self.index.parents, read, "len") is not None:
+        if self._reads_length_or_attribute(read):
             return True
+        parent = self.index.parents.get(read)
         loop = self._loop_iterating(read)
         if loop is not None:
             return self._single_pass(loop, loops) and (
@@ -1253,20 +1257,21 @@ class DataLoaders:
             return True  # `trainer.test(model, dataloaders=test_loader)`, after a fit or alone
         if not isinstance(call, cst.Call) or depth > 1 or loops.enclosing_loops(call):
             return False
-        parameter = self._parameter_for(call, argument)
-        if parameter is None:
+        reads = self._parameter_reads(call, argument)
+        if reads is None:
             return False
-        callee = self.scopes.enclosing_function(parameter)
-        reads = [
-            name for name in self._names_by_identifier.get(parameter.name.value, ())
-            if name is not parameter.name
-            and _is_read(self.index.parents, name)
-            and self.scopes.enclosing_function(name) is callee
-        ]
         return (
             bool(reads)
             and all(self._one_pass_after_training(name, None, loops, depth + 1) for name in reads)
             and (loader is None or self._after_training(call, loops))
+        )
+
+    def _reads_length_or_attribute(self, read: cst.Name) -> bool:
+        """`len(loader)`, `loader.dataset`, `loader.batch_size`: no pass over the batches."""
+        parent = self.index.parents.get(read)
+        return (
+            isinstance(parent, cst.Attribute) and parent.value is read
+            or _called_with(self.index.parents, read, "len") is not None
         )
 
     def _loop_iterating(self, read: cst.Name) -> cst.For | cst.CompFor | None:
