@@ -57,6 +57,14 @@ _PROGRAM_INDEPENDENT = (
 )
 
 
+# What a training step calls around its gradient scaler's step whose work the scaler's
+# wait covers or that queues none: the scaler's and the optimizer's upkeep, the clipping
+# of the unscaled gradients, a meter's update.
+_STEP_UPKEEP = frozenset({
+    "update", "zero_grad", "step", "unscale_", "clip_grad_norm_", "clip_grad_value_",
+})
+
+
 class NextWait(NamedTuple):
     """What makes the host wait for the device next in a training step
     (`FileFacts.next_waits`): a blocking copy of host data to the device (`kind` "copy"), the
@@ -276,6 +284,74 @@ class FileFacts:
                 if name.value in target_names(target)
             ),
             None,
+        )
+
+    def waits_beside_the_scaler(self, node: cst.CSTNode) -> bool:
+        """A gradient scaler reads its inf check on the host next to `node` in the same step,
+        with nothing but the step's upkeep between them (`_STEP_UPKEEP`: `scaler.update()`,
+        `optimizer.zero_grad()`, `scaler.unscale_(optimizer)` and `clip_grad_norm_`, a
+        meter's `update`), so no backward: `scaler.step(optimizer)` of a `GradScaler` the module
+        builds enabled (also a `loss_scaler(loss, optimizer)` helper, timm's and MAE's
+        `NativeScaler`, before `node`: it runs the backward itself), in the same function
+        and the same iteration of its innermost loop, on every iteration of a usual run. The
+        host waits there for the same backward anyway, so a read right before or after it
+        waits for little more (the optimizer's kernels). Not with a fused optimizer
+        (`fused=True`), whose step takes the inf check on the device."""
+        function = self.scopes.enclosing_function(node)  # None at a script's top level
+        loops = self.loops.enclosing_loops(node)
+        region = loops[0].node if loops else function
+        if region is None or not self._syncing_scaler:
+            return False
+        calls = [
+            call for call in self.index.inside(self.index.calls, region)
+            if self.scopes.enclosing_function(call) is function
+            and (self.loops.enclosing_loops(call) or [None])[0] is (loops[0] if loops else None)
+        ]
+        order = self.index.preorder
+        position = order[node]
+        for call in calls:
+            helper = self.loops.is_scaler_step(call)
+            if not (helper or self._steps_a_grad_scaler(call)):
+                continue
+            if helper and order[call] > position:
+                continue  # the helper's own backward comes between
+            if (
+                not self.guards.runs_on_every_iteration(call, region)
+                or self.guards.periodic_guard(call, within=region) is not None
+                or loops and self.guards.sparse_guard(call, region) is not None
+            ):
+                continue  # `if (i + 1) % accumulation == 0: scaler.step(optimizer)`
+            low, high = sorted((order[call], position))
+            between = [other for other in calls if low < order[other] < high]
+            upkeep = [other for other in between if last_identifier(other.func) in _STEP_UPKEEP]
+            if all(
+                self.index.contains(other, node)  # the read's own statement
+                or any(self.index.contains(kept, other) for kept in upkeep)
+                for other in between
+            ):
+                return True
+        return False
+
+    @cached_property
+    def _syncing_scaler(self) -> bool:
+        """The module builds gradient scalers, each enabled (no `enabled=`, or `True`), and
+        no fused optimizer."""
+        scalers = self.autocast.scalers
+        return bool(scalers) and all(scaler.enabled is True for scaler in scalers) and not any(
+            arg.keyword is not None and arg.keyword.value == "fused"
+            and not (type(arg.value) is cst.Name and arg.value.value == "False")
+            for call in self.index.calls
+            for arg in call.args
+        )
+
+    def _steps_a_grad_scaler(self, call: cst.Call) -> bool:
+        """`scaler.step(optimizer)`, `self.grad_scaler.step(self.optimizer)`."""
+        func = call.func
+        return (
+            type(func) is cst.Attribute
+            and func.attr.value == "step"
+            and bool(call.args)
+            and "scaler" in (last_identifier(func.value) or "").lower()
         )
 
     def next_waits(self, loop: LoopFacts, node: cst.CSTNode) -> list[NextWait]:

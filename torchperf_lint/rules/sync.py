@@ -67,6 +67,8 @@ class _PerIterationRule(Rule):
                 continue
             if facts.guards.cpu_branch(site.node):
                 continue  # the `else` of `if device.type == "cuda":` reads host values
+            if self.waits_anyway(facts, site):
+                continue
             if on_cuda is None:
                 on_cuda = self.runs_on_cuda(facts)
             if not on_cuda:
@@ -92,6 +94,11 @@ class _PerIterationRule(Rule):
         the same work as `site`, when they are one fix with it (see `SyncInTrainingLoop`);
         none for rules that do not pair them."""
         return []
+
+    def waits_anyway(self, facts: FileFacts, site: HostSync) -> bool:
+        """The step waits for the same work next to `site` whatever the code does with it
+        (see `SyncInTrainingLoop`); never for rules that do not say so."""
+        return False
 
 
 class SyncInTrainingLoop(_PerIterationRule):
@@ -368,11 +375,15 @@ class SyncInTrainingLoop(_PerIterationRule):
     run; with small models or fast GPUs that is a large share of the step time.
 
     Every sync in the step has to go for the overlap to return, so each one is reported
-    (reads in a row, which one change removes, in one finding). That
-    includes a `loss.item()` after `scaler.step(optimizer)`: `GradScaler` reads its inf check
-    on the host with most optimizers, but the `.item()` still waits for the optimizer's
-    kernels, and it is the only sync left with a fused optimizer (`fused=True`), which takes
-    the check on the device. A tensor used as an `if` condition (`if torch.isnan(loss): ...`)
+    (reads in a row, which one change removes, in one finding). The exception is a read
+    right next to the step of an enabled `GradScaler` (`scaler.step(optimizer)`, or a
+    `loss_scaler(loss, optimizer)` helper before it), with nothing but the step's upkeep
+    between them (`scaler.update()`, `optimizer.zero_grad()`, a meter's `update`): the
+    scaler reads its inf check on the host there on every step, after the same backward, so
+    the read waits for little more (the optimizer's kernels) and is not reported. With a
+    fused optimizer (`fused=True`), which takes the check on the device, with a scaler that
+    may be disabled (`GradScaler(enabled=args.amp)`), or with one that steps only every N
+    micro-batches, the read is the step's wait and is reported. A tensor used as an `if` condition (`if torch.isnan(loss): ...`)
     is reported too: the `if` must know the value, so it is `bool(t)` on every step. Check it
     every N steps instead, or keep the decision on the device (`torch.where`, or skip the
     update with a `GradScaler`, which already ignores steps with non-finite gradients).
@@ -466,6 +477,11 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     def selects(self, facts: FileFacts, loop: LoopFacts) -> bool:
         return loop.is_training
+
+    def waits_anyway(self, facts: FileFacts, site: HostSync) -> bool:
+        """A gradient scaler's step reads its inf check on the host right before or after
+        the read, with no backward between them (`FileFacts.waits_beside_the_scaler`)."""
+        return facts.waits_beside_the_scaler(site.node)
 
     def next_waits_too(self, facts: FileFacts, site: HostSync, step: Step) -> list[NextWait]:
         """The barriers, and the blocking copy of host data, that the training loop reaches
