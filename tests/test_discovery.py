@@ -39,6 +39,7 @@ def test_walk_finds_python_and_notebooks_sorted_and_skips_usual_folders(tmp_path
             "dist/x.py": "",
             "pkg/__pycache__/x.py": "",
             "node_modules/x.py": "",
+            "a/.ipynb_checkpoints/notes-checkpoint.ipynb": "{}",
         },
     )
     assert found(tmp_path) == ["a/b.py", "a/notes.ipynb", "z.py"]

@@ -53,6 +53,8 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     ".pytest_cache",
     ".ruff_cache",
+    # Jupyter's autosaved copies of the notebooks beside it.
+    ".ipynb_checkpoints",
     "__pycache__",
     "__pypackages__",
     "build",

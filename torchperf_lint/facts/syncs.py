@@ -47,6 +47,8 @@ from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions, is
 
 # Tensor methods that copy a value to the host, so the host waits for the GPU to produce it.
 READING_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# The reads that copy a whole tensor back, not one number.
+_ARRAY_COPIES = READING_METHODS - {"item"}
 # Methods that hold the host until every rank reaches them (`dist.barrier()`, Fabric's and
 # Lightning's `barrier()`, `accelerator.wait_for_everyone()`).
 BARRIER_METHODS = frozenset({"barrier", "wait_for_everyone"})
@@ -1388,13 +1390,14 @@ class HostSyncs:
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
 
     def copies_back(self, call: cst.Call) -> bool:
-        """`call` reads a value that is not known to be in host memory back to the host
-        (`out.cpu()`, `loss.item()`, `emb.to("cpu").numpy()`), whether or not its receiver
-        is known to be a tensor: what an evaluation loop keeps of each batch."""
+        """`call` copies a value that is not known to be in host memory back to the host as
+        an array (`out.cpu()`, `emb.to("cpu").numpy()`, `pred.tolist()`), not as one number
+        (`.item()`), whether or not its receiver is known to be a tensor: the outputs an
+        evaluation or an embedding pass keeps of each batch, for work on the host."""
         func = call.func
         if type(func) is not cst.Attribute:
             return False
-        if func.attr.value not in READING_METHODS and not self._copies_to_cpu(call):
+        if func.attr.value not in _ARRAY_COPIES and not self._copies_to_cpu(call):
             return False
         receiver = func.value
         while type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and (

@@ -283,10 +283,12 @@ class DataLoaderNoPinMemory(Rule):
     such a loader must load in the training process, which would then pin every batch
     itself, an extra copy on the step's path;
     when every loop that reads the loader, in its function or in a function of the module
-    it is handed to (`test(model, test_loader)`), trains nothing and reads a result of each
-    batch back to the host (`embeddings.extend(model(x).cpu().numpy())`, `correct += (pred ==
-    y).sum().item()`): an evaluation or an embedding pass waits for the device on every
-    batch, so a pinned, asynchronous copy of the next batch has nothing to overlap;
+    it is handed to (`test(model, test_loader)`), trains nothing and copies the outputs of
+    each batch back to the host (`embeddings.extend(model(x).cpu().numpy())`,
+    `preds.append(out.argmax(1).tolist())`): an evaluation or an embedding pass that waits
+    for the device on every batch and works on its outputs on the host, so a pinned,
+    asynchronous copy of the next batch has nothing to overlap (a loop that reads one
+    number per batch, `correct += (pred == y).sum().item()`, is still reported);
     when the loader is given no workers (`num_workers=0`, a decision TPL101 leaves alone, or
     no `num_workers` at all, which TPL101 reports): the training process loads every batch,
     and pinning it there adds a copy on the step's path for little (give it workers first;
@@ -444,10 +446,12 @@ def _read_on_few_calls(facts: FileFacts, loader: DataLoaderConstruction) -> bool
 
 def _evaluated_batch_by_batch(facts: FileFacts, loader: DataLoaderConstruction) -> bool:
     """Every read of the loader is a loop, here or in the module's function it is handed to
-    (`test(model, test_loader)`), that trains nothing and reads a result of each batch back
-    to the host (`preds.append(out.cpu())`, `correct += (pred == y).sum().item()`): the host
-    waits for the device on every batch, so a pinned, asynchronous copy of the next one has
-    nothing to overlap."""
+    (`test(model, test_loader)`), that trains nothing and copies the outputs of each batch
+    back to the host (`preds.append(out.cpu())`, `emb.to("cpu").numpy()`): the host waits
+    for the device on every batch and then works on them, so a pinned, asynchronous copy
+    of the next batch has nothing to overlap. A loop that only reads a number per batch
+    (`correct += (pred == y).sum().item()`, a CIFAR test every epoch) is the device's work,
+    which a faster copy shortens."""
     loops = facts.dataloaders.loops_reading(loader, hops=2)
     if loops is None:
         return False
