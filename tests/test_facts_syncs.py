@@ -796,3 +796,28 @@ def test_a_read_before_the_steps_barrier_and_the_next_blocking_copy_names_both()
         (Location(9, 9), "this barrier waits for the GPU here too"),
         (Location(5, 22), "the next step's blocking batch copy waits for the GPU here too"),
     ]
+
+
+def test_an_optimizer_step_that_evaluates_its_closure_decides_on_the_host() -> None:
+    facts = facts_of(
+        "import torch\n"
+        "class CopiedLBFGS(torch.optim.Optimizer):\n"
+        "    def step(self, closure):\n"
+        "        loss = float(closure())\n"
+        "        while True:\n"
+        "            if self.direction().abs().max() <= 1e-9:\n"
+        "                break\n"
+        "        return loss\n"
+        "class Lamb(torch.optim.Optimizer):\n"
+        "    def step(self, closure=None):\n"
+        "        ratio = self.trust().item()\n"
+        "        return ratio\n"
+    )
+    line_search, trust = (
+        next(node for node in facts.index.calls if facts.code(node) == code)
+        for code in ("self.direction().abs().max()", "self.trust().item()")
+    )
+    # pykan's copy of torch.optim.LBFGS: the tolerance test decides how many evaluations
+    # the step makes. A step that never calls its closure reads for nothing of the kind.
+    assert facts.waits_anyway(line_search)
+    assert not facts.waits_anyway(trust)

@@ -17,7 +17,7 @@ from libcst._nodes.internal import CodegenState
 
 from torchperf_lint.conventions import is_test_file
 from torchperf_lint.facts.amp import AutocastFacts
-from torchperf_lint.facts.arguments import bound_argument
+from torchperf_lint.facts.arguments import bound_argument, parameter_named
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.devices import module_uses_cuda
 from torchperf_lint.facts.guards import Counters, Guards, is_main_test
@@ -285,6 +285,81 @@ class FileFacts:
             ),
             None,
         )
+
+    def waits_anyway(self, node: cst.CSTNode) -> bool:
+        """The step waits for the device next to `node` whatever the code does with it: at
+        its gradient scaler's step (`waits_beside_the_scaler`), or all along an optimizer
+        step that evaluates a closure (`steps_with_a_closure`), whose own reads decide its
+        line search (`_in_a_line_search`)."""
+        return (
+            self.waits_beside_the_scaler(node)
+            or self.steps_with_a_closure(node)
+            or self._in_a_line_search(node)
+        )
+
+    def _in_a_line_search(self, node: cst.CSTNode) -> bool:
+        """In the `step(self, closure)` of an optimizer class that evaluates the closure
+        (`loss = float(closure())`: a copy of `torch.optim.LBFGS`, whose line search and
+        tolerances decide on the host how many evaluations the step makes)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None or function.name.value != "step" or self.scopes.enclosing_class(node) is None:
+            return False
+        if parameter_named(function, "closure") is None:
+            return False
+        return any(
+            dotted_name(call.func) == "closure"
+            for call in self.index.inside(self.index.calls, function)
+        )
+
+    def steps_with_a_closure(self, node: cst.CSTNode) -> bool:
+        """A loop around `node` (or its function) steps an L-BFGS optimizer with a closure
+        (`optimizer.step(closure)`: its step evaluates the closure and reads the loss, the
+        gradients' norms and its tolerances on the host many times), in a usual
+        run: under no `if` on a setting, and under `if opt == "LBFGS":` only where `opt`
+        defaults to `"LBFGS"` (pykan's `fit`). Every read of such a step waits for nothing
+        the step did not already wait for."""
+        function = self.scopes.enclosing_function(node)
+        around = self.loops.enclosing_loops(node)
+        regions = [loop.node for loop in around]
+        if function is not None:
+            regions.append(function)
+        # A step in another loop of the function (an Adam phase before an L-BFGS one) is not
+        # this step.
+        innermost = {loop.node for loop in around} | {None}
+        return any(
+            type(call.func) is cst.Attribute
+            and call.func.attr.value == "step"
+            and len(call.args) == 1
+            and self._is_a_closure(call.args[0].value, function)
+            and self._is_lbfgs(call.func.value)
+            and next((loop.node for loop in self.loops.enclosing_loops(call)), None) in innermost
+            and self.guards.runs_on_every_iteration(call, region)
+            and not self.guards.off_default_argument(call, region)
+            for region in regions
+            for call in self.index.inside(self.index.calls, region)
+            if self.scopes.enclosing_function(call) is function
+        )
+
+    def _is_lbfgs(self, optimizer: cst.BaseExpression) -> bool:
+        """`optimizer` is bound to an L-BFGS (`torch.optim.LBFGS(...)`, or a project's copy
+        of it: `LBFGS(params, line_search_fn="strong_wolfe")`), if only on some paths."""
+        return any(
+            type(value) is cst.Call and "lbfgs" in (last_identifier(value.func) or "").lower()
+            for value in self.scopes.bound_values(optimizer)
+        )
+
+    def _is_a_closure(self, value: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+        """A lambda, or the name of a function defined in `function` (`def closure():
+        ...`) or bound to a lambda there."""
+        if type(value) is cst.Lambda:
+            return True
+        if type(value) is not cst.Name:
+            return False
+        return any(
+            type(defined) is cst.FunctionDef and defined.name.value == value.value
+            and self.scopes.enclosing_function(defined) is function
+            for defined in self.index.functions
+        ) or any(type(bound) is cst.Lambda for bound in self.scopes.bound_values(value))
 
     def waits_beside_the_scaler(self, node: cst.CSTNode) -> bool:
         """A gradient scaler reads its inf check on the host next to `node` in the same step,

@@ -955,6 +955,29 @@ class Guards:
                 return True
         return False
 
+    def off_default_argument(self, node: cst.CSTNode, within: cst.CSTNode) -> bool:
+        """Whether `node`, below `within`, runs only when a parameter of its function is
+        given a value other than its literal default: the body of `if opt == "Adam":` (or
+        the `else` of `if opt == "LBFGS":`) in `def fit(self, ..., opt="LBFGS")`, which never
+        rebinds `opt`."""
+        for parent, child in self.scopes.ancestors_with_child(node):
+            if parent is within or type(parent) in SCOPE_TYPES:
+                return False
+            if type(parent) is not cst.If or child is parent.test:
+                continue
+            test = parent.test
+            if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
+                continue
+            if type(test.left) is not cst.Name or not self.scopes.holds_argument(test.left):
+                continue
+            param = parameter_named(self.scopes.enclosing_function(test), test.left.value)
+            if param is None or param.default is None:
+                continue
+            held = _value_with(test, test.left.value, literal_value(param.default))
+            if isinstance(held, bool) and held != (child is parent.body):
+                return True
+        return False
+
     def for_empty_input(self, node: cst.CSTNode) -> bool:
         """Whether `node` is in the body of an `if` for an input with nothing in it, or
         almost nothing: a size compared with 0 (`if len(targets) == 0:`, `if x.numel() ==

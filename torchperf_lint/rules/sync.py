@@ -383,7 +383,12 @@ class SyncInTrainingLoop(_PerIterationRule):
     the read waits for little more (the optimizer's kernels) and is not reported. With a
     fused optimizer (`fused=True`), which takes the check on the device, with a scaler that
     may be disabled (`GradScaler(enabled=args.amp)`), or with one that steps only every N
-    micro-batches, the read is the step's wait and is reported. A tensor used as an `if` condition (`if torch.isnan(loss): ...`)
+    micro-batches, the read is the step's wait and is reported. Nor is a read in a step
+    that steps an L-BFGS optimizer with a closure (`optimizer.step(closure)` of a
+    `torch.optim.LBFGS` or a project's copy of it, also under `if opt == "LBFGS":` where
+    `opt` defaults to it, pykan's `fit`): that step reads the loss and its tolerances on the
+    host many times, and the line search of such an optimizer's own `step(self, closure)`
+    decides on the host how many evaluations it makes. A tensor used as an `if` condition (`if torch.isnan(loss): ...`)
     is reported too: the `if` must know the value, so it is `bool(t)` on every step. Check it
     every N steps instead, or keep the decision on the device (`torch.where`, or skip the
     update with a `GradScaler`, which already ignores steps with non-finite gradients).
@@ -480,8 +485,9 @@ class SyncInTrainingLoop(_PerIterationRule):
 
     def waits_anyway(self, facts: FileFacts, site: HostSync) -> bool:
         """A gradient scaler's step reads its inf check on the host right before or after
-        the read, with no backward between them (`FileFacts.waits_beside_the_scaler`)."""
-        return facts.waits_beside_the_scaler(site.node)
+        the read, with no backward between them, or the step is an L-BFGS step that reads
+        on the host all along (`FileFacts.waits_anyway`)."""
+        return facts.waits_anyway(site.node)
 
     def next_waits_too(self, facts: FileFacts, site: HostSync, step: Step) -> list[NextWait]:
         """The barriers, and the blocking copy of host data, that the training loop reaches
