@@ -342,6 +342,7 @@ class HostSyncs:
         found = [
             site for site in waits
             if not self._after_synchronize(site)
+            and not self._before_a_timing_synchronize(site)
             and not self.in_display_loop(site.node)
             and not self._reads_gathered_sizes(site.node)
             and not self._feeds_replay_priorities(site.node)
@@ -647,6 +648,33 @@ class HostSyncs:
                 return False
         return False
 
+    @cached_property
+    def _timing_synchronizations(self) -> frozenset[cst.Call]:
+        """The explicit synchronizes that bound a timed interval, as a measurement
+        (`_synchronize_advice` gives them none)."""
+        return frozenset(
+            call for call in self._explicit_synchronizations
+            if self._synchronize_advice(call) is None
+        )
+
+    def _before_a_timing_synchronize(self, site: HostSync) -> bool:
+        """A read in a statement that a synchronize bounding a timed interval follows in
+        the same block, with no device work queued between them (`train_loss =
+        loss.item()`, then `torch.cuda.synchronize(); end = time.time()`): the synchronize
+        stays, as the measurement it is, and waits for the same work."""
+        timing = self._timing_synchronizations
+        line = self._line_of(site.node)
+        lines = statements_of(self.index.parents.get(line))
+        if not timing or line not in lines:
+            return False
+        for later in lines[lines.index(line) + 1:]:
+            calls = [node for node in descendants(later) if type(node) is cst.Call]
+            if any(call in timing for call in calls):
+                return True
+            if any(self.tensors.is_tensor(call) for call in calls) and not self._reads_back(calls):
+                return False
+        return False
+
     def _statements_run_before(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         """The statements that run right before the line of `node` on every path to it, the
         latest first: those before it in its block, then, from the body of an `if` on a
@@ -793,13 +821,20 @@ class HostSyncs:
 
     def _host_block_around(self, line: cst.CSTNode) -> cst.If | cst.With | None:
         """The `if` whose body or `else` holds `line`, when its test queues no device work
-        (`if args.use_flex:`), or the `with` whose body holds it, when its items queue none
+        (`if args.use_flex:`; for a branch of an `elif` chain, the chain's first `if`, when
+        none of its tests does), or the `with` whose body holds it, when its items queue none
         (`with open(log_file, "a") as f:`)."""
-        block = self.index.parents.get(line)
-        around = self.index.parents.get(block)
+        parents = self.index.parents
+        block = parents.get(line)
+        around = parents.get(block)
         if type(around) is cst.Else:  # to the `if` whose `else` it is
-            around = self.index.parents.get(around)
+            around = parents.get(around)
         if type(around) is cst.If and self._queues_nothing(around.test):
+            # An `elif` runs after the tests above it: up to the first `if` of the chain.
+            while type(above := parents.get(around)) is cst.If and above.orelse is around:
+                if not self._queues_nothing(above.test):
+                    return None
+                around = above
             return around
         if type(around) is cst.With and all(self._queues_nothing(item.item) for item in around.items):
             return around

@@ -164,8 +164,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     other work between them, or another compound statement, ends it). A read right after an
     explicit synchronize waits for nothing more: only the synchronize is reported (also a
     read after statements that each read back the work they queue, `hist =
-    x.mean().item()`, or in either branch of an `if` on a plain flag, `if args.use_flex:`, or
-    in the body of a `with` on host values, `with open(log_file, "a") as f:`). A read
+    x.mean().item()`, or in any branch of an `if` or `elif` chain on plain flags, `if
+    args.use_flex:`, or in the body of a `with` on host values, `with open(log_file, "a")
+    as f:`), and so does a read right before a synchronize that bounds a timed interval and
+    stays as the measurement it is (`train_loss = loss.item()`, then
+    `torch.cuda.synchronize(); end = time.time()`): it waits for the same work. A read
     after another read of the step, with only host work (`iters = epoch * len(loader) +
     i`, a logger's, a list's or a dict's method, a helper of the module that only does
     such work, `self.add_summary(writer, name, value)`) or light work (reshaping,
