@@ -649,7 +649,7 @@ class HostSyncs:
         return False
 
     @cached_property
-    def _timing_synchronizations(self) -> frozenset[cst.Call]:
+    def timing_synchronizations(self) -> frozenset[cst.Call]:
         """The explicit synchronizes that bound a timed interval, as a measurement
         (`_synchronize_advice` gives them none)."""
         return frozenset(
@@ -662,12 +662,14 @@ class HostSyncs:
         the same block, with no device work queued between them (`train_loss =
         loss.item()`, then `torch.cuda.synchronize(); end = time.time()`): the synchronize
         stays, as the measurement it is, and waits for the same work."""
-        timing = self._timing_synchronizations
+        timing = self.timing_synchronizations
         line = self._line_of(site.node)
         lines = statements_of(self.index.parents.get(line))
         if not timing or line not in lines:
             return False
         for later in lines[lines.index(line) + 1:]:
+            if type(later) is not cst.SimpleStatementLine:
+                return False  # a branch may not synchronize (`if step % log_every == 0:`)
             calls = [node for node in descendants(later) if type(node) is cst.Call]
             if any(call in timing for call in calls):
                 return True

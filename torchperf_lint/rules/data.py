@@ -766,12 +766,17 @@ class BlockingHostToDeviceCopy(Rule):
     @staticmethod
     def _waits_every_iteration(facts: FileFacts, loop: LoopFacts) -> bool:
         """Whether the loop reads a device value on every iteration (`loss.item()`,
-        `correct += pred.eq(y).sum().item()`), outside sparse guards and error paths."""
+        `correct += pred.eq(y).sum().item()`), or synchronizes to time it, outside sparse
+        guards and error paths."""
+        waits = (
+            *(site.node for site in facts.host_syncs.device_reads),
+            *facts.host_syncs.timing_synchronizations,
+        )
         return any(
-            loop in facts.loops.enclosing_loops(site.node)
-            and facts.guards.sparse_guard(site.node, loop.node) is None
-            and not facts.steps.on_error_path(site.node)
-            for site in facts.host_syncs.device_reads
+            loop in facts.loops.enclosing_loops(wait)
+            and facts.guards.sparse_guard(wait, loop.node) is None
+            and not facts.steps.on_error_path(wait)
+            for wait in waits
         )
 
 
