@@ -532,7 +532,8 @@ class HostSyncs:
         completed), or starts or stops a timer object (`fw_timer.toc()`, whose method reads the
         clock), or ends the block of a timer's `with` but for host work (`with Timer("step"):`,
         whose exit reads the clock): it bounds a timed interval, a measurement rather than a stray wait. A
-        synchronize next to `start.record()` of a CUDA event opens such an interval. A
+        synchronize next to `start.record()` of a CUDA event opens such an interval, also
+        with the events' creation between them. A
         synchronize alone in a branch of an `if` (`if device.type == "cuda":
         torch.cuda.synchronize() elif ...:`), also in nested ones (`if args.synchronize_step:
         if device.type == "cuda": ...`), is judged by the statements around the outermost
@@ -559,7 +560,15 @@ class HostSyncs:
             for item in around.items
         ):
             return True  # the end of `with Timer("step"):`, whose exit reads the clock, but a print
-        neighbours = lines[max(position - 1, 0):position] + lines[position + 1:position + 2]
+        # The statement before, and those after up to the first that queues work: creating
+        # the CUDA events (`start = torch.cuda.Event(enable_timing=True)`) before
+        # `start.record()` comes between a synchronize and the interval it opens.
+        following = []
+        for line in lines[position + 1:position + 4]:
+            following.append(line)
+            if not self._queues_nothing(line):
+                break
+        neighbours = lines[max(position - 1, 0):position] + following
         return any(
             isinstance(node, cst.Call)
             and (
