@@ -560,15 +560,7 @@ class HostSyncs:
             for item in around.items
         ):
             return True  # the end of `with Timer("step"):`, whose exit reads the clock, but a print
-        # The statement before, and those after up to the first that queues work: creating
-        # the CUDA events (`start = torch.cuda.Event(enable_timing=True)`) before
-        # `start.record()` comes between a synchronize and the interval it opens.
-        following = []
-        for line in lines[position + 1:position + 4]:
-            following.append(line)
-            if not self._queues_nothing(line):
-                break
-        neighbours = lines[max(position - 1, 0):position] + following
+        neighbours = lines[max(position - 1, 0):position] + self._up_to_work(lines[position + 1:])
         return any(
             isinstance(node, cst.Call)
             and (
@@ -580,6 +572,18 @@ class HostSyncs:
             for neighbour in neighbours
             for node in descendants(neighbour)
         )
+
+    def _up_to_work(self, lines: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The first of `lines` that queues work, with those before it that queue none (three
+        in all at most): creating the CUDA events (`start = torch.cuda.Event(...)`) before
+        `start.record()`, or counting the step (`num_updates += 1`) before the clock read,
+        comes between a synchronize and the interval it bounds."""
+        taken = []
+        for line in lines[:3]:
+            taken.append(line)
+            if not self._queues_nothing(line):
+                break
+        return taken
 
     def _synchronize_advice(self, call: cst.Call) -> str | None:
         """How to stop an explicit synchronize from waiting, or None for one that bounds a
@@ -601,7 +605,7 @@ class HostSyncs:
         lines = statements_of(self.index.parents.get(line))
         if loop is None or not loop.is_training or line not in lines:
             return False
-        following = lines[lines.index(line) + 1:lines.index(line) + 2]
+        following = self._up_to_work(lines[lines.index(line) + 1:])
         order = self.index.preorder
         return any(
             type(node) is cst.BinaryOperation
