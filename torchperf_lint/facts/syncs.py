@@ -581,8 +581,8 @@ class HostSyncs:
         taken = []
         for line in lines[:3]:
             taken.append(line)
-            if not self._queues_nothing(line):
-                break
+            if type(line) is not cst.SimpleStatementLine or not self._queues_nothing(line):
+                break  # work, or a block that may run anything (`if step % log_freq == 0:`)
         return taken
 
     def _synchronize_advice(self, call: cst.Call) -> str | None:
