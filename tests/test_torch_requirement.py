@@ -656,17 +656,6 @@ def test_an_mmcv_check_alone_declares_its_cap_and_the_newest_release_it_allows(t
         ("torch>=2.4\ntriton==2.1.0\n", (2, 4, 0), None),
         ("torch>=1.13\ntriton>=2.1\n", (1, 13, 0), None),
         ("torch>=1.13\ntriton==9.0.0\n", (1, 13, 0), None),
-    ],
-)
-def test_a_pinned_triton_names_the_torch_release_it_installs_with(tmp_path, lines, oldest, below):
-    write_files(tmp_path, {"requirements.txt": lines})
-    declared = declared_torch(tmp_path)
-    assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("requirements.txt",))
-
-
-@pytest.mark.parametrize(
-    ("lines", "oldest", "below"),
-    [
         # HyenaDNA: no torch line, and "torchtext==0.14.0 # this needs to align with the
         # pytorch version".
         ("torchvision\ntorchtext==0.14.0 # this needs to align with the pytorch version\n", (1, 13, 0), (1, 14, 0)),
@@ -679,7 +668,8 @@ def test_a_pinned_triton_names_the_torch_release_it_installs_with(tmp_path, line
         ("torch>=2.0\ntorchvision==0.40.0\n", (2, 0, 0), None),
     ],
 )
-def test_a_pinned_torchvision_torchaudio_or_torchtext_names_its_torch_release(tmp_path, lines, oldest, below):
+def test_a_pinned_companion_names_the_torch_release_it_installs_with(tmp_path, lines, oldest, below):
+    # Triton, torchvision, torchaudio and torchtext each require one PyTorch release.
     write_files(tmp_path, {"requirements.txt": lines})
     declared = declared_torch(tmp_path)
     assert (declared.versions, declared.files) == (TorchRange(oldest, below), ("requirements.txt",))

@@ -332,13 +332,17 @@ class FileFacts:
             and len(call.args) == 1
             and self._is_a_closure(call.args[0].value, function)
             and self._is_lbfgs(call.func.value)
-            and next((loop.node for loop in self.loops.enclosing_loops(call)), None) in innermost
+            and self._innermost_loop(call) in innermost
             and self.guards.runs_on_every_iteration(call, region)
             and not self.guards.off_default_argument(call, region)
             for region in regions
             for call in self.index.inside(self.index.calls, region)
             if self.scopes.enclosing_function(call) is function
         )
+
+    def _innermost_loop(self, node: cst.CSTNode) -> LoopNode | None:
+        """The innermost loop of its function whose body holds `node`, or None."""
+        return next((loop.node for loop in self.loops.enclosing_loops(node)), None)
 
     def _is_lbfgs(self, optimizer: cst.BaseExpression) -> bool:
         """`optimizer` is bound to an L-BFGS (`torch.optim.LBFGS(...)`, or a project's copy
@@ -377,10 +381,11 @@ class FileFacts:
         region = loops[0].node if loops else function
         if region is None or not self._syncing_scaler:
             return False
+        innermost = self._innermost_loop(node)
         calls = [
             call for call in self.index.inside(self.index.calls, region)
             if self.scopes.enclosing_function(call) is function
-            and (self.loops.enclosing_loops(call) or [None])[0] is (loops[0] if loops else None)
+            and self._innermost_loop(call) is innermost
         ]
         order = self.index.preorder
         position = order[node]

@@ -1291,12 +1291,7 @@ class DataLoaders:
         trains nothing, in its body or a loop inside it."""
         if loops.enclosing_loops(loop):
             return False
-        if isinstance(loop, cst.CompFor):
-            return True
-        inside = set(self.index.inside(self.index.loops, loop))
-        return not any(
-            other.is_training for other in loops.all if other.node is loop or other.node in inside
-        )
+        return isinstance(loop, cst.CompFor) or not loops.trains_within(loop)
 
     def _after_training(self, node: cst.CSTNode, loops: Loops) -> bool:
         """Before `node`, its function (the module, at module level) has trained: a training

@@ -134,6 +134,7 @@ class Loops:
         iterates_a_loader: Callable[[LoopNode], bool],
         calls_step_helper: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
+        self.index = index
         self.scopes = scopes
         self.names = names
         self.by_node: dict[LoopNode, LoopFacts] = {
@@ -169,7 +170,7 @@ class Loops:
         """These loops with the calls of step helpers `calls_step_helper` knows (the
         program's): the rest is the module's own syntax, not found again."""
         other = Loops.__new__(Loops)
-        other.scopes, other.names = self.scopes, self.names
+        other.index, other.scopes, other.names = self.index, self.scopes, self.names
         other.by_node = {node: replace(loop) for node, loop in self.by_node.items()}
         other._call_loop = {
             call: None if loop is None else other.by_node[loop.node]
@@ -236,6 +237,13 @@ class Loops:
     @property
     def all(self) -> list[LoopFacts]:
         return list(self.by_node.values())
+
+    def trains_within(self, loop: LoopNode) -> bool:
+        """Whether `loop`, or a loop nested in its body, trains."""
+        return any(
+            self.by_node[node].is_training
+            for node in (loop, *self.index.inside(self.index.loops, loop))
+        )
 
     @cached_property
     def training_loops(self) -> list[LoopFacts]:

@@ -456,8 +456,7 @@ def _evaluated_batch_by_batch(facts: FileFacts, loader: DataLoaderConstruction) 
     if loops is None:
         return False
     for loop in loops:
-        inside = set(facts.index.inside(facts.index.loops, loop))
-        if any(other.is_training for other in facts.loops.all if other.node is loop or other.node in inside):
+        if facts.loops.trains_within(loop):
             return False
         if not any(
             facts.host_syncs.copies_back(call)
@@ -539,11 +538,10 @@ def _one_pass_before_training(facts: FileFacts, loop: LoopFacts) -> bool:
     """A loop over a loader that runs once, before the training loop of its function: not
     inside another loop, training nothing itself (`for batch in cache_loader:` that encodes
     and stores latents)."""
-    if facts.loops.enclosing_loops(loop.node) or loop.is_training:
+    if facts.loops.enclosing_loops(loop.node) or facts.loops.trains_within(loop.node):
         return False
     position = facts.loops.all.index(loop)
-    inside = set(descendants(loop.node))
-    return not any(other.is_training for other in facts.loops.all if other.node in inside) and any(
+    return any(
         other.is_training and other.function is loop.function
         for other in facts.loops.all[position + 1:]
     )
