@@ -559,8 +559,8 @@ def train(model, dataset, optimizer, pinned):
 
 
 def first_wait(facts, loop, node):
-    """The first wait `FileFacts.next_waits` finds, or None."""
-    waits = facts.next_waits(loop, node)
+    """The first wait `StepWaits.next_after` finds, or None."""
+    waits = facts.waits.next_after(loop, node)
     return waits[0] if waits else None
 
 
@@ -819,5 +819,5 @@ def test_an_optimizer_step_that_evaluates_its_closure_decides_on_the_host() -> N
     )
     # pykan's copy of torch.optim.LBFGS: the tolerance test decides how many evaluations
     # the step makes. A step that never calls its closure reads for nothing of the kind.
-    assert facts.waits_anyway(line_search)
-    assert not facts.waits_anyway(trust)
+    assert facts.waits.anyway(line_search)
+    assert not facts.waits.anyway(trust)

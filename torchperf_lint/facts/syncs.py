@@ -34,7 +34,7 @@ from torchperf_lint.facts.index import (
     descendants,
     statements_of,
 )
-from torchperf_lint.facts.loops import Loops, unwrapped_iterable
+from torchperf_lint.facts.loops import LoopFacts, Loops, unwrapped_iterable
 from torchperf_lint.facts.names import (
     NameResolver,
     dotted_name,
@@ -1568,6 +1568,22 @@ class HostSyncs:
             for loop in self.loops.enclosing_loops(root)
         )
         return yielded and not self._is_assigned(root)
+
+    def copies_a_batch(self, call: cst.Call, loop: LoopFacts) -> bool:
+        """`x.to(device)` of what `loop` yields (`for x, y in loader`, `batch =
+        next(data_iter)`), of an item of it (`[t.to(device) for t in batch]`), or of the next
+        item of an iterator (`x = next(looper).to(device)`)."""
+        copied = call.func.value
+        if type(copied) is cst.Call and dotted_name(copied.func) == "next":
+            return True
+        while isinstance(copied, (cst.Attribute, cst.Subscript)):
+            copied = copied.value
+        if not isinstance(copied, cst.Name):
+            return False
+        if copied.value in loop.target_names:
+            return True
+        iterated = self.tensors.iterated_for_item(copied)
+        return iterated is not None and root_name(iterated) in loop.target_names
 
     def _is_assigned(self, name: cst.Name) -> bool:
         """Whether an assignment in `name`'s function (or module) binds it, also by unpacking,

@@ -415,6 +415,19 @@ class TensorExpressions:
                     yield clause.target, clause.iter
                     clause = clause.inner_for_in
 
+    def iterated_for_item(self, name: cst.Name) -> cst.BaseExpression | None:
+        """What the innermost loop or comprehension that binds `name` iterates (`batch` for
+        `t` in `[t.to(device) for t in batch]`), or None."""
+        return next(
+            (
+                iterated
+                for target, iterated in self.iterations_around(name)
+                if name.value in target_names(target)
+            ),
+            None,
+        )
+
+
     def is_mask(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """An element-wise comparison, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
         `m & n`, a name bound to one, or a name that says it is one (`mask`, `valid_mask`)."""

@@ -133,7 +133,7 @@ class FunctionSummary:
     # The parameter whose data the function first copies to the device with a blocking
     # copy, before any other work (`def prepare_inputs(batch, device): image, text = batch;
     # text = text.to(device)`): a helper that starts a step by copying the batch
-    # (`FileFacts.next_waits`).
+    # (`StepWaits.next_after`).
     uploads_first: str | None = None
     loops: list[LoopSummary] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)

@@ -732,7 +732,7 @@ class BlockingHostToDeviceCopy(Rule):
             for call in loop.own_calls:
                 if not facts.host_syncs.is_blocking_move(call):
                     continue
-                if not facts.copies_a_batch(call, loop):
+                if not facts.host_syncs.copies_a_batch(call, loop):
                     continue
                 new_call = add_keyword(call, "non_blocking", cst.Name("True"))
                 applicability = (

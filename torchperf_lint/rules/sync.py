@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchperf_lint.facts import FileFacts, NextWait
+from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.steps import Step
 from torchperf_lint.facts.syncs import HostSync
+from torchperf_lint.facts.waits import NextWait
 from torchperf_lint.rules.base import Finding, Rule
 
 # A sync at the end of a training step whose next step starts with a blocking batch copy, or
@@ -489,14 +490,14 @@ class SyncInTrainingLoop(_PerIterationRule):
     def waits_anyway(self, facts: FileFacts, site: HostSync) -> bool:
         """A gradient scaler's step reads its inf check on the host right before or after
         the read, with no backward between them, or the step is an L-BFGS step that reads
-        on the host all along (`FileFacts.waits_anyway`)."""
-        return facts.waits_anyway(site.node)
+        on the host all along (`StepWaits.anyway`)."""
+        return facts.waits.anyway(site.node)
 
     def next_waits_too(self, facts: FileFacts, site: HostSync, step: Step) -> list[NextWait]:
         """The barriers, and the blocking copy of host data, that the training loop reaches
-        next after the sync, before any further update (`FileFacts.next_waits`): they wait
+        next after the sync, before any further update (`StepWaits.next_after`): they wait
         for the same work."""
-        return [] if step.loop is None else facts.next_waits(step.loop, site.node)
+        return [] if step.loop is None else facts.waits.next_after(step.loop, site.node)
 
 
 class SyncInEvalLoop(_PerIterationRule):
