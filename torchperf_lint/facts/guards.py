@@ -114,6 +114,42 @@ def _setting_key(expression: cst.BaseExpression) -> str | None:
     return ".".join(parts[start + 1:])
 
 
+# The comparisons that order their operands.
+_ORDERINGS = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)
+# The calls that take the next milestone off a schedule (`optimize_times.pop()`).
+_SCHEDULE_POPS = frozenset({"pop", "popleft"})
+
+
+def _moves_its_milestone(test: cst.Comparison, branch: cst.If) -> bool:
+    """`progress >= milestone` (or `milestone <= progress`) whose branch moves `milestone`
+    on: assigns it (`next_eval += eval_every`, `next_eval = step + k`), or pops the schedule
+    it reads the milestone from (`optimize_times[-1]`, then `optimize_times.pop()`)."""
+    operator = type(test.comparisons[0].operator)
+    milestone = (
+        test.comparisons[0].comparator
+        if operator in (cst.GreaterThan, cst.GreaterThanEqual) else test.left
+    )
+    schedule = dotted_name(milestone.value) if type(milestone) is cst.Subscript else None
+    name = dotted_name(milestone)
+    if name is None and schedule is None:
+        return False
+    for node in descendants(branch.body):
+        kind = type(node)
+        if kind is cst.AssignTarget and name is not None and dotted_name(node.target) == name:
+            return True
+        if kind is cst.AugAssign and name is not None and dotted_name(node.target) == name:
+            return True
+        if (
+            kind is cst.Call
+            and schedule is not None
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value in _SCHEDULE_POPS
+            and dotted_name(node.func.value) == schedule
+        ):
+            return True
+    return False
+
+
 def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a chain of `and`s (`a and b and c`), or the test itself."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -376,27 +412,37 @@ class Guards:
         return None
 
     def _every_interval(self, branch: cst.If) -> bool:
-        """`if now - last_logging > args.log_freq_time:` whose body sets `last_logging` again
-        (`last_logging = now`), with `now` read from a wall clock: the body runs once per
-        interval of time, however many steps it spans. Also as an operand of an `and`
-        (`if args.rank == 0 and now - last > 60:`)."""
+        """The body runs once per interval, however many steps it spans: of time (`if now -
+        last_logging > args.log_freq_time:` whose body sets `last_logging` again, with `now`
+        read from a wall clock), or of a schedule whose next milestone the body moves on
+        (`if niter * batch_size >= optimize_times[-1]:` whose body pops `optimize_times`,
+        `if step >= next_eval:` whose body advances `next_eval`). Also as an operand of an
+        `and` (`if args.rank == 0 and now - last > 60:`)."""
         for test in conjuncts(branch.test):
             if (
                 type(test) is not cst.Comparison
                 or len(test.comparisons) != 1
-                or type(test.comparisons[0].operator) not in (cst.GreaterThan, cst.GreaterThanEqual)
-                or type(test.left) is not cst.BinaryOperation
-                or type(test.left.operator) is not cst.Subtract
+                or type(test.comparisons[0].operator) not in _ORDERINGS
             ):
                 continue
-            now, last = test.left.left, test.left.right
-            reset = dotted_name(last)
-            if reset is not None and self._reads_a_clock(now) and any(
-                type(node) is cst.AssignTarget and dotted_name(node.target) == reset
-                for node in descendants(branch.body)
-            ):
+            if self._since_a_clock_reset(test, branch) or _moves_its_milestone(test, branch):
                 return True
         return False
+
+    def _since_a_clock_reset(self, test: cst.Comparison, branch: cst.If) -> bool:
+        """`now - last > interval` whose branch sets `last` again, `now` a clock read."""
+        if (
+            type(test.comparisons[0].operator) not in (cst.GreaterThan, cst.GreaterThanEqual)
+            or type(test.left) is not cst.BinaryOperation
+            or type(test.left.operator) is not cst.Subtract
+        ):
+            return False
+        now, last = test.left.left, test.left.right
+        reset = dotted_name(last)
+        return reset is not None and self._reads_a_clock(now) and any(
+            type(node) is cst.AssignTarget and dotted_name(node.target) == reset
+            for node in descendants(branch.body)
+        )
 
     def _reads_a_clock(self, expression: cst.BaseExpression) -> bool:
         """`time.time()`, or a name bound only to such a read."""

@@ -231,7 +231,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     self.metrics.should_log(self.step): return`
     before the read, with `def should_log(self, step): return step == 1 or step % self.freq
     == 0`, or a test of the time since a clock read that its body sets again: `if now -
-    last_logging > args.log_freq_time: ...; last_logging = now`) or a test of one of the
+    last_logging > args.log_freq_time: ...; last_logging = now`), or of a milestone that
+    its body moves on: `if niter * batch_size >= optimize_times[-1]: optimize_times.pop();
+    ...`, `if step >= next_eval: next_eval += eval_every; ...`) or a test of one of the
     loop's counters (its own, one it
     increments, or one it derives: `if i == 0:`, `if i + 1 == len(loader):`, `if step < 5:`,
     `if 0 <= step <= 2:`, the `else` of `if i != len(loader) - 1:`,
