@@ -1151,10 +1151,13 @@ class Guards:
         ]
 
     def required_parameters(self, node: cst.CSTNode) -> list[str]:
-        """The parameters of `node`'s function, `None` or `False` by default, that a caller
-        must pass for `node` to run: `node` is in the body of `if normals is not None:` (or
-        `if normals:`, `if init is True:`, also as an operand of an `and`) or in the `else` of
-        `if normals is None:` (or `if not normals:`), where `def chamfer(x, y, normals=None)`."""
+        """The parameters of `node`'s function, `None` or `False` by default or with no
+        default, that a caller must pass, and not as `None` or `False`, for `node` to run:
+        `node` is in the body of `if normals is not None:` (or `if normals:`, `if init is
+        True:`, also as an operand of an `and`) or in the `else` of `if normals is None:` (or
+        `if not normals:`), where `def chamfer(x, y, normals=None)`, or `def
+        compute_loss(labels, output, validation_dataset)` that a training step calls with
+        `None`."""
         return [name for name, given in self._parameter_tests(node) if given]
 
     def omitted_parameters(self, node: cst.CSTNode) -> list[str]:
@@ -1171,11 +1174,15 @@ class Guards:
         function = self.scopes.enclosing_function(node)
         if function is None:
             return []
+        parameters = (*function.params.params, *function.params.kwonly_params)
         optional = {
             param.name.value
-            for param in (*function.params.params, *function.params.kwonly_params)
+            for param in parameters
             if param.default is not None and literal_value(param.default) in (None, False)
         }
+        # A parameter with no default may be passed `None` or `False`: tested for presence,
+        # it must be given a value (`if validation_dataset:`); no caller can leave it out.
+        positional = {param.name.value for param in parameters if param.default is None}
         tests: list[tuple[str, bool]] = []
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
@@ -1192,7 +1199,7 @@ class Guards:
                 continue
             tests.extend(
                 (name, given) for name, given in found
-                if name in optional and (name, given) not in tests
+                if (name in optional or given and name in positional) and (name, given) not in tests
             )
         return tests
 

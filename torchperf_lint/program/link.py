@@ -1134,40 +1134,70 @@ class ProgramFacts:
 
     def _route_passing(
         self, paths: dict[Target, tuple[Hop, ...]], function: Target, parameters: list[str],
-        kind: str,
+        kind: str, depth: int = 0,
     ) -> tuple[Hop, ...] | None:
         """A per-step path to `function` whose last call passes it every one of
         `parameters`: its own path (a framework's hook, with no call on it, may be passed
         anything), else one through another caller that runs on every step of this kind
-        and passes them; None when no caller passes them on every step."""
+        and passes them; None when no caller passes them on every step. A parameter the
+        caller passes on from its own (`compute_loss(labels, output, valid)` in `def
+        multi_crit(criterion, output, labels, valid)`) must be given to the caller in turn
+        (`multi_crit(criterion, output, labels, None)` turns it off)."""
         path = paths[function]
         last = self._sites.get((path[-1].file, path[-1].call)) if path else None
-        if last is None or self._passes(last, function, parameters):
+        caller = Target(path[-1].file, path[-2].callee, "function") if len(path) > 1 else None
+        if last is None or self._gives(paths, caller, last, function, parameters, kind, depth):
             return path
-        for file, caller, site in self._callers.get(function, ()):
-            if self._sparse(site) or not self._passes(site, function, parameters):
+        for file, caller_summary, site in self._callers.get(function, ()):
+            caller_target = Target(file, caller_summary.qualname, "function")
+            if self._sparse(site) or not self._gives(
+                paths, caller_target, site, function, parameters, kind, depth
+            ):
                 continue
             hop = self._hop(file, site, function)
-            caller_target = Target(file, caller.qualname, "function")
             if caller_target in paths:
                 return (*paths[caller_target], hop)
-            if site.loop != -1 and self._loop_kind(file, caller, site.loop) == kind:
+            if site.loop != -1 and self._loop_kind(file, caller_summary, site.loop) == kind:
                 return (hop,)
         return None
 
+    def _gives(
+        self, paths: dict[Target, tuple[Hop, ...]], caller: Target | None, site: CallSite,
+        function: Target, parameters: list[str], kind: str, depth: int,
+    ) -> bool:
+        """Whether `site`, a call of `function` in `caller`, passes it every one of
+        `parameters` (`_passes`), those it passes on from `caller`'s own parameters given
+        to `caller` on a per-step path in turn (`_MAX_PASS_THROUGH` deep)."""
+        if not self._passes(site, function, parameters):
+            return False
+        summary = self.function(function)
+        if summary is None or caller is None or caller not in paths or depth >= _MAX_PASS_THROUGH:
+            return True
+        forwarded = [
+            argument[1]
+            for argument in (_argument(site, summary, name) for name in parameters)
+            if argument is not None and argument[0] == "param"
+        ]
+        return not forwarded or self._route_passing(
+            paths, caller, forwarded, kind, depth + 1
+        ) is not None
+
     def _passes(self, site: CallSite, function: Target, parameters: list[str]) -> bool:
         """Whether `site`, a call of `function`, passes every one of its `parameters` (or
-        may: it unpacks `*args` or `**kwargs`)."""
+        may: it unpacks `*args` or `**kwargs`), none of them as `None` or `False`."""
         summary = self.function(function)
         if summary is None:
             return True
         names = summary.parameters
         bound = _bound(site, summary)
         return all(
-            name in site.keywords
-            or "**" in site.keywords
-            or site.positional == -1
-            or (name in names and names.index(name) - bound < site.positional)
+            (
+                name in site.keywords
+                or "**" in site.keywords
+                or site.positional == -1
+                or (name in names and names.index(name) - bound < site.positional)
+            )
+            and _argument(site, summary, name) != ["off"]
             for name in parameters
         )
 

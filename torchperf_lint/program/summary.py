@@ -85,8 +85,9 @@ class CallSite:
     # the keywords it names ("**" when it unpacks `**kwargs`).
     positional: int = 0
     keywords: list[str] = field(default_factory=list)
-    # Parameters of its own function, None or False by default, that its caller must pass
-    # for it to run (`if normals is not None: gather(normals)`).
+    # Parameters of its own function, None or False by default or with no default, that its
+    # caller must pass, and not as None or False, for it to run (`if normals is not None:
+    # gather(normals)`).
     needs: list[str] = field(default_factory=list)
     # The calls whose result decides whether it runs (`Guards.predicate_guards`): when one is
     # a project function returning a periodic test (`if step_check(step, n):`), it is sparse.
