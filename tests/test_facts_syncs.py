@@ -130,6 +130,26 @@ def test_reads_after_a_read_with_nothing_queued_between_go_with_it() -> None:
     assert reads_and_their_others(facts) == [("value.item()", ["loss.item()"])]
 
 
+def test_an_accuracy_of_reductions_converted_to_a_dtype_between_two_reads_queues_little() -> None:
+    """Sums of comparisons, a conversion to a dtype and a division queue a few small kernels
+    (pretrain-gnns' `acc = (torch.sum(pos > 0) + torch.sum(neg < 0)).to(torch.float32) /
+    n`): the accuracy's read goes with the loss's; a move to a device does not."""
+    facts = facts_of(
+        "import torch\n"
+        "def step(model, x, pos, neg, device):\n"
+        "    loss = model(x).sum()\n"
+        "    total = float(loss.detach().cpu().item())\n"
+        "    acc = (torch.sum(pos > 0) + torch.sum(neg < 0)).to(torch.float32) / float(2 * len(pos))\n"
+        "    accuracy = float(acc.detach().cpu().item())\n"
+        "    moved = (torch.sum(pos > 0) + torch.sum(neg < 0)).to(device)\n"
+        "    count = moved.item()\n"
+    )
+    assert reads_and_their_others(facts) == [
+        ("loss.detach().cpu()", ["acc.detach().cpu()"]),
+        ("moved.item()", []),
+    ]
+
+
 def test_an_elementwise_criterion_between_two_reads_queues_little() -> None:
     """PyTorch's elementwise criteria, as functions or as modules bound to a name, queue a
     kernel or two (STTN's trainer); a criterion of the project may run a network."""

@@ -747,14 +747,16 @@ class HostSyncs:
         )
 
     def _light_or_host(self, call: cst.Call) -> bool:
-        """A light operation (`_LIGHT_OPERATIONS`), a context that queues nothing, or host
-        bookkeeping: a builtin (`len(loader)`), the clock, `math`, a list's, a dict's, a
-        logger's or a progress bar's method; also one of PyTorch's elementwise criteria
-        (`_elementwise_loss`) and a logging helper of the module (`_host_helper`)."""
+        """A light operation (`_LIGHT_OPERATIONS`, also a conversion to a dtype: `x.to(torch.
+        float32)`), a context that queues nothing, or host bookkeeping: a builtin
+        (`len(loader)`), the clock, `math`, a list's, a dict's, a logger's or a progress
+        bar's method; also one of PyTorch's elementwise criteria (`_elementwise_loss`) and a
+        logging helper of the module (`_host_helper`)."""
         name = last_identifier(call.func) or ""
         qualified = self.names.call_name(call) or ""
         return (
             name in _LIGHT_OPERATIONS | _QUIET_CONTEXTS | _HOST_BOOKKEEPING | _VALUE_TESTS
+            or name == "to" and len(call.args) == 1 and is_dtype(call.args[0].value, self.names)
             or qualified.startswith(("builtins.", "time.", "math."))
             or self._elementwise_loss(call, qualified)
             or self._host_helper(call)

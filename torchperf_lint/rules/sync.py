@@ -172,8 +172,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     `torch.cuda.synchronize(); end = time.time()`): it waits for the same work. A read
     after another read of the step, with only host work (`iters = epoch * len(loader) +
     i`, a logger's, a list's or a dict's method, a helper of the module that only does
-    such work, `self.add_summary(writer, name, value)`) or light work (reshaping,
-    PyTorch's elementwise criteria such as `F.l1_loss` or an `nn.L1Loss()`) between them,
+    such work, `self.add_summary(writer, name, value)`) or light work (reshaping, sums,
+    conversions to a dtype: `acc = (torch.sum(pos > 0) + torch.sum(neg < 0)).to(torch.
+    float32) / n`, PyTorch's elementwise criteria such as `F.l1_loss` or an `nn.L1Loss()`)
+    between them,
     waits for nothing new,
     since the first emptied the queue: it is part of the first read's finding, as a related
     location (`train_err += loss.item()`, then `with torch.no_grad(): avg_loss +=
