@@ -168,6 +168,12 @@ class ProgramAnswers:
         for another call."""
         return None
 
+    def runs_training(self, call: cst.Call) -> bool:
+        """Whether `call` runs a project function that trains: one with a training loop
+        (`model_training(args, data, model, ...)` of a sibling `trainer.py`), or a training
+        step."""
+        return False
+
     def never_called(self, function: cst.FunctionDef) -> bool:
         """Whether nothing can run `function`, a method or a private function: no file of
         the project, tests included, names it, no decorator registers it, and no framework

@@ -1860,6 +1860,20 @@ class ProgramFacts:
                 return [record.uploads_first, record.parameters[_bound(site, record):]]
         return None
 
+    def _answer_runs_training(self, file: str, ordinal: int) -> bool:
+        """Whether the call `ordinal` runs a function that steps or has a training loop."""
+        for target in self._runs.get((file, ordinal), ()):
+            record = self.function(target)
+            if record is not None and (
+                record.steps
+                or any(
+                    self._loop_kind(target.file, record, loop.ordinal) == "train"
+                    for loop in record.loops
+                )
+            ):
+                return True
+        return False
+
     def _answer_never_called(self, file: str, qualname: str) -> bool:
         return self.never_called(Target(file, qualname, "function"))
 

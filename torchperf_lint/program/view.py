@@ -148,6 +148,10 @@ class LinkedAnswers(ProgramAnswers):
         answer = None if ordinal is None else self._ask("uploads_first", ordinal)
         return None if not isinstance(answer, list) else (answer[0], tuple(answer[1]))
 
+    def runs_training(self, call: cst.Call) -> bool:
+        ordinal = self._ordinal(call)
+        return ordinal is not None and bool(self._ask("runs_training", ordinal))
+
     def never_called(self, function: cst.FunctionDef) -> bool:
         return bool(self._ask("never_called", self.refs.qualname(function)))
 

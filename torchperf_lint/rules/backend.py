@@ -612,7 +612,9 @@ class DataParallel(Rule):
 
     ## What it does
     Checks for `torch.nn.DataParallel(...)` constructions in a module that trains: it calls
-    `backward` or steps an optimizer somewhere.
+    `backward` or steps an optimizer somewhere; or whose wrapped model the module hands to
+    a function of the project that trains it (`model = nn.DataParallel(model)`, then
+    `model_training(args, data, model)` of a `trainer.py` with the training loop).
 
     It stays silent where `DataParallel` is a fallback or costs nothing worth the move: in a
     module that also builds `DistributedDataParallel` (or `FullyShardedDataParallel`), which
@@ -667,11 +669,13 @@ class DataParallel(Rule):
     default = True
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
-        if facts.models.builds_distributed_wrapper or not _trains(facts):
+        if facts.models.builds_distributed_wrapper:
             return
+        trains = _trains(facts)
         for call in layer_constructions(facts, frozenset({"torch.nn.DataParallel"})):
             if (
-                not _only_run_without_grad(facts, call)
+                (trains or _handed_to_training(facts, call))
+                and not _only_run_without_grad(facts, call)
                 and not _unwrapped_before_running(facts, call)
                 and not facts.guards.cpu_branch(call)
             ):
@@ -686,6 +690,27 @@ def _trains(facts: FileFacts) -> bool:
             call.func.attr.value == "backward"
             or facts.loops.is_training_step(call, call.func.attr.value)
         )
+        for call in facts.index.calls
+    )
+
+
+def _handed_to_training(facts: FileFacts, wrapper: cst.Call) -> bool:
+    """The name the wrapper is bound to is passed, later in its function, to a project
+    function that trains it (`model = nn.DataParallel(model)`, then `model_training(args,
+    data, model, ...)` of a sibling `trainer.py`: `ProgramAnswers.runs_training`)."""
+    assign = facts.index.parents.get(wrapper)
+    if type(assign) is not cst.Assign or len(assign.targets) != 1:
+        return False
+    name = dotted_name(assign.targets[0].target)
+    if name is None:
+        return False
+    function = facts.scopes.enclosing_function(wrapper)
+    order = facts.index.preorder
+    return any(
+        order[call] > order[wrapper]
+        and facts.scopes.enclosing_function(call) is function
+        and any(dotted_name(arg.value) == name for arg in call.args)
+        and facts.program.runs_training(call)
         for call in facts.index.calls
     )
 
