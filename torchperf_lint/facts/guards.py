@@ -135,9 +135,9 @@ def _moves_its_milestone(test: cst.Comparison, branch: cst.If) -> bool:
         return False
     for node in descendants(branch.body):
         kind = type(node)
-        if kind is cst.AssignTarget and name is not None and dotted_name(node.target) == name:
-            return True
-        if kind is cst.AugAssign and name is not None and dotted_name(node.target) == name:
+        if kind in (cst.AssignTarget, cst.AugAssign) and name is not None and (
+            dotted_name(node.target) == name
+        ):
             return True
         if (
             kind is cst.Call
@@ -1182,7 +1182,7 @@ class Guards:
         }
         # A parameter with no default may be passed `None` or `False`: tested for presence,
         # it must be given a value (`if validation_dataset:`); no caller can leave it out.
-        positional = {param.name.value for param in parameters if param.default is None}
+        without_default = {param.name.value for param in parameters if param.default is None}
         tests: list[tuple[str, bool]] = []
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
@@ -1199,7 +1199,8 @@ class Guards:
                 continue
             tests.extend(
                 (name, given) for name, given in found
-                if (name in optional or given and name in positional) and (name, given) not in tests
+                if (name in optional or given and name in without_default)
+                and (name, given) not in tests
             )
         return tests
 

@@ -427,7 +427,6 @@ class TensorExpressions:
             None,
         )
 
-
     def is_mask(self, expression: cst.BaseExpression, depth: int = 0) -> bool:
         """An element-wise comparison, a predicate such as `torch.isnan(x)` or `x.bool()`, `~m`,
         `m & n`, a name bound to one, or a name that says it is one (`mask`, `valid_mask`)."""
