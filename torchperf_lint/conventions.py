@@ -27,6 +27,18 @@ def is_test_file(path: PurePath) -> bool:
     )
 
 
+# Folders that keep a superseded copy of the project's code (`old/`, `legacy/`): their own
+# scripts are no entry points of the project.
+_SUPERSEDED_FOLDERS = frozenset({"old", "legacy", "deprecated", "archive", "archived", "obsolete"})
+
+
+def is_superseded(path: PurePath) -> bool:
+    """Under an `old/`, `legacy/`, `deprecated/`, `archive(d)/` or `obsolete/` folder: a copy
+    the project keeps beside the code it runs now (BiSeNet's `old/`, whose README says
+    users will not need it)."""
+    return any(part in _SUPERSEDED_FOLDERS for part in path.parts[:-1])
+
+
 _LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.")
 
 

@@ -41,6 +41,7 @@ from typing import NamedTuple
 from torchperf_lint.conventions import (
     LIBRARY_SWITCHES,
     framework_hook_kind,
+    is_superseded,
     is_test_file,
     runs_its_function_per_step,
     runs_its_model_per_step,
@@ -749,7 +750,9 @@ class ProgramFacts:
     def _entry_points(self) -> list[str] | None:
         """The files that run a program of a project that is no distribution: its tests,
         notebooks, launchers and configs, and its scripts (an `if __name__ == "__main__":`
-        block, or work at the top level: `main()`). None for a distribution (a `setup.py`,
+        block, or work at the top level: `main()`), but those of a superseded copy the
+        project keeps (`conventions.is_superseded`: `old/train.py`), which run only where
+        another entry point reaches them. None for a distribution (a `setup.py`,
         `setup.cfg` or `pyproject.toml` among its files), whose modules are its users' API
         even where none of its own files uses them, and for a program
         without entry points (a module linted alone): what runs there is not known."""
@@ -758,10 +761,13 @@ class ProgramFacts:
         found = [
             file
             for file, summary in self.summaries.items()
-            if not file.endswith(".py")
-            or file in self._test_paths
-            or summary.runs_as_script
-            or summary.works_at_top_level
+            if (
+                not file.endswith(".py")
+                or file in self._test_paths
+                or summary.runs_as_script
+                or summary.works_at_top_level
+            )
+            and not is_superseded(PurePosixPath(file))
         ]
         return found or None
 
@@ -774,7 +780,9 @@ class ProgramFacts:
         module of the package the name starts with (`f"baselines.{name}"`), or, where the name
         says none (`importlib.import_module(args.model)`), every module beside one that runs. A
         vendored copy of a library that no entry point reaches
-        (`fbrs/model/losses.py`, imported only by the rest of the copy) runs nowhere."""
+        (`fbrs/model/losses.py`, imported only by the rest of the copy) runs nowhere, and so
+        does a superseded copy of the project (`old/train.py`), which a word of another
+        file's (`train`) does not name."""
         if self._entry_points is None:
             return frozenset()
         by_stem: dict[str, list[str]] = defaultdict(list)
@@ -784,7 +792,13 @@ class ProgramFacts:
         reached = set(running)
         while running:
             file = running.pop()
-            named = (other for word in self.summaries[file].mentions for other in by_stem.get(word, ()))
+            named = (
+                other
+                for word in self.summaries[file].mentions
+                for other in by_stem.get(word, ())
+                # `train` in a README names `tools/train.py`, not a superseded `old/train.py`
+                if is_superseded(PurePosixPath(file)) or not is_superseded(PurePosixPath(other))
+            )
             for other in (*self._imports.get(file, ()), *named):
                 if other not in reached:
                     reached.add(other)
