@@ -1360,7 +1360,10 @@ class Guards:
         return any(self.is_grad_disabling(d.decorator) for d in function.decorators)
 
     def grad_disabled(self, node: cst.CSTNode) -> bool:
-        """Under `with torch.no_grad():` in the same function, or in a `@torch.no_grad()` def."""
+        """Under `with torch.no_grad():` in the same function, or in a `@torch.no_grad()` def,
+        or after a statement `torch.set_grad_enabled(False)` before it in its function that
+        no `torch.set_grad_enabled(True)` follows (a dev loop after `model.eval();
+        torch.set_grad_enabled(False)`)."""
         return self._under_grad_mode(node, self.is_grad_disabling)
 
     def grad_maybe_disabled(self, node: cst.CSTNode) -> bool:
@@ -1371,7 +1374,7 @@ class Guards:
         self, node: cst.CSTNode, disables: Callable[[cst.BaseExpression], bool]
     ) -> bool:
         in_own_function = True
-        for parent in self.scopes.ancestors(node):
+        for parent, child in self.scopes.ancestors_with_child(node):
             kind = type(parent)
             if kind is cst.FunctionDef:
                 if any(disables(d.decorator) for d in parent.decorators):
@@ -1379,13 +1382,35 @@ class Guards:
                 in_own_function = False
             elif kind is cst.Lambda or kind is cst.ClassDef:
                 in_own_function = False
-            elif (
-                in_own_function
-                and kind is cst.With
-                and any(disables(item.item) for item in parent.items)
-            ):
+            elif not in_own_function:
+                continue
+            elif kind is cst.With and any(disables(item.item) for item in parent.items):
                 return True
+            else:
+                switch = _last_grad_switch(parent, child)
+                if switch is not None:  # the nearest switch before the node decides
+                    return disables(switch)
         return False
+
+
+# The calls that switch autograd on or off from the statement on (not as a `with` item).
+_GRAD_SWITCHES = frozenset({"set_grad_enabled"})
+
+
+def _last_grad_switch(block: cst.CSTNode, child: cst.CSTNode) -> cst.Call | None:
+    """The last statement `torch.set_grad_enabled(...)` among the statements of `block`
+    before `child`, or None."""
+    statements = statements_of(block)
+    if child not in statements:
+        return None
+    for statement in reversed(statements[: statements.index(child)]):
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in reversed(statement.body):
+            value = small.value if type(small) is cst.Expr else None
+            if type(value) is cst.Call and last_identifier(value.func) in _GRAD_SWITCHES:
+                return value
+    return None
 
 
 def is_evaluation_branch(branch: cst.If, child: cst.CSTNode) -> bool:

@@ -276,8 +276,9 @@ class EvalWithoutNoGrad(Rule):
     a new one on every iteration: `for name in specs: net = build(name); net.eval();
     net(x)`) that run with gradients on: not under
     `with torch.no_grad():` / `torch.inference_mode()`, not in a function decorated with
-    either (or nested in one), and not in a helper that every caller in the module calls under
-    `no_grad`. Only the calls between `eval()` and the next `model.train()` count (or the next
+    either (or nested in one), not after a statement `torch.set_grad_enabled(False)` that
+    no `torch.set_grad_enabled(True)` follows, and not in a helper that every caller in the
+    module calls under `no_grad`. Only the calls between `eval()` and the next `model.train()` count (or the next
     `model.eval()`, whose finding they are).
 
     Where the same function (or module-level script, or notebook) computes gradients (it
