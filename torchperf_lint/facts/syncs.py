@@ -1369,8 +1369,10 @@ class HostSyncs:
         parameters and buffers (`self.register_buffer("decay", torch.tensor(0.999))` is not
         one)."""
         name = dotted_name(attribute)
-        if name is None or not name.startswith("self."):
+        if name is None:
             return False
+        if not name.startswith("self."):
+            return self._held_by_a_host_container(attribute)
         bound = self.scopes.bound_values(attribute)
         values = [value for value in bound if dotted_name(value) != name]
         if any(type(self.index.parents.get(value)) is cst.Arg for value in values):
@@ -1378,6 +1380,31 @@ class HostSyncs:
         return bool(values) and all(
             self.is_host_value(value, depth + 1, containers) for value in values
         )
+
+    def _held_by_a_host_container(self, attribute: cst.Attribute) -> bool:
+        """`dataset.train_idx` in a function that copies other tensors of the same object to
+        the device piece by piece (`dataset.x[nodes].float().to(device)`) and never moves
+        the object itself (`dataset.to(device)`, `dataset = dataset.cuda()`): the object
+        keeps its tensors in host memory (DeepGCNs' `OGBNDataset`)."""
+        holder = attribute.value
+        if type(holder) is not cst.Name:
+            return False
+        function = self.scopes.enclosing_function(attribute)
+        if function is not None and self.scopes.bound_values(holder):
+            return False  # rebound in the function: not one object throughout
+        copies_a_part = False
+        for call in self.index.inside(self.index.calls, function) if function else ():
+            func = call.func
+            if type(func) is not cst.Attribute or func.attr.value not in ("to", "cuda"):
+                continue
+            moved = receiver_of_chain(func.value)
+            if type(moved) is cst.Name and moved.value == holder.value:
+                return False  # the object itself moves
+            if type(moved) is cst.Attribute and type(moved.value) is cst.Name and (
+                moved.value.value == holder.value
+            ):
+                copies_a_part = True
+        return copies_a_part
 
     def _host_tensor_updated_in_place(self, values: list[cst.BaseExpression]) -> bool:
         """A name bound only to tensors built in host memory and then updated with augmented
@@ -2431,6 +2458,18 @@ def _counts_elements(value: cst.BaseExpression) -> bool:
 # What starting or stopping a timer object is called: `timer.tic()`, `fw_timer.toc()`,
 # `self.timer.start()`, `step_timer.stop()`.
 _TIMER_METHODS = frozenset({"tic", "toc", "start", "stop", "lap", "pause", "resume"})
+
+
+def receiver_of_chain(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """What a chain of method calls and subscripts starts from: `dataset.x` for
+    `dataset.x[nodes].float()`."""
+    while True:
+        if type(expression) is cst.Call and type(expression.func) is cst.Attribute:
+            expression = expression.func.value
+        elif type(expression) is cst.Subscript:
+            expression = expression.value
+        else:
+            return expression
 
 
 def _starts_or_stops_a_timer(call: cst.Call) -> bool:

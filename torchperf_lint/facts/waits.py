@@ -22,7 +22,7 @@ from torchperf_lint.facts.loops import LoopFacts, LoopNode, Loops, iterated_expr
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, root_name
 from torchperf_lint.facts.program import ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
-from torchperf_lint.facts.syncs import BARRIER_METHODS, HostSyncs
+from torchperf_lint.facts.syncs import BARRIER_METHODS, HostSyncs, receiver_of_chain
 from torchperf_lint.facts.tensors import TensorExpressions
 
 # How the words of the name of a call that prepares data on the host begin (`tokenizer(text)`,
@@ -294,7 +294,7 @@ class StepWaits:
                 node for node in (function.body, *descendants(function.body))
                 if type(node) is cst.Call
                 and self.host_syncs.is_blocking_move(node)
-                and root_name(_receiver_of_chain(node.func.value)) in parameters
+                and root_name(receiver_of_chain(node.func.value)) in parameters
             ),
             None,
         )
@@ -376,10 +376,3 @@ def _prepares_data(call: cst.Call) -> bool:
     words = (last_identifier(call.func) or "").lower().split("_")
     return any(word.startswith(_DATA_PREPARATION_WORDS) for word in words)
 
-
-
-def _receiver_of_chain(expression: cst.BaseExpression) -> cst.BaseExpression:
-    """`x` for `x.float().contiguous()`: what a chain of method calls starts from."""
-    while type(expression) is cst.Call and type(expression.func) is cst.Attribute:
-        expression = expression.func.value
-    return expression

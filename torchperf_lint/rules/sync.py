@@ -354,6 +354,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
     (b,))`, nanoGPT's `get_batch`), tensors read from a file into host memory
     (`int(header[2])` with `header = torch.from_file(path, False, 256, dtype=torch.int32)`),
+    the tensors of an object whose parts the function copies to the device piece by piece
+    and never moves whole (`dataset.train_idx.tolist()` beside `dataset.x[nodes].to(device)`),
     reads in the CPU branch of a device test (the `else` of `if device.type == "cuda":` or
     of `if torch.cuda.is_available():`, the body of `if device.type == "cpu":`: a benchmark's
     timing loop for the host, whose values are host tensors), a read whose comment says it waits on purpose (`loss_item = loss.item()  #
