@@ -883,3 +883,30 @@ def test_a_folder_named_like_a_readme_and_an_undecodable_readme_declare_nothing(
     (tmp_path / "install" / "setup.sh").write_text("pip install torch==1.8.0\n")
     (tmp_path / "README").write_bytes(b"\xff\xfe\x00pip install torch\x00\n")
     assert declared_torch(tmp_path) is None
+
+
+PRE_0_4_SCRIPT = """import torch
+from torch.autograd import Variable
+from torch.utils.data import DataLoader
+
+
+def evaluate(model, dataset):
+    model.eval()
+    for data, target in DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True):
+        data = data.cuda()
+        scores = torch.zeros(256).cuda()
+        scores += model(Variable(data, volatile=True)).data
+"""
+
+
+def test_advice_that_needs_torch_0_4_is_not_given_to_a_project_pinned_before_it(tmp_path):
+    # knowledge-distillation-pytorch pins `torch==0.3.0.post4`: no `torch.no_grad()` (TPL701),
+    # no `non_blocking=` (TPL104), no factory `device=` (TPL105).
+    write_files(tmp_path, {"requirements.txt": "torch==0.3.0.post4\n", "evaluate.py": PRE_0_4_SCRIPT})
+    assert findings(tmp_path) == []
+    write_files(tmp_path, {"requirements.txt": "torch>=0.3\n"})
+    assert [finding[:3] for finding in findings(tmp_path)] == [
+        ("TPL701", 7, 5),
+        ("TPL104", 9, 16),
+        ("TPL105", 10, 18),
+    ]

@@ -55,6 +55,10 @@ class Finding:
     also_at: tuple[tuple[cst.CSTNode, str], ...] = ()
 
 
+# The release that brought `torch.no_grad()`, `non_blocking=` and the factories' `device=`.
+PYTORCH_0_4 = (0, 4)
+
+
 class Rule:
     """Base class of every rule. Subclasses set the metadata and implement `check`."""
 
@@ -70,6 +74,10 @@ class Rule:
     # deprecations and correctness rules do: a cost that only matters in real training is no
     # one's concern in a test, which reads values and builds tiny loaders on purpose.
     checks_test_files: ClassVar[bool] = False
+    # The first PyTorch release that has what the finding asks for (`torch.no_grad()`,
+    # `non_blocking=`: 0.4): a project whose every allowed release is older (`torch==0.3.0`)
+    # cannot follow the advice, and gets no finding.
+    fix_needs_torch: ClassVar[tuple[int, ...] | None] = None
     options: RuleOptions
 
     def __init__(self, options: RuleOptions | None = None) -> None:
@@ -82,9 +90,14 @@ class Rule:
         """Whether `check` runs on this file at all: test files only for the rules that say
         so; never a module that nothing runs (`ProgramAnswers.runs_nowhere`: a vendored copy
         of a library that no entry point of a program imports), where no cost is paid and no
-        warning is raised."""
+        warning is raised; never in a project that runs only on releases older than the one
+        its advice needs (`fix_needs_torch`)."""
         if facts.program.runs_nowhere():
             return False
+        if self.fix_needs_torch is not None:
+            below = self.torch_below(facts)
+            if below is not None and below <= self.fix_needs_torch:
+                return False
         return self.checks_test_files or not facts.is_test_file
 
     def runs_on_cuda(self, facts: FileFacts) -> bool:

@@ -26,7 +26,7 @@ from torchperf_lint.facts.guards import iteration_counter
 from torchperf_lint.facts.index import descendants, statements_of
 from torchperf_lint.facts.loops import LoopFacts
 from torchperf_lint.facts.names import dotted_name, last_identifier
-from torchperf_lint.rules.base import Finding, ProposedFix, Rule
+from torchperf_lint.rules.base import PYTORCH_0_4, Finding, ProposedFix, Rule
 from torchperf_lint.rules.edits import add_keyword
 
 DATA_DOCS = "https://pytorch.org/docs/stable/data.html#multi-process-data-loading"
@@ -675,7 +675,8 @@ class BlockingHostToDeviceCopy(Rule):
     A training loop is checked either way (its per-step read is TPL201's finding), unless it
     is a fit of at most 100 steps, as for TPL201 (a learning-rate range test that leaves
     after `num_it=100` batches): its copies add up to milliseconds. Test files are not
-    checked.
+    checked, nor a project whose every allowed PyTorch is older than 0.4 (`torch==0.3.0`),
+    which has no `non_blocking=` (0.3 spelt it `async=`).
 
     ## Why is this bad?
     Pinning memory only pays off with an asynchronous copy: without `non_blocking=True` the
@@ -714,6 +715,7 @@ class BlockingHostToDeviceCopy(Rule):
     default = True
     fix_applicability = Applicability.SAFE
     gains_only_on_cuda = True
+    fix_needs_torch = PYTORCH_0_4
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for loop in facts.loops.all:
@@ -921,7 +923,8 @@ class TensorCreatedThenMoved(Rule):
     the input (`torch.rand(x.shape).to(device)`, a random start) is.
     A move to the device of a batch still on the host (`.to(batch_y.device)` where the loop's
     `batch_y` was only converted, `batch_y = batch_y.float()`) moves nothing and is not
-    reported either. Test files are not checked.
+    reported either. Test files are not checked, nor a project whose every allowed PyTorch is
+    older than 0.4 (`torch==0.3.0`), whose factories take no `device=`.
 
     ## Why is this bad?
     The tensor is allocated and filled on the CPU, then copied over PCIe, and the CPU copy is
@@ -970,6 +973,7 @@ class TensorCreatedThenMoved(Rule):
     default = True
     fix_applicability = Applicability.SAFE
     gains_only_on_cuda = True
+    fix_needs_torch = PYTORCH_0_4
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         for call in facts.index.calls:

@@ -19,7 +19,7 @@ from torchperf_lint.facts.index import (
     methods_of,
 )
 from torchperf_lint.facts.names import dotted_name, last_identifier, root_name, target_names
-from torchperf_lint.rules.base import Finding, NodeEdit, ProposedFix, Rule
+from torchperf_lint.rules.base import PYTORCH_0_4, Finding, NodeEdit, ProposedFix, Rule
 
 NO_GRAD_DOCS = "https://pytorch.org/docs/stable/generated/torch.no_grad.html"
 INFERENCE_MODE_DOCS = "https://pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html"
@@ -294,7 +294,9 @@ class EvalWithoutNoGrad(Rule):
     called from a function that computes gradients (a teacher's forward in a training step),
     and models frozen with `requires_grad_(False)`, also down a chain
     (`sampler.eval().requires_grad_(False).to(device)`): they record no graph. Test files are not
-    checked: a test's single forward pass is not where time goes. Where one decorator fixes
+    checked: a test's single forward pass is not where time goes, nor is a project whose every
+    allowed PyTorch is older than 0.4 (`torch==0.3.0`), which has no `torch.no_grad()` (its
+    evaluation wraps inputs in `Variable(x, volatile=True)`). Where one decorator fixes
     every `.eval()` of a function (`encoder.eval(); decoder.eval()` in `test()`), the
     function gets one finding, at the first, and the others are its related locations.
 
@@ -342,6 +344,7 @@ class EvalWithoutNoGrad(Rule):
     message = "`.eval()` does not turn off autograd; run the model under `torch.no_grad()`"
     default = True
     fix_applicability = Applicability.UNSAFE
+    fix_needs_torch = PYTORCH_0_4
 
     def check(self, facts: FileFacts) -> Iterator[Finding]:
         reported = list(self._reported(facts))
