@@ -106,6 +106,12 @@ class ProgramAnswers:
         library that no entry point imports)."""
         return False
 
+    def knows_what_runs(self) -> bool:
+        """Whether the project's entry points say what runs: it is no distribution (no
+        `setup.py`, `setup.cfg` or `pyproject.toml`, whose modules are its users' API) and
+        has scripts, notebooks, tests or launchers. Unknown (linted alone): False."""
+        return False
+
     def trains_on_cuda(self) -> bool:
         """Whether the file belongs to a training program that runs on CUDA (a module that
         trains, and the project modules it imports)."""

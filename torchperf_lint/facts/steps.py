@@ -292,13 +292,18 @@ class Steps:
         )
 
     def never_runs(self, node: cst.CSTNode) -> bool:
-        """Whether the program never runs `node`, outside training loops: it is in a function
-        that nothing can call (`ProgramAnswers.never_called`), in a branch that needs a
-        switch nothing turns on (`Guards.never_enabled`), or in a branch of its function that
-        no caller takes (`callers_never_take`)."""
+        """Whether the program never runs `node`: it is in a function that nothing can call
+        (`ProgramAnswers.never_called`), in a branch that needs a switch nothing turns on
+        (`Guards.never_enabled`), or in a branch of its function that no caller takes
+        (`callers_never_take`). A training loop nothing calls runs nonetheless where the
+        project's modules are its users' API (a distribution's trainer); in a research
+        program (`ProgramAnswers.knows_what_runs`), a trainer class no file names is a
+        leftover."""
         if self.guards.never_enabled(node) or self.callers_never_take(node):
             return True
-        if any(loop.is_training for loop in self.loops.enclosing_loops(node)):
+        if any(loop.is_training for loop in self.loops.enclosing_loops(node)) and not (
+            self.program.knows_what_runs()
+        ):
             return False
         return any(
             self.program.never_called(function)
@@ -313,14 +318,14 @@ class Steps:
         function on every step. Periodic and counter guards (`if step % 100 == 0:`), lazy
         initialisations (`if self.cache is None: self.cache = ...`), paths a usual step does
         not take (`off_the_usual_path`: error paths, debugging modes, branches that only
-        objects built with a non-default switch run) and branches that need a switch nothing
-        turns on (`Guards.never_enabled`) end it.
+        objects built with a non-default switch run) and code the program never runs
+        (`never_runs`: a branch that needs a switch nothing turns on, a trainer class no file
+        of a research program names) end it.
         """
         if (
             self.off_the_usual_path(node)
-            or self.guards.never_enabled(node)
+            or self.never_runs(node)
             or self.behind_periodic_predicate(node)
-            or self.callers_never_take(node)
         ):
             return None
         for loop in self.loops.enclosing_loops(node):

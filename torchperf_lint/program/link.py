@@ -1812,6 +1812,9 @@ class ProgramFacts:
     def _answer_runs_nowhere(self, file: str) -> bool:
         return file in self._unrun_modules
 
+    def _answer_knows_what_runs(self, file: str) -> bool:
+        return self._entry_points is not None
+
     def _answer_per_forward(self, file: str, qualname: str) -> bool:
         return Target(file, qualname, "function") in self._per_forward
 

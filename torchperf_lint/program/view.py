@@ -101,6 +101,9 @@ class LinkedAnswers(ProgramAnswers):
     def runs_nowhere(self) -> bool:
         return bool(self._ask("runs_nowhere"))
 
+    def knows_what_runs(self) -> bool:
+        return bool(self._ask("knows_what_runs"))
+
     def trains_on_cuda(self) -> bool:
         return bool(self._ask("cuda_training"))
 
