@@ -1862,9 +1862,20 @@ class ProgramFacts:
         return self.returned_loader(self.resolve(file, ref), index)
 
     def _answer_unpinnable_batch(self, file: str, ref: Ref) -> bool:
+        """The collate function `ref` builds a batch a DataLoader cannot pin, itself
+        (`FunctionSummary.unpinnable_batch`) or through a project function it calls that
+        does (graph4nlp's `collate_fn`, whose `to_batch(graphs)` in another module returns
+        the project's own `GraphData`)."""
         target = self.resolve(file, ref)
         record = self.function(target) if target is not None else None
-        return record is not None and record.unpinnable_batch
+        if record is None:
+            return False
+        return record.unpinnable_batch or any(
+            (callee := self.callee(target.file, site)) is not None
+            and (called := self.function(callee)) is not None
+            and called.unpinnable_batch
+            for site in record.calls
+        )
 
     def _answer_uploads_first(self, file: str, ordinal: int) -> Answer:
         """[parameter, signature] when the call `ordinal` runs a function that starts by

@@ -208,13 +208,20 @@ class References:
         if made_by is not None:
             return f"returned:{made_by}"
         if isinstance(func, cst.Attribute):
-            instance_of = self._constructed_class(func.value) or self._narrowed_class(func.value)
-            if instance_of is not None:
-                return f"instance:{func.attr.value}:{instance_of}"
+            method = self.instance_method(func)
+            if method is not None:
+                return method
             parameter = self._parameter_receiver(func.value)
             if parameter is not None:
                 return f"argument:{func.attr.value}:{parameter}"
         return None
+
+    def instance_method(self, attribute: cst.Attribute) -> Ref | None:
+        """The method `attribute` names on an instance of a project class the module builds
+        or narrows to (`dataset.collate_fn` after `dataset = ConllDataset(...)`): its class's,
+        or one it inherits."""
+        instance_of = self._constructed_class(attribute.value) or self._narrowed_class(attribute.value)
+        return None if instance_of is None else f"instance:{attribute.attr.value}:{instance_of}"
 
     def dispatched(self, call: cst.Call) -> list[Ref]:
         """The project functions a call through a table may run: `table[key](...)` where

@@ -49,6 +49,8 @@ class LinkedAnswers(ProgramAnswers):
             ref = self.refs.callee(expression)
         else:
             ref = self.refs.of_expression(expression, expression)
+            if ref is None and isinstance(expression, cst.Attribute):
+                ref = self.refs.instance_method(expression)  # `collate_fn=dataset.collate_fn`
         return None if ref is None or is_external(ref) else ref
 
     def _ordinal(self, call: cst.Call) -> int | None:

@@ -254,10 +254,12 @@ class DataLoaderNoPinMemory(Rule):
     method, which pinning leaves as it is (DETR's `utils.collate_fn`, whose images become a
     `NestedTensor`: only the small targets would be pinned; also through a class method that
     returns an instance, `NestedTensor.from_tensor_list(...)`, and a `functools.partial` of
-    the function, `partial(utils.collate_fn, False)`); when the dataset is a class of the
-    module whose
-    `__init__` and `__getitem__` call nothing (its samples are the Python values it was
-    given, such as a prompt and an index: nothing to pin); when it is a range of indices
+    the function, `partial(utils.collate_fn, False)`; also a method of the dataset's class,
+    `collate_fn=dataset.collate_fn`, that builds it through a project function of another
+    module: graph4nlp's `to_batch(graphs)`, returning its `GraphData`); when the dataset is a
+    class of the module whose `__init__` and `__getitem__` call nothing (its samples are the
+    Python values it was given, such as a prompt and an index: nothing to pin); when it is a
+    range of indices
     (`torch.arange(n)`, `TensorDataset(torch.arange(len(bins)))`: a few integers per batch,
     whatever the loop then picks with them); when it is a Hugging Face dataset
     preprocessed ahead of training (`load_dataset(...).map(tokenize)`, indexed by split, not
