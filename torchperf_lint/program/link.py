@@ -790,6 +790,7 @@ class ProgramFacts:
             by_stem[PurePosixPath(file).stem].append(file)
         running = [*self._entry_points, *(f for f in self.summaries if f.endswith("__init__.py"))]
         reached = set(running)
+        superseded = {file for file in self.summaries if is_superseded(PurePosixPath(file))}
         while running:
             file = running.pop()
             named = (
@@ -797,7 +798,7 @@ class ProgramFacts:
                 for word in self.summaries[file].mentions
                 for other in by_stem.get(word, ())
                 # `train` in a README names `tools/train.py`, not a superseded `old/train.py`
-                if is_superseded(PurePosixPath(file)) or not is_superseded(PurePosixPath(other))
+                if file in superseded or other not in superseded
             )
             for other in (*self._imports.get(file, ()), *named):
                 if other not in reached:
@@ -1504,9 +1505,13 @@ class ProgramFacts:
         for file, function in self._functions:
             if file in self.tests:
                 continue
-            if any(self._loop_kind(file, function, loop.ordinal) == "train" for loop in function.loops):
+            if self._has_training_loop(file, function):
                 files.add(file)
         return files
+
+    def _has_training_loop(self, file: str, function: FunctionSummary) -> bool:
+        """Whether a loop of `function` trains (`_loop_kind`)."""
+        return any(self._loop_kind(file, function, loop.ordinal) == "train" for loop in function.loops)
 
     # Autograd ---------------------------------------------------------------------------------
 
@@ -1892,13 +1897,7 @@ class ProgramFacts:
         """Whether the call `ordinal` runs a function that steps or has a training loop."""
         for target in self._runs.get((file, ordinal), ()):
             record = self.function(target)
-            if record is not None and (
-                record.steps
-                or any(
-                    self._loop_kind(target.file, record, loop.ordinal) == "train"
-                    for loop in record.loops
-                )
-            ):
+            if record is not None and (record.steps or self._has_training_loop(target.file, record)):
                 return True
         return False
 

@@ -711,7 +711,7 @@ def _handed_to_training(facts: FileFacts, wrapper: cst.Call) -> bool:
         and facts.scopes.enclosing_function(call) is function
         and any(dotted_name(arg.value) == name for arg in call.args)
         and facts.program.runs_training(call)
-        for call in facts.index.calls
+        for call in facts.index.inside(facts.index.calls, function or facts.module)
     )
 
 
