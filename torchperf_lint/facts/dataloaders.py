@@ -86,6 +86,7 @@ _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "eye", "linspace",
     "rand", "randn", "randint", "randperm", "normal", "zeros_like", "ones_like", "rand_like",
     "randn_like", "randint_like", "Generator", "manual_seed", "stack", "cat", "from_numpy",
+    "is_tensor",  # `if torch.is_tensor(idx): idx = idx.tolist()`, a sampler's index
 })
 _RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal"})
 _PLAIN_BUILTINS = frozenset({
@@ -99,7 +100,7 @@ _NAME_DEPTH = 3
 _TENSOR_METHODS = frozenset({
     "size", "numel", "dim", "item", "long", "int", "float", "double", "half", "bool", "clone",
     "view", "reshape", "contiguous", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
-    "type",
+    "type", "tolist",
 })
 # NumPy's and SciPy's conversions of an array (a sparse matrix's row made dense), and the
 # views of a dict of arrays (`{k: v[idx] for k, v in self.data.items()}`).
@@ -129,6 +130,12 @@ _CONTAINER_BUILTINS = frozenset({"builtins.list", "builtins.tuple", "builtins.so
 # Calls that read a whole saved object back into memory: a dataset saved after preprocessing
 # (`torch.save(train_dataset, path)`, then `torch.load(path)`) holds its samples.
 DESERIALIZERS = frozenset({"torch.load", "pickle.load", "pickle.loads"})
+# Calls that return a NumPy array: a loader over one indexes its rows in memory
+# (`DataLoader(check_array(X), batch_size=256)`).
+_ARRAY_BUILDERS = frozenset({
+    "numpy.array", "numpy.asarray", "numpy.load", "numpy.concatenate", "numpy.stack",
+    "numpy.vstack", "sklearn.utils.check_array", "sklearn.utils.validation.check_array",
+})
 # A sampler's number of samples (torchgeo's `RandomGeoSampler(..., length=3)`, PyTorch's
 # `RandomSampler(..., num_samples=3)`) up to which the loader is a look at a few samples
 # (to plot them), not a pass over the data.
@@ -748,7 +755,7 @@ class DataLoaders:
         qualified = self.names.call_name(expression) or ""
         if qualified in _IN_MEMORY_DATASETS or qualified in _CONTAINER_BUILTINS:
             return True
-        if qualified in DESERIALIZERS:
+        if qualified in DESERIALIZERS or qualified in _ARRAY_BUILDERS:
             return True
         if qualified.startswith("unittest.mock."):
             return True
@@ -764,7 +771,7 @@ class DataLoaders:
     ) -> bool:
         """Whether `is_source` holds for the dataset `expression` is, seen through the names
         bound to it (the value that reaches the use in straight-line code, else every value),
-        `Subset`/`ConcatDataset` and `+` (every part: `gold +
+        both values of a conditional expression, `Subset`/`ConcatDataset` and `+` (every part: `gold +
         silver`, a concatenation of lists or, for datasets, a `ConcatDataset`), a parameter
         (what every caller in the module passes), a call of a function of the module (what
         it returns: `DataLoader(_generate_dataset(n, d))`) and an unpacked call (`dataset,
@@ -773,6 +780,11 @@ class DataLoaders:
             return True
         if depth > 3:
             return False
+        if type(expression) is cst.IfExp:  # `TorchDataset(X, mean) if scale else TorchDataset(X)`
+            return all(
+                self.every_source(part, is_source, depth + 1)
+                for part in (expression.body, expression.orelse)
+            )
         if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, cst.Add):
             return all(
                 self.every_source(part, is_source, depth + 1)
@@ -787,6 +799,9 @@ class DataLoaders:
                         self.every_source(e.value, is_source, depth + 1) for e in parts.elements
                     )
                 return self.every_source(parts, is_source, depth + 1)
+            if self._transforms_an_array(expression):
+                # `scaler.transform(X)` of a scikit-learn estimator: an array like `X`.
+                return self.every_source(expression.args[0].value, is_source, depth + 1)
             if isinstance(expression.func, cst.Name):
                 # `DataLoader(_generate_dataset(n, d))`: what the module's function returns.
                 returned = self._module_function_returns(expression.func.value)
@@ -811,23 +826,59 @@ class DataLoaders:
             )
         return False
 
+    def _transforms_an_array(self, call: cst.Call) -> bool:
+        """`self.minmax_scaler.transform(X)`, `fit_transform(X)`: a scikit-learn estimator
+        (a receiver bound to a `sklearn` class) returning the array it is given, transformed."""
+        func = call.func
+        return (
+            type(func) is cst.Attribute
+            and func.attr.value in ("transform", "fit_transform")
+            and bool(call.args)
+            and not call.args[0].star
+            and any(
+                type(value) is cst.Call
+                and (self.names.call_name(value) or "").startswith("sklearn.")
+                for value in self.scopes.bound_values(func.value)
+            )
+        )
+
     def _passed_for(self, expression: cst.BaseExpression) -> list[cst.BaseExpression]:
         """What the callers in this module pass for the parameter `expression` names, when
-        every call of its function (a module-level `def`, called by name) passes it:
-        `prepare_dataloader(dataset, batch_size)` gives the caller's `dataset`."""
+        every call of its function passes it: a module-level `def` called by name
+        (`prepare_dataloader(dataset, batch_size)` gives the caller's `dataset`), or a method
+        called on `self` by the methods of its class (`self._deep_representation(net, X)`
+        gives the `X` of `fit`)."""
         function = self.scopes.enclosing_function(expression)
         if (
             not isinstance(expression, cst.Name)
             or function is None
-            or self.scopes.enclosing_class(function) is not None
             or not self.scopes.is_parameter(expression.value, function)
         ):
             return []
+        cls = self.scopes.enclosing_class(function)
         params = function.params
         positional = [param.name.value for param in (*params.posonly_params, *params.params)]
+        if cls is not None:
+            if any(
+                dotted_name(decorator.decorator) in ("staticmethod", "classmethod")
+                for decorator in function.decorators
+            ):
+                return []
+            positional = positional[1:]  # `self`, which the call's receiver gives
+        name = function.name.value
         passed = []
         for call in self.index.calls:
-            if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+            func = call.func
+            if cls is None:
+                if not (type(func) is cst.Name and func.value == name):
+                    continue
+            elif not (
+                type(func) is cst.Attribute
+                and func.attr.value == name
+                and type(func.value) is cst.Name
+                and func.value.value == "self"
+                and self.scopes.enclosing_class(call) is cls
+            ):
                 continue
             argument = _argument_for(call, expression.value, positional)
             if argument is None:

@@ -63,9 +63,11 @@ class DataLoaderNoWorkers(Rule):
     samples in memory (a `TensorDataset`, a `range`, a list or other literal, a list built by
     an expression such as `list(InputExample(...) for ...)` or `gold + silver`, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
-    batch_size=1024)` over node indices), a dataset class of the module whose
-    `__getitem__` or `__iter__` calls nothing but PyTorch's factories, builtins and tensor
-    methods that read only their tensor, or NumPy's and SciPy's conversions of what it
+    batch_size=1024)` over node indices), a NumPy array (`np.asarray(rows)`, scikit-learn's
+    `check_array(X)`, a fitted scaler's `transform` of one), a dataset class of the module whose
+    `__getitem__` or `__iter__` calls nothing but PyTorch's factories and `is_tensor`,
+    builtins and tensor methods that read only their tensor (`idx.tolist()`), or NumPy's
+    and SciPy's conversions of what it
     indexes (`torch.from_numpy(self.x[index].toarray()[0])`, a sparse matrix's row made
     dense; `{k: v[idx] for k, v in self.data.items()}`, a dict of precomputed features) (it only indexes what it holds, returns constants or
     makes up samples: `torch.randn(size)`, `self.data[start:end].long()` with `start` drawn
@@ -82,8 +84,10 @@ class DataLoaderNoWorkers(Rule):
     create_prompt_dataset(...)` returning two `torch.load(...)`):
     `DataLoader(RandomTokenDataset(...))`, `DataLoader(get_dataset(tokenizer))`, and
     a function of the module by what it returns (`DataLoader(_generate_dataset(n, d))`
-    returning a `TensorDataset`); a loader factory's parameter counts by what every caller
-    in the module passes, also through a function's tuple return: `dataset, model,
+    returning a `TensorDataset`), either value of a conditional expression (`Rows(X, mean)
+    if scale else Rows(X)`); a loader factory's parameter counts by what every caller
+    in the module passes (a method's, by the calls of its class on `self`:
+    `self._embed(net, X)`), also through a function's tuple return: `dataset, model,
     optimizer = load_train_objs()` then `prepare_dataloader(dataset, batch_size)`), and a
     parameter of a function or method of any module by what every caller outside tests
     passes, when they agree (a library's `learner.fit(dataset)`, whose examples pass
