@@ -996,7 +996,7 @@ class ProgramFacts:
         set_by_library = (
             (attribute, "")
             for attribute, enablers in LIBRARY_SWITCHES.items()
-            if self._mentioned & enablers or attribute in self._keywords_on
+            if self._switch_enablers & enablers or attribute in self._keywords_on
         )
         return frozenset((*set_by_code, *set_by_library))
 
@@ -1004,7 +1004,15 @@ class ProgramFacts:
         """`qualname` is Hugging Face's `_set_gradient_checkpointing` hook and nothing in the
         project names it or a method that calls it."""
         return qualname.rpartition(".")[2] == _CHECKPOINTING_HOOK and not (
-            self._mentioned & LIBRARY_SWITCHES["gradient_checkpointing"]
+            self._switch_enablers & LIBRARY_SWITCHES["gradient_checkpointing"]
+        )
+
+    @cached_property
+    def _switch_enablers(self) -> frozenset[str]:
+        """The methods that turn a library's switch on that some file of the project names
+        (`ModuleSummary.switch_enablers`)."""
+        return frozenset(
+            name for summary in self.summaries.values() for name in summary.switch_enablers
         )
 
     @cached_property

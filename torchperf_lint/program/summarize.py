@@ -11,7 +11,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from torchperf_lint.conventions import OFF_VALUES
+from torchperf_lint.conventions import LIBRARY_SWITCHES, OFF_VALUES
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.dataloaders import DESERIALIZERS, MISSING
@@ -495,6 +495,50 @@ def _mentions(facts: FileFacts) -> list[str]:
     return sorted(mentioned)
 
 
+def _switch_enablers(facts: FileFacts) -> list[str]:
+    """`ModuleSummary.switch_enablers`: the names of `LIBRARY_SWITCHES`' methods the module's
+    code mentions (not its strings: an error message's "use `gradient_checkpointing_enable()`
+    instead"), outside the branches that test the switch itself and outside the library's
+    own methods that switch it (a copy of `PreTrainedModel`, whose
+    `gradient_checkpointing_enable` and `gradient_checkpointing_disable` name the hook
+    `_set_gradient_checkpointing`)."""
+    found = set()
+    for name in facts.index.names:
+        switch = _ENABLED_SWITCH.get(name.value)
+        if switch is None:
+            continue
+        if any(
+            type(ancestor) is cst.FunctionDef and ancestor.name.value in _SWITCHING_METHODS
+            or type(ancestor) is cst.If and _names_switch(ancestor.test, switch)
+            for ancestor in facts.scopes.ancestors(name)
+        ):
+            continue
+        found.add(name.value)
+    return sorted(found)
+
+
+# Each method of `LIBRARY_SWITCHES`, with the switch it turns on.
+_ENABLED_SWITCH = {
+    method: switch for switch, methods in LIBRARY_SWITCHES.items() for method in methods
+}
+
+
+# The methods of libraries' models that turn their switches on and off.
+_SWITCHING_METHODS = frozenset(_ENABLED_SWITCH) | {
+    "gradient_checkpointing_disable", "disable_gradient_checkpointing",
+}
+
+
+def _names_switch(test: cst.BaseExpression, switch: str) -> bool:
+    """`test` reads the attribute `switch` (`config.gradient_checkpointing`, also
+    `getattr(self.config, "gradient_checkpointing", False)`)."""
+    return any(
+        type(node) is cst.Attribute and node.attr.value == switch
+        or type(node) is cst.SimpleString and literal_value(node) == switch
+        for node in (test, *descendants(test))
+    )
+
+
 def _import_aliases(facts: FileFacts) -> dict[str, str]:
     """The names `from ... import X as Y` statements bind, each to the name it imports (`Y`
     to `X`), where they differ."""
@@ -679,6 +723,7 @@ class _Summarizer:
         self._add_devices(summary)
         summary.mentions = _mentions(facts)
         summary.keywords_on = self._keywords_on()
+        summary.switch_enablers = _switch_enablers(facts)
         summary.periodic_predicates = sorted({
             function.name.value for function in facts.index.functions
             if self._returns_periodic_test(function)

@@ -197,6 +197,11 @@ class ModuleSummary:
     # that a caller the linker cannot resolve, or a registry building a class from a config,
     # may turn on.
     keywords_on: list[str] = field(default_factory=list)
+    # The methods that turn a library's checkpointing switch on (`LIBRARY_SWITCHES`) that
+    # the file's code names, but for a name under a test of the switch it turns on (Hugging
+    # Face's copied `PreTrainedModel.__init__` calls `gradient_checkpointing_enable()` only
+    # when the config's `gradient_checkpointing` is on, which `keywords_on` tells).
+    switch_enablers: list[str] = field(default_factory=list)
     # Functions whose every result is a periodic test of their arguments or `False`
     # (`def should_log(self, step): return step == 1 or step % self.log_freq == 0`).
     periodic_predicates: list[str] = field(default_factory=list)

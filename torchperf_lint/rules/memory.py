@@ -587,7 +587,11 @@ class CheckpointUseReentrant(Rule):
     which sets `self.gradient_checkpointing = False` while no code of the project that may
     run sets it to anything else; Hugging Face's hook `_set_gradient_checkpointing(module,
     value)` sets it only when the project calls `gradient_checkpointing_enable()` or
-    `enable_gradient_checkpointing()`, or the hook itself), the same switch of a library's
+    `enable_gradient_checkpointing()`, or the hook itself; a copy of the library's own
+    methods does not count, nor its `PreTrainedModel.__init__`, which calls
+    `gradient_checkpointing_enable()` only under `if getattr(self.config,
+    "gradient_checkpointing", False):`, for a config that no code of the project turns
+    on), the same switch of a library's
     model, which the library builds off (`if self.model.transformer.grad_checkpointing:` on an
     open_clip or timm model, on only after `set_grad_checkpointing()`; Hugging Face's
     `gradient_checkpointing`, on only after `gradient_checkpointing_enable()`; a test of the
