@@ -221,6 +221,9 @@ class GraphTracker:
         bindings = self._bindings_seen_by(value, loop)
         if any(self.is_detached(binding) for binding in bindings):
             return False
+        reaching = facts.scopes.reaching_values(value) if type(value) is cst.Name else None
+        if reaching and all(self._numpy_value(binding) for binding in reaching):
+            return False  # `loss = np.mean(losses)` right before it is stored: a host value
         name = dotted_name(value)
         if loop.is_training and (loop.function, name) in facts.tensors.backwarded:
             return True
@@ -272,6 +275,12 @@ class GraphTracker:
         return bool(bindings) and all(
             self.is_detached(binding) or self._computed_without_grad(binding, loop, depth + 1)
             for binding in bindings
+        )
+
+    def _numpy_value(self, value: cst.BaseExpression) -> bool:
+        """A value NumPy computes (`np.mean([...])`), which holds no graph."""
+        return type(value) is cst.Call and (self.facts.names.call_name(value) or "").startswith(
+            "numpy."
         )
 
     def _bindings_seen_by(self, name: cst.BaseExpression, loop: LoopFacts) -> list[cst.BaseExpression]:
