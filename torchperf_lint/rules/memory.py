@@ -329,7 +329,8 @@ class LossGraphRetained(Rule):
     (`.mean()`, `.cpu()`, `.to(...)`) on one.
 
     It stays silent on detached values (`.item()`, `.detach()`, `float(...)`, `.data`),
-    stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
+    a name the store reads after rebinding it to a NumPy value (`loss = np.mean(read)`,
+    though `loss.backward()` ran on its earlier value), stores made with autograd off (`with torch.no_grad(): total_loss += loss`),
     predictions that cut the graph (`.argmax(...)`, comparisons), outputs computed under
     `no_grad` or by a model frozen with `requires_grad_(False)` (its parameters record no
     graph), a criterion's output from detached values only (`criterion(pred.detach().cpu(),
