@@ -14,7 +14,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from torchperf_lint.facts.amp import AutocastFacts
-from torchperf_lint.facts.arguments import bound_argument, parameter_named
+from torchperf_lint.facts.arguments import UNKNOWN, bound_argument, literal_value, parameter_named
 from torchperf_lint.facts.dataloaders import DataLoaders
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import SyntaxIndex, descendants
@@ -168,11 +168,13 @@ class StepWaits:
         and the same iteration of its innermost loop, on every iteration of a usual run. The
         host waits there for the same backward anyway, so a read right before or after it
         waits for little more (the optimizer's kernels). Not with a fused optimizer
-        (`fused=True`), whose step takes the inf check on the device."""
+        (`fused=True`), whose step takes the inf check on the device. Apex's dynamic loss
+        scaling reads its overflow flag at the end of `with amp.scale_loss(loss, optimizer)
+        as scaled_loss:` (`_apex_scale_loss`), before `node`, in the same way."""
         function = self.scopes.enclosing_function(node)  # None at a script's top level
         loops = self.loops.enclosing_loops(node)
         region = loops[0].node if loops else function
-        if region is None or not self._syncing_scaler:
+        if region is None or not (self._syncing_scaler or self._apex_dynamic_scaling):
             return False
         innermost = self._innermost_loop(node)
         calls = [
@@ -183,18 +185,23 @@ class StepWaits:
         order = self.index.preorder
         position = order[node]
         for call in calls:
-            helper = self.loops.is_scaler_step(call)
-            if not (helper or self._steps_a_grad_scaler(call)):
+            scaled = self._apex_scale_loss(call)
+            helper = self._syncing_scaler and self.loops.is_scaler_step(call)
+            if not (helper or scaled or self._syncing_scaler and self._steps_a_grad_scaler(call)):
                 continue
-            if helper and order[call] > position:
+            if (helper or scaled) and order[call] > position:
                 continue  # the helper's own backward comes between
+            # The wait: the call, or the end of the `with` block whose exit reads the flag.
+            wait = self.index.subtree_end[scaled] if scaled is not None else order[call]
+            if scaled is not None and wait > position:
+                continue  # inside the block, before its backward ends
             if (
                 not self.guards.runs_on_every_iteration(call, region)
                 or self.guards.periodic_guard(call, within=region) is not None
                 or loops and self.guards.sparse_guard(call, region) is not None
             ):
                 continue  # `if (i + 1) % accumulation == 0: scaler.step(optimizer)`
-            low, high = sorted((order[call], position))
+            low, high = sorted((wait, position))
             between = [other for other in calls if low < order[other] < high]
             upkeep = [other for other in between if last_identifier(other.func) in _STEP_UPKEEP]
             if all(
@@ -216,6 +223,27 @@ class StepWaits:
             for call in self.index.calls
             for arg in call.args
         )
+
+    @cached_property
+    def _apex_dynamic_scaling(self) -> bool:
+        """The module sets up Apex's mixed precision with dynamic loss scaling:
+        `amp.initialize(model, optimizer, opt_level="O1")` (also "O2", whose default scaling is
+        dynamic, or `loss_scale="dynamic"`), and no call of it asks for anything else."""
+        setups = [
+            call for call in self.index.calls
+            if self.names.call_name(call) == "apex.amp.initialize"
+        ]
+        return bool(setups) and all(_scales_dynamically(call) for call in setups)
+
+    def _apex_scale_loss(self, call: cst.Call) -> cst.With | None:
+        """The `with` statement of `with amp.scale_loss(loss, optimizer) as scaled_loss:`, when
+        `call` is its `amp.scale_loss(...)` and the module scales dynamically: its exit
+        unscales the gradients and reads the overflow flag with `.item()`."""
+        if not self._apex_dynamic_scaling or self.names.call_name(call) != "apex.amp.scale_loss":
+            return None
+        item = self.index.parents.get(call)
+        statement = self.index.parents.get(item) if type(item) is cst.WithItem else None
+        return statement if type(statement) is cst.With else None
 
     def _steps_a_grad_scaler(self, call: cst.Call) -> bool:
         """`scaler.step(optimizer)`, `self.grad_scaler.step(self.optimizer)`."""
@@ -358,6 +386,29 @@ class StepWaits:
             type(value) is cst.Call and dotted_name(value.func) == "next" for value in values
         )
 
+
+
+def _scales_dynamically(setup: cst.Call) -> bool:
+    """`amp.initialize(...)` enabled, at an optimization level whose loss scale is dynamic by
+    default ("O1", the default, or "O2") and with no other `loss_scale`, or with
+    `loss_scale="dynamic"`."""
+    enabled = bound_argument(setup, "enabled", _APEX_INITIALIZE)
+    level = bound_argument(setup, "opt_level", _APEX_INITIALIZE)
+    scale = bound_argument(setup, "loss_scale", _APEX_INITIALIZE)
+    if any(argument is UNKNOWN for argument in (enabled, level, scale)):
+        return False
+    if enabled is not None and literal_value(enabled.value) is not True:
+        return False
+    if scale is not None:
+        return literal_value(scale.value) == "dynamic"
+    return level is None or literal_value(level.value) in ("O1", "O2")
+
+
+# The parameters of `apex.amp.initialize`, in order.
+_APEX_INITIALIZE = (
+    "models", "optimizers", "enabled", "opt_level", "cast_model_type", "patch_torch_functions",
+    "keep_batchnorm_fp32", "master_weights", "loss_scale",
+)
 
 
 def _numbers(expression: cst.BaseExpression) -> bool:

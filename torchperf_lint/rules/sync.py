@@ -393,8 +393,11 @@ class SyncInTrainingLoop(_PerIterationRule):
     the read waits for little more (the optimizer's kernels) and is not reported. With a
     fused optimizer (`fused=True`), which takes the check on the device, with a scaler that
     may be disabled (`GradScaler(enabled=args.amp)`), or with one that steps only every N
-    micro-batches, the read is the step's wait and is reported. Nor is a read in a step
-    that steps an L-BFGS optimizer with a closure (`optimizer.step(closure)` of a
+    micro-batches, the read is the step's wait and is reported. The same holds after
+    Apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` block where the module
+    sets up dynamic loss scaling (`amp.initialize(..., opt_level="O1")`, "O2" or
+    `loss_scale="dynamic"`): the block's exit reads the overflow flag with `.item()`. Nor is
+    a read in a step that steps an L-BFGS optimizer with a closure (`optimizer.step(closure)` of a
     `torch.optim.LBFGS` or a project's copy of it, also under `if opt == "LBFGS":` where
     `opt` defaults to it, pykan's `fit`): that step reads the loss and its tolerances on the
     host many times, and the line search of such an optimizer's own `step(self, closure)`
