@@ -99,7 +99,8 @@ def setting_test(test: cst.BaseExpression, expected: bool = True) -> list | None
 
 def _setting_key(expression: cst.BaseExpression) -> str | None:
     """The key of a setting read from the run's settings object (`verbose` of `args.verbose`
-    or `self.args.verbose`, `TRAIN.CLIP_GRAD` of `config.TRAIN.CLIP_GRAD`), also of one
+    or `self.args.verbose`, `TRAIN.CLIP_GRAD` of `config.TRAIN.CLIP_GRAD`, `flooding_level`
+    of `self.train_config.flooding_level`), also of one
     entry of it (`kl_threshold` of `self.cfg.kl_threshold[uid]`, one agent's value of a
     setting that a single value sets for all)."""
     if isinstance(expression, cst.Subscript):
@@ -109,7 +110,8 @@ def _setting_key(expression: cst.BaseExpression) -> str | None:
         return None
     parts = name.split(".")
     start = 1 if parts[0] == "self" and len(parts) > 2 else 0
-    if parts[start] not in _SETTINGS_OBJECTS:
+    holder = parts[start]
+    if holder not in _SETTINGS_OBJECTS and not (start and holder.endswith(_SETTINGS_SUFFIXES)):
         return None
     return ".".join(parts[start + 1:])
 

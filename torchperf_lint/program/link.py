@@ -967,25 +967,26 @@ class ProgramFacts:
     def _set_on(self) -> frozenset[str]:
         """`switched_on` but for the switches constructors store (`with_cp=False`), which
         are on only when the project builds their class with them on."""
-        return frozenset(attribute for attribute, _ in self._switches_set)
+        return frozenset(attribute for attribute, _, _ in self._switches_set)
 
     @cached_property
     def _set_on_settings(self) -> frozenset[str]:
         """`_set_on` but for what a constructor sets on the object it builds
         (`self.kl_threshold = kl_threshold` in a scheduler's `__init__`): that object's
-        attribute, not a setting of the run."""
+        attribute, not a setting of the run; and for what tests set (`cfg.flooding_level =
+        0.1` in a test of the trainer), which no shipped run does."""
         return frozenset(
-            attribute for attribute, qualname in self._switches_set
-            if not qualname.endswith(".__init__")
+            attribute for attribute, qualname, file in self._switches_set
+            if not qualname.endswith(".__init__") and file not in self.tests
         )
 
     @cached_property
-    def _switches_set(self) -> frozenset[tuple[str, str]]:
-        """`(attribute, qualified name of the function that sets it)` for each switch that
-        code of the project that may run sets on, and `(attribute, "")` for a library's
-        switch the project turns on."""
+    def _switches_set(self) -> frozenset[tuple[str, str, str]]:
+        """`(attribute, qualified name of the function that sets it, its file)` for each
+        switch that code of the project that may run sets on, and `(attribute, "", "")` for
+        a library's switch the project turns on."""
         set_by_code = (
-            (attribute, qualname)
+            (attribute, qualname, file)
             for file, summary in self.summaries.items()
             for qualname, function in summary.functions.items()
             if function.switches
@@ -994,7 +995,7 @@ class ProgramFacts:
             for attribute in function.switches
         )
         set_by_library = (
-            (attribute, "")
+            (attribute, "", "")
             for attribute, enablers in LIBRARY_SWITCHES.items()
             if self._switch_enablers & enablers or attribute in self._keywords_on
         )

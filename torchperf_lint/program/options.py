@@ -6,7 +6,7 @@ in Python: a command-line option (`parser.add_argument("--verbose", action="stor
 gives `verbose` the default `False`, and so does `verbose: bool = False` in a class of
 arguments such as `class Args(Tap)`, or in a config class such as `class PPO_CFG`) or an
 entry of a config tree (`_C.TRAIN.CLIP_GRAD = 5.0`, yacs and its kin, gives
-`TRAIN.CLIP_GRAD` the default `5.0`). What a run may set it to is
+`TRAIN.CLIP_GRAD` the default `5.0`; also of a copy of one, `TrainCfg = deepcopy(BaseCfg)`). What a run may set it to is
 written where runs are launched: shell scripts and README commands (`--verbose`,
 `TRAIN.CLIP_GRAD 0.`), YAML and JSON configs (`CLIP_GRAD: 0.0`), the commands a Python
 launcher builds (`"--verbose"`). A test of a setting whose every known value fails it, with
@@ -60,8 +60,11 @@ DECLARING_CALLS = frozenset({_DECLARING_OPTION, _SETTING_DEFAULTS})
 # What a config tree is built with (`_C = CN()`, `cfg = edict()`).
 _CONFIG_TREES = frozenset({
     "CN", "CfgNode", "ConfigDict", "EasyDict", "edict", "AttrDict", "Munch", "SimpleNamespace",
-    "Namespace", "Config",
+    "Namespace", "Config", "CFG",
 })
+# What copies a config tree into another (`TrainCfg = deepcopy(BaseCfg)`), whose entries
+# are then set as the original's are.
+_TREE_COPIES = frozenset({"deepcopy", "copy"})
 # Classes whose fields are command-line arguments or the run's settings: by name (`Args`,
 # `TrainingArguments`, `Hparams`, `TrainCfg`, skrl's `PPO_CFG`) or by base
 # (typed-argument-parser's `Tap`).
@@ -264,7 +267,9 @@ def _config_tree_defaults(tree: ast.Module) -> Iterable[list]:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
         target = statement.targets[0]
-        if isinstance(target, ast.Name) and _builds_a_config_tree(statement.value):
+        if isinstance(target, ast.Name) and (
+            _builds_a_config_tree(statement.value) or copies_a_config_tree(statement.value, roots)
+        ):
             roots.add(target.id)
             continue
         parts = attribute_chain(target)
@@ -315,6 +320,19 @@ def _name_of(expression: ast.expr) -> str | None:
 
 def _builds_a_config_tree(value: ast.expr) -> bool:
     return isinstance(value, ast.Call) and builds_a_config_tree(_name_of(value.func))
+
+
+def copies_a_config_tree(value: ast.expr, roots: set[str]) -> bool:
+    """`deepcopy(BaseCfg)` (also `copy.deepcopy(...)`, `BaseCfg.copy()`) of one of `roots`."""
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "copy" and not value.args:
+        copied: ast.expr = value.func.value
+    elif _name_of(value.func) in _TREE_COPIES and len(value.args) == 1:
+        copied = value.args[0]
+    else:
+        return False
+    return isinstance(copied, ast.Name) and copied.id in roots
 
 
 def builds_a_config_tree(callee: str | None) -> bool:

@@ -418,14 +418,16 @@ def _declared_settings(facts: FileFacts) -> DeclaredSettings:
         for small in statement.body
         if type(small) is cst.Assign
     ]
-    roots = {  # `_C = CN()`
-        target.target.value
-        for _, assignment in assignments
-        if type(assignment.value) is cst.Call
-        and builds_a_config_tree(last_identifier(assignment.value.func))
-        for target in assignment.targets
-        if type(target.target) is cst.Name
-    }
+    roots: set[str] = set()  # `_C = CN()`, `TrainCfg = deepcopy(BaseCfg)`
+    for _, assignment in assignments:
+        value = assignment.value
+        if type(value) is cst.Call and (
+            builds_a_config_tree(last_identifier(value.func)) or _copied_name(value) in roots
+        ):
+            roots.update(
+                target.target.value for target in assignment.targets
+                if type(target.target) is cst.Name
+            )
     nodes: list[cst.CSTNode] = [  # `_C = CN()`, `_C.TRAIN.CLIP_GRAD = 5.0`
         statement
         for statement, assignment in assignments
@@ -469,6 +471,19 @@ def _declares_a_default(
     return bool(names) and all(
         name is not None and name.partition(".")[2] in declared for name in names
     )
+
+
+def _copied_name(call: cst.Call) -> str | None:
+    """The name `call` copies: `BaseCfg` of `deepcopy(BaseCfg)`, `copy.deepcopy(BaseCfg)` or
+    `BaseCfg.copy()` (`options.copies_a_config_tree`)."""
+    func = call.func
+    if type(func) is cst.Attribute and func.attr.value == "copy" and not call.args:
+        copied: cst.BaseExpression = func.value
+    elif last_identifier(func) in ("deepcopy", "copy") and len(call.args) == 1:
+        copied = call.args[0].value
+    else:
+        return None
+    return copied.value if type(copied) is cst.Name else None
 
 
 def _mentions(facts: FileFacts) -> list[str]:
