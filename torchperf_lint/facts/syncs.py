@@ -1314,7 +1314,8 @@ class HostSyncs:
         is computed from a host tensor without moving it (`x.cpu().sum(dim=1)`, `row[mask]`,
         `.to(torch.long)`); a name whose reaching assignment is one of these
         (`ids = input_ids.detach().cpu()`, even for a parameter rebound so), or bound only to
-        these, and a loop's name for the items of a host tensor (`for row in ids_cpu:`).
+        these, a loop's name for the items of a host tensor (`for row in ids_cpu:`), and the
+        parts of what a process pool returned (`for name, seq in pool.map(load, paths):`).
         `containers=False` excludes literal lists, tuples and dicts, whose items may be device
         tensors (`{"loss": loss}["loss"]`).
         """
@@ -1349,7 +1350,11 @@ class HostSyncs:
                     or self.is_loader_batch(source)  # `for r_id, cam in zip(ref_ids, cams):`
                     for source, is_item in sources
                 )
-            item_of = self.tensors.iterated_for(expression)
+            # `for row in ids_cpu:`; also a part of an unpacked item (`for name, seq in
+            # loaded:` over what a process pool returned).
+            item_of = self.tensors.iterated_for(expression) or self.tensors.iterated_for_item(
+                expression
+            )
             if item_of is not None:
                 return self.is_host_value(item_of, depth + 1, containers=False)
             if self._bound_elsewhere(expression):
@@ -1455,7 +1460,7 @@ class HostSyncs:
                 return self._host_operands(call.args[0].value, depth)
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
-        if self._received_over_rpc(call):
+        if self._received_over_rpc(call) or self._returned_by_worker_processes(call):
             return True
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -1467,6 +1472,29 @@ class HostSyncs:
             return False
         # A tensor method of a host tensor computes in host memory.
         return qualified is None and self.is_host_value(func.value, depth, containers=False)
+
+    def _returned_by_worker_processes(self, call: cst.Call) -> bool:
+        """`pool.map(load, paths)` (also `imap`, `starmap`, ...) of a process pool
+        (`multiprocessing.Pool`, PyTorch's, `ProcessPoolExecutor`, also bound by `with Pool(8)
+        as pool:`): what the workers return comes back pickled, in host memory."""
+        func = call.func
+        if type(func) is not cst.Attribute or func.attr.value not in _POOL_MAPS:
+            return False
+        pool = func.value
+        entered = [  # `with Pool(8) as pool:` around the call
+            item.item
+            for block in self.scopes.ancestors(call)
+            if type(block) is cst.With
+            for item in block.items
+            if item.asname is not None
+            and type(item.asname.name) is cst.Name
+            and type(pool) is cst.Name
+            and item.asname.name.value == pool.value
+        ]
+        return any(
+            type(value) is cst.Call and self.names.call_name(value) in _PROCESS_POOLS
+            for value in (*entered, *self.scopes.bound_values(pool))
+        )
 
     def copies_back(self, call: cst.Call) -> bool:
         """`call` copies a value that is not known to be in host memory back to the host as
@@ -2458,6 +2486,14 @@ def _counts_elements(value: cst.BaseExpression) -> bool:
 # What starting or stopping a timer object is called: `timer.tic()`, `fw_timer.toc()`,
 # `self.timer.start()`, `step_timer.stop()`.
 _TIMER_METHODS = frozenset({"tic", "toc", "start", "stop", "lap", "pause", "resume"})
+
+
+# Process pools, and their methods that return what the worker processes computed.
+_PROCESS_POOLS = frozenset({
+    "multiprocessing.Pool", "multiprocessing.pool.Pool", "torch.multiprocessing.Pool",
+    "concurrent.futures.ProcessPoolExecutor",
+})
+_POOL_MAPS = frozenset({"map", "imap", "imap_unordered", "starmap"})
 
 
 def receiver_of_chain(expression: cst.BaseExpression) -> cst.BaseExpression:

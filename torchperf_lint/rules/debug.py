@@ -94,7 +94,9 @@ class CudaTimingWithoutSync(Rule):
     method whose name merely contains "model" (`self.build_model(cfg)`) is not a model call.
     Nor is work on tensors known to be in host memory: what `torch.distributed.rpc` received
     from another process (`rref.to_here()`, `rpc.rpc_sync(...)`, `fut.wait()` of an
-    `rpc.rpc_async` future), whose remote work is complete, and what is computed from it
+    `rpc.rpc_async` future), whose remote work is complete, what a process pool's workers
+    return (`pool.map(load, paths)`: a dataset loading its files in parallel), and what is
+    computed from it
     (`torch.stack` of the received values), or what an object holds when every value it is
     given is built in host memory (a data module's `self.train_idx =
     torch.from_numpy(split)` and its `self.train_idx.share_memory_()`: a timed dataset read,
