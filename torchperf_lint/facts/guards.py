@@ -931,7 +931,17 @@ class Guards:
         whose body grows it: it runs when an input is longer than every one before. And a
         latch, `if not self.initialized:` whose body sets it (`self.initialized = True`, or
         `self.initialized.fill_(1)` for a buffer): a data-dependent initialisation on the
-        first call."""
+        first call. And a cache filled per key, `if i not in self.sr_u:` whose body stores
+        `self.sr_u[i]`: it runs once for each key."""
+        cache = _key_absence_tested(branch.test)
+        if cache is not None:
+            stored = any(
+                type(node) is cst.AssignTarget
+                and type(node.target) is cst.Subscript
+                and dotted_name(node.target.value) == cache
+                for node in descendants(branch.body)
+            )
+            return cache if stored else None
         name = _none_tested(branch.test) or _capacity_tested(branch.test) or _latch_tested(branch.test)
         if name is None:
             return None
@@ -1610,6 +1620,17 @@ def _none_tested(test: cst.BaseExpression) -> str | None:
         dotted_name(node) == name for node in (other, *descendants(other))
     )
     return name if reads else None
+
+
+def _key_absence_tested(test: cst.BaseExpression) -> str | None:
+    """`self.sr_u` in `i not in self.sr_u`."""
+    if (
+        type(test) is not cst.Comparison
+        or len(test.comparisons) != 1
+        or type(test.comparisons[0].operator) is not cst.NotIn
+    ):
+        return None
+    return dotted_name(test.comparisons[0].comparator)
 
 
 def _latch_tested(test: cst.BaseExpression) -> str | None:

@@ -855,6 +855,7 @@ class TensorCreatedThenMoved(Rule):
     is None:`, once per call and shared by the loop's model calls, a lazy initialisation in
     a per-step function that runs on the first call only (`if not self.initialized:` whose
     body, or a method it calls, sets the flag or fills the buffer: `self.initialized.fill_(1)`),
+    or once per key (`if i not in self.sr_u:` whose body stores `self.sr_u[i]`),
     or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
     outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
