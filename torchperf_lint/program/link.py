@@ -842,10 +842,14 @@ class ProgramFacts:
 
     @cached_property
     def _star_imported(self) -> frozenset[str]:
-        """The project files some file imports with `from module import *`."""
+        """The project files some file imports with `from module import *` and passes on:
+        a package's `__init__.py`, or a module other files import. A star import in a
+        module nothing imports (a vendored `exp_imports/default.py` whose experiments were
+        left out) passes no name on."""
         return frozenset(
             found[0]
             for file, summary in self.summaries.items()
+            if PurePosixPath(file).name == "__init__.py" or file in self._imported_files
             for star in summary.stars
             if (found := self.modules.resolve(file, star)) is not None
         )
