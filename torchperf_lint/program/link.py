@@ -1883,16 +1883,27 @@ class ProgramFacts:
         """The collate function `ref` builds a batch a DataLoader cannot pin, itself
         (`FunctionSummary.unpinnable_batch`) or through a project function it calls that
         does (graph4nlp's `collate_fn`, whose `to_batch(graphs)` in another module returns
-        the project's own `GraphData`)."""
+        the project's own `GraphData`), or by building an instance of another module's class
+        that cannot be pinned (`ClassSummary.unpinnable`: `return PaddedBatch(x, lengths)`)."""
         target = self.resolve(file, ref)
         record = self.function(target) if target is not None else None
         if record is None:
             return False
         return record.unpinnable_batch or any(
-            (callee := self.callee(target.file, site)) is not None
+            self._builds_unpinnable(target.file, site)
+            or (callee := self.callee(target.file, site)) is not None
             and (called := self.function(callee)) is not None
             and called.unpinnable_batch
             for site in record.calls
+        )
+
+    def _builds_unpinnable(self, file: str, site: CallSite) -> bool:
+        """The call builds an instance of a project class a DataLoader cannot pin."""
+        built = self.resolve(file, site.callee)
+        return (
+            built is not None
+            and built.kind == "class"
+            and self.summaries[built.file].classes[built.qualname].unpinnable
         )
 
     def _answer_uploads_first(self, file: str, ordinal: int) -> Answer:

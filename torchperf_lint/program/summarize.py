@@ -719,6 +719,7 @@ class _Summarizer:
                 facts.dataloaders.class_samples(cls),
                 cls in facts.models.checkpoint_architectures,
                 decorated=bool(cls.decorators),
+                unpinnable=cls in self._unpinnable_classes,
             )
         for loop in facts.loops.all:
             if loop.over_constants:
@@ -847,19 +848,25 @@ class _Summarizer:
         )
 
     @cached_property
-    def _unpinnable_builders(self) -> frozenset[str]:
-        """The classes of the module that a DataLoader cannot pin (plain classes, without a
-        `pin_memory` method: DETR's `NestedTensor`), their class methods that return an
-        instance (`NestedTensor.from_tensor_list`, returning `cls(tensor, mask)`), and the
-        module's functions that only return one, also through one another
-        (`nested_tensor_from_tensor_list`), by name."""
-        classes = [
+    def _unpinnable_classes(self) -> list[cst.ClassDef]:
+        """The module-level classes a DataLoader cannot pin: plain classes (no base but
+        `object`) without a `pin_memory` method (DETR's `NestedTensor`)."""
+        return [
             cls
             for cls in self.facts.index.classes
             if all(dotted_name(base.value) == "object" for base in cls.bases)
             and not methods_of(cls, ("pin_memory",))
             and self.facts.scopes.enclosing_function(cls) is None
         ]
+
+    @cached_property
+    def _unpinnable_builders(self) -> frozenset[str]:
+        """The classes of the module that a DataLoader cannot pin (plain classes, without a
+        `pin_memory` method: DETR's `NestedTensor`), their class methods that return an
+        instance (`NestedTensor.from_tensor_list`, returning `cls(tensor, mask)`), and the
+        module's functions that only return one, also through one another
+        (`nested_tensor_from_tensor_list`), by name."""
+        classes = self._unpinnable_classes
         builders = {cls.name.value for cls in classes}
         for cls in classes:
             for method in methods_of(cls):

@@ -159,6 +159,9 @@ class ClassSummary:
     checkpoint_architecture: bool = False
     # Has a decorator, which may register it by name (`@MODELS.register_module()`).
     decorated: bool = False
+    # A plain class (no base but `object`) without a `pin_memory` method: a DataLoader
+    # cannot pin its instances (DETR's `NestedTensor`, pytorch-lifestream's `PaddedBatch`).
+    unpinnable: bool = False
 
 
 @dataclass

@@ -260,7 +260,9 @@ class DataLoaderNoPinMemory(Rule):
     returns an instance, `NestedTensor.from_tensor_list(...)`, and a `functools.partial` of
     the function, `partial(utils.collate_fn, False)`; also a method of the dataset's class,
     `collate_fn=dataset.collate_fn`, that builds it through a project function of another
-    module: graph4nlp's `to_batch(graphs)`, returning its `GraphData`); when the dataset is a
+    module: graph4nlp's `to_batch(graphs)`, returning its `GraphData`; or that builds an
+    instance of such a class of another module, `return PaddedBatch(x, lengths)`, as
+    pytorch-lifestream's collate functions do); when the dataset is a
     class of the module whose `__init__` and `__getitem__` call nothing (its samples are the
     Python values it was given, such as a prompt and an index: nothing to pin); when it is a
     range of indices
