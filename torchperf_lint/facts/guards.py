@@ -458,8 +458,8 @@ class Guards:
         )
 
     def _exit_off_period_before(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
-        """An `if <off-period test>: continue` (or `return`) among the statements of `block`
-        before `child`."""
+        """An `if <off-period test>: continue` (or `return`, also after other work: `if
+        self.skip_log: log_loss(); return`) among the statements of `block` before `child`."""
         # Every call asks about every block around it: each block is scanned once.
         if block not in self._first_exits:
             statements = statements_of(block)
@@ -469,7 +469,7 @@ class Guards:
                     for position, statement in enumerate(statements)
                     if type(statement) is cst.If
                     and statement.orelse is None
-                    and _only_exits(statement.body)
+                    and type(final_simple_statement(statement.body)) in (cst.Continue, cst.Return)
                     and self._is_off_period_test(statement.test)
                 ),
                 None,
@@ -484,7 +484,9 @@ class Guards:
     def _is_off_period_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """True on the steps between the periodic ones: `step % n != 0`, `step % n`, or an
         `or` or `and` with one of those as an operand (`if skip_batch and skip_time: return`:
-        the other reasons to skip are rarer still); also a name bound to one."""
+        the other reasons to skip are rarer still); also a name bound to one, or an
+        attribute of `self` (`self.skip_log = batch_idx % self.log_every != 0` in a hook
+        that runs before each step)."""
         if isinstance(test, cst.BooleanOperation):
             return self._is_off_period_test(test.left, depth) or self._is_off_period_test(
                 test.right, depth
@@ -496,9 +498,18 @@ class Guards:
             return isinstance(target.operator, cst.NotEqual) and (
                 _is_modulo(test.left) or _is_modulo(target.comparator)
             )
-        if isinstance(test, cst.Name) and depth < _NAME_DEPTH:
+        if type(test) is cst.Name and depth < _NAME_DEPTH:
             return self._bound_only_to(test, self._is_off_period_test, depth)
+        if (dotted_name(test) or "").startswith("self.") and depth < _NAME_DEPTH:
+            # The value `__init__` starts it with is the one before the first step's hook.
+            return self._bound_only_to(
+                test, self._is_off_period_test, depth, besides=self._set_in_constructor
+            )
         return False
+
+    def _set_in_constructor(self, value: cst.BaseExpression, name: str) -> bool:
+        function = self.scopes.enclosing_function(value)
+        return function is not None and function.name.value == "__init__"
 
     def is_periodic_test(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """A modulo test (`is_modulo_test`) or a trainer's interval flag (`if
@@ -515,7 +526,7 @@ class Guards:
 
     def _bound_only_to(
         self,
-        name: cst.Name,
+        name: cst.Name | cst.Attribute,
         passes: Callable[[cst.BaseExpression, int], bool],
         depth: int,
         besides: Callable[[cst.BaseExpression, str], bool] = lambda value, name: False,
@@ -526,7 +537,7 @@ class Guards:
         `is_metric_step = i % m == 0 or is_log_step`). Values `besides` says derive from the
         name itself (`_narrows`) are left out."""
         bound = self.scopes.bound_values(name)
-        values = [value for value in bound if not besides(value, name.value)]
+        values = [value for value in bound if not besides(value, dotted_name(name) or "")]
         return bool(values) and all(passes(value, depth + 1) for value in values)
 
     def sparse_guard(self, node: cst.CSTNode, loop: cst.For | cst.While) -> cst.If | None:

@@ -284,7 +284,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     optimizer), filename=name)`:
     a run saves at intervals, whatever test decides when), after
     an early exit on the other steps (`if (i + 1) % accumulation != 0: continue`, also
-    `if skip_batch and skip_time: return` with `skip_batch` such a test), code after a
+    `if skip_batch and skip_time: return` with `skip_batch` such a test, or `if
+    self.skip_log: log_loss(); return` with `self.skip_log = batch_idx % n != 0` set by
+    the hook before each step), code after a
     `return`, `raise`, `break` or `continue` of its block (no path reaches it: `def
     sync(device): return` above a `torch.cuda.synchronize(device)`), a
     lazy initialisation (`if buffer is None: buffer = ...`), in a branch whose body ends by
