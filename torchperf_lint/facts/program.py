@@ -163,7 +163,9 @@ class ProgramAnswers:
     def unpinnable_batch(self, collate: cst.BaseExpression) -> bool:
         """Whether the project function `collate` (a DataLoader's `collate_fn`) returns a
         batch that pinning cannot pin: one it builds from a plain class without
-        `pin_memory` (DETR's `utils.collate_fn`, whose images are a `NestedTensor`)."""
+        `pin_memory` (DETR's `utils.collate_fn`, whose images are a `NestedTensor`); for
+        `dataset.collate_fn` of a dataset the function is given, whether every project
+        class's method of that name returns such a batch."""
         return False
 
     def uploads_first(self, call: cst.Call) -> tuple[str, tuple[str, ...]] | None:

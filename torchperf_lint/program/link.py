@@ -1886,14 +1886,34 @@ class ProgramFacts:
         the project's own `GraphData`), or by building an instance of another module's class
         that cannot be pinned (`ClassSummary.unpinnable`: `return PaddedBatch(x, lengths)`)."""
         target = self.resolve(file, ref)
-        record = self.function(target) if target is not None else None
+        return target is not None and self._unpinnable_collate(target)
+
+    def _answer_unpinnable_method(self, file: str, name: str) -> bool:
+        """Every method `name` of the project's classes (outside tests) builds a batch a
+        DataLoader cannot pin: what `collate_fn=dataset.collate_fn` runs for a dataset the
+        function is given (pytorch-lifestream's sixteen `collate_fn`s, each returning a
+        `PaddedBatch` with its labels)."""
+        methods = [
+            Target(method_file, function.qualname, "function")
+            for method_file, function in self._functions
+            if function.owner is not None
+            and function.qualname == f"{function.owner}.{name}"
+            and method_file not in self.tests
+        ]
+        return bool(methods) and all(self._unpinnable_collate(method) for method in methods)
+
+    def _unpinnable_collate(self, target: Target, depth: int = 0) -> bool:
+        """`target` builds a batch that cannot be pinned, itself or through the project
+        functions it calls (two calls deep: ptls's `collate_fn` calls `collate_feature_dict`,
+        which builds another module's `PaddedBatch`)."""
+        record = self.function(target)
         if record is None:
             return False
         return record.unpinnable_batch or any(
             self._builds_unpinnable(target.file, site)
-            or (callee := self.callee(target.file, site)) is not None
-            and (called := self.function(callee)) is not None
-            and called.unpinnable_batch
+            or depth < 2
+            and (callee := self.callee(target.file, site)) is not None
+            and self._unpinnable_collate(callee, depth + 1)
             for site in record.calls
         )
 

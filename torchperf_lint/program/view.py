@@ -146,7 +146,16 @@ class LinkedAnswers(ProgramAnswers):
 
     def unpinnable_batch(self, collate: cst.BaseExpression) -> bool:
         ref = self._project_ref(collate)
-        return ref is not None and bool(self._ask("unpinnable_batch", ref))
+        if ref is not None:
+            return bool(self._ask("unpinnable_batch", ref))
+        scopes = self.refs.facts.scopes
+        return (
+            # `collate_fn=train_data.collate_fn` of a dataset the function is given.
+            type(collate) is cst.Attribute
+            and type(collate.value) is cst.Name
+            and scopes.holds_argument(collate.value)
+            and bool(self._ask("unpinnable_method", collate.attr.value))
+        )
 
     def uploads_first(self, call: cst.Call) -> tuple[str, tuple[str, ...]] | None:
         ordinal = self._ordinal(call)

@@ -262,7 +262,11 @@ class DataLoaderNoPinMemory(Rule):
     `collate_fn=dataset.collate_fn`, that builds it through a project function of another
     module: graph4nlp's `to_batch(graphs)`, returning its `GraphData`; or that builds an
     instance of such a class of another module, `return PaddedBatch(x, lengths)`, as
-    pytorch-lifestream's collate functions do); when the dataset is a
+    pytorch-lifestream's collate functions do, directly or through a helper; when the
+    collate function is one of two, `collate_wo_target if onnx else
+    padded_collate_wo_target`, either of which builds such a batch; and for
+    `collate_fn=train_data.collate_fn` of a dataset the function is given, when every
+    project class's `collate_fn` builds one); when the dataset is a
     class of the module whose `__init__` and `__getitem__` call nothing (its samples are the
     Python values it was given, such as a prompt and an index: nothing to pin); when it is a
     range of indices
@@ -378,7 +382,10 @@ class DataLoaderNoPinMemory(Rule):
             if facts.dataloaders.collates_token_ids(loader):
                 continue  # padded token ids: kilobytes per batch
             collate = loader.argument("collate_fn")
-            if collate is not None and facts.program.unpinnable_batch(_partial_of(facts, collate.value)):
+            if collate is not None and any(
+                facts.program.unpinnable_batch(function)
+                for function in _collate_functions(facts, collate.value)
+            ):
                 continue  # DETR's `NestedTensor`: pinning leaves the images as they are
             if facts.dataloaders.built_by_a_dataset(loader):
                 continue  # a dataset's one-time preprocessing pass
@@ -787,6 +794,24 @@ class BlockingHostToDeviceCopy(Rule):
             for wait in waits
         )
 
+
+
+def _collate_functions(
+    facts: FileFacts, collate: cst.BaseExpression, depth: int = 0
+) -> list[cst.BaseExpression]:
+    """The functions a `collate_fn` argument may be: through `functools.partial`, the values
+    that reach a name and both values of a conditional expression (`collate_fn =
+    collate_wo_target if onnx else padded_collate_wo_target`)."""
+    collate = _partial_of(facts, collate)
+    if depth > 3:
+        return [collate]
+    if type(collate) is cst.IfExp:
+        return [
+            *_collate_functions(facts, collate.body, depth + 1),
+            *_collate_functions(facts, collate.orelse, depth + 1),
+        ]
+    values = facts.scopes.reaching_values(collate) if type(collate) is cst.Name else None
+    return [collate, *(f for value in values or () for f in _collate_functions(facts, value, depth + 1))]
 
 
 def _partial_of(facts: FileFacts, function: cst.BaseExpression) -> cst.BaseExpression:
