@@ -42,7 +42,8 @@ _FILE_DOWNLOADS = frozenset({
     "requests.get", "urllib.request.urlretrieve", "urllib.request.urlopen",
     "torch.hub.download_url_to_file", "torch.utils.model_zoo.load_url",
     "torchvision.datasets.utils.download_url", "torchvision.datasets.utils.download_file_from_google_drive",
-    "huggingface_hub.snapshot_download", "wget.download", "gdown.download", "gdown.cached_download",
+    "huggingface_hub.snapshot_download", "modelscope.hub.snapshot_download.snapshot_download",
+    "modelscope.snapshot_download", "wget.download", "gdown.download", "gdown.cached_download",
 })
 # The same, by the callee's last identifier when the import is not resolved (a vendored
 # copy, a `try` import): names that only download.

@@ -452,7 +452,9 @@ class ProgramFacts:
     @cached_property
     def released_classes(self) -> set[Target]:
         """The classes whose parameters are keys of published checkpoints: those a module
-        that loads released weights defines, imports or builds (outside test files), those
+        that loads released weights defines, imports, builds or names by their dotted path
+        in a string (a table of released models, `'obj': 'pkg.models.ERes2Net'`; outside
+        test files), those
         a registry builds by name or with a method that loads their own checkpoints and the
         classes derived from these, and, through them all, the classes their methods build,
         directly or in the project functions they call, and the classes they pass to a call
@@ -489,6 +491,8 @@ class ProgramFacts:
                 reached(Target(file, name, "class"))
             for name in summary.imports:
                 reached(self.resolve(file, f"import:{summary.imports[name]}"))
+            for path in summary.released_paths:  # `dynamic_import(conf['obj'])(**conf['args'])`
+                reached(self.resolve(file, f"import:{path}"))
             pending.extend((file, function) for function in summary.functions.values())
         while pending:
             file, function = pending.pop()

@@ -510,6 +510,17 @@ def _mentions(facts: FileFacts) -> list[str]:
     return sorted(mentioned)
 
 
+def _dotted_paths(facts: FileFacts) -> list[str]:
+    """The strings of the module that are dotted paths of two parts or more (`'obj':
+    'speakerlab.models.campplus.DTDNN.CAMPPlus'`)."""
+    found = set()
+    for string in facts.index.strings:
+        text = literal_value(string)
+        if isinstance(text, str) and "." in text and len(named_in_string(text)) > 1:
+            found.add(text)
+    return sorted(found)
+
+
 def _switch_enablers(facts: FileFacts) -> list[str]:
     """`ModuleSummary.switch_enablers`: the names of `LIBRARY_SWITCHES`' methods the module's
     code mentions (not its strings: an error message's "use `gradient_checkpointing_enable()`
@@ -691,6 +702,7 @@ class _Summarizer:
             imported_modules=sorted(set(self.refs.imported_modules)),
             uses_cuda=facts.uses_cuda,
             loads_released_weights=facts.models.loads_released_weights,
+            released_paths=_dotted_paths(facts) if facts.models.loads_released_weights else [],
             runs_as_script=any(
                 isinstance(statement, cst.If) and is_main_test(statement.test)
                 for statement in facts.module.body

@@ -176,6 +176,10 @@ class ModuleSummary:
     uses_cuda: bool = False
     # Downloads published weights into its models (`FileFacts.models.loads_released_weights`).
     loads_released_weights: bool = False
+    # For such a module, the dotted paths its strings spell (`'obj':
+    # 'speakerlab.models.eres2net.ERes2Net.ERes2Net'`): the classes a table of released
+    # models builds by name.
+    released_paths: list[str] = field(default_factory=list)
     runs_as_script: bool = False  # Has an `if __name__ == "__main__":` block.
     # Does work at its top level: a call statement (`main()`), a loop or a `with`.
     works_at_top_level: bool = False

@@ -321,8 +321,11 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     of `torch.load(path)` (or a key of it: `checkpoint["model_state_dict"]`) into a model it
     builds (`model = Net(args)`, or `self`), and the file is published: the loading function
     downloads it, itself or through the module's functions it calls (`requests.get(url)`,
-    `urlretrieve`, `download_url_to_file`), or its path is built from `__file__`, a package
-    resource or a URL literal (shipped with the package). A `strict=False` load (a
+    `urlretrieve`, `download_url_to_file`, ModelScope's `snapshot_download`), or its path
+    is built from `__file__`, a package resource or a URL literal (shipped with the
+    package). Such a module's released models include the classes its strings name by
+    their dotted path (a table of model ids, `'obj': 'speakerlab.models.eres2net.ERes2Net'`,
+    built with `dynamic_import(conf['obj'])`: 3D-Speaker's). A `strict=False` load (a
     fine-tuning start), a model passed in, or a checkpoint of the project's own runs
     (`torch.load(args.resume)`) is not published weights. Two kinds of model class are
     released architectures too, with the classes derived from them and what they build: a
