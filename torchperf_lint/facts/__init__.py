@@ -148,7 +148,7 @@ class FileFacts:
         """Where the host waits for the device: reads of device values, data-dependent shapes."""
         return HostSyncs(
             self.index, self.scopes, self.names, self.tensors, self.loops,
-            self.program.receives_tensor,
+            self.program.receives_tensor, self.program.receives_host_values,
         )
 
     @cached_property

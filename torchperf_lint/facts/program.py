@@ -73,6 +73,11 @@ class ProgramAnswers:
         `parameter` (or, for its `**kwargs`, as any keyword it does not name)."""
         return False
 
+    def receives_host_values(self, function: cst.FunctionDef, parameter: str) -> bool:
+        """Whether every caller (one at least) passes `function`, as `parameter`, a value in
+        host memory (`self._mask_tokens(lm_input_ids)` of a loader's batch before its copy)."""
+        return False
+
     def never_passed(self, test: list) -> bool:
         """Whether no run the project ships passes `test` of one of its settings
         (`Guards.setting_test`, `program.options`): the setting's default fails it and no

@@ -359,7 +359,31 @@ class Scopes:
             targets = target_names(statement.target) if kind is cst.For else ()
             header = [statement] if name in targets else []
             return body[0] + header, False  # it may make no iteration
+        if kind in _TRY_TYPES and statement.finalbody is None:
+            return self._bindings_through_try(statement, name)
         return None
+
+    def _bindings_through_try(
+        self, statement: cst.Try | cst.TryStar, name: str
+    ) -> tuple[list[cst.CSTNode], bool] | None:
+        """`_last_bindings` of a `try` without `finally`: any binding in its body (an exception
+        may stop it after any one), and the last ones of its handlers and of its `else`
+        (`try: batch = next(batches) except StopIteration: batches = iter(loader)`)."""
+        if any(
+            handler.name is not None and self._binds(handler.name, name)
+            for handler in statement.handlers
+        ):
+            return None
+        sites = self._binding_sites[(self.enclosing_function(statement), name)]
+        found = [site for site in sites if self._within(site, statement.body)]
+        for block in (*(handler.body for handler in statement.handlers), statement.orelse):
+            if block is None:
+                continue
+            through = self._branch_bindings(block.body if type(block) is cst.Else else block, name)
+            if through is None:
+                return None
+            found.extend(through[0])
+        return found, False
 
     def _branch_bindings(
         self, block: cst.BaseSuite, name: str

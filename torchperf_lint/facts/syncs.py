@@ -288,6 +288,7 @@ class HostSyncs:
         tensors: TensorExpressions,
         loops: Loops,
         receives_tensor: Callable[[cst.FunctionDef, str], bool] = lambda function, name: False,
+        receives_host_values: Callable[[cst.FunctionDef, str], bool] = lambda function, name: False,
     ) -> None:
         self.index = index
         self.scopes = scopes
@@ -296,6 +297,8 @@ class HostSyncs:
         self.loops = loops
         # Whether the program's callers pass a function's parameter a device tensor.
         self.receives_tensor = receives_tensor
+        # Whether every caller passes a function's parameter a value in host memory.
+        self.receives_host_values = receives_host_values
         # Per function of the module: whether it only keeps records on the host (`_host_helper`).
         self._host_helpers: dict[cst.FunctionDef, bool] = {}
 
@@ -1344,10 +1347,12 @@ class HostSyncs:
             sources = self.tensors.reaching_sources(expression)
             if sources is not None:
                 # `next_obs, next_done = torch.Tensor(o), torch.Tensor(d)` (host tensors), then
-                # `for i, d in enumerate(next_done):` (their items).
-                return all(
+                # `for i, d in enumerate(next_done):` (their items); `batch = None` at the top
+                # of an iteration that then loads one holds no tensor.
+                return any(not is_none(source) for source, _ in sources) and all(
                     self.is_host_value(source, depth + 1, containers and not is_item)
                     or self.is_loader_batch(source)  # `for r_id, cam in zip(ref_ids, cams):`
+                    or is_none(source)
                     for source, is_item in sources
                 )
             # `for row in ids_cpu:`; also a part of an unpacked item (`for name, seq in
@@ -1357,6 +1362,10 @@ class HostSyncs:
             )
             if item_of is not None:
                 return self.is_host_value(item_of, depth + 1, containers=False)
+            if self.scopes.holds_argument(expression):
+                function = self.scopes.enclosing_function(expression)
+                # `def _mask_tokens(self, input_ids)`, given a batch before its copy.
+                return function is not None and self.receives_host_values(function, expression.value)
             if self._bound_elsewhere(expression):
                 return False
             values = self.scopes.bound_values(expression)
@@ -1366,6 +1375,33 @@ class HostSyncs:
                 self.is_host_value(value, depth + 1, containers) for value in values
             )
         return False
+
+    def _next_loader_batch(self, call: cst.Call) -> bool:
+        """`next(batches)` or `batches.__next__()` of an iterator over a DataLoader (`batches
+        = iter(train_loader)`, `unlabeled_dataloader.__iter__()`): a batch as the loader
+        yields it, in host memory until it is copied."""
+        func = call.func
+        if dotted_name(func) == "next" and call.args:
+            iterator = call.args[0].value
+        elif type(func) is cst.Attribute and func.attr.value == "__next__" and not call.args:
+            iterator = func.value
+        else:
+            return False
+        if not isinstance(iterator, (cst.Name, cst.Attribute)):
+            return False
+        # `unlabeled_iter = None` on the paths without unlabeled data.
+        values = [value for value in self.scopes.bound_values(iterator) if not is_none(value)]
+        return bool(values) and all(
+            type(value) is cst.Call
+            and (
+                dotted_name(value.func) == "iter" and len(value.args) == 1
+                or type(value.func) is cst.Attribute and value.func.attr.value == "__iter__"
+            )
+            and "loader" in (last_identifier(
+                value.args[0].value if value.args else value.func.value
+            ) or "").lower()
+            for value in values
+        )
 
     def _host_attribute(self, attribute: cst.Attribute, depth: int, containers: bool) -> bool:
         """`self.train_idx` when the module binds it only to host values (`self.train_idx =
@@ -1461,6 +1497,8 @@ class HostSyncs:
         if any(arg.keyword is not None and arg.keyword.value == "return_tensors" for arg in call.args):
             return True  # a tokenizer's or processor's encoding, in host memory
         if self._received_over_rpc(call) or self._returned_by_worker_processes(call):
+            return True
+        if self._next_loader_batch(call):
             return True
         func = call.func
         if not isinstance(func, cst.Attribute):

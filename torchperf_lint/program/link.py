@@ -1660,6 +1660,23 @@ class ProgramFacts:
                     return True
         return False
 
+    def receives_host_values(self, target: Target, parameter: str) -> bool:
+        """Whether every caller outside tests (one at least) passes, as `parameter` of
+        `target`, a value in host memory (`ModuleSummary`'s "host" argument:
+        `self._mask_tokens(lm_input_ids)` of a loader's batch before its copy)."""
+        function = self.function(target)
+        callers = self._callers.get(target, [])
+        return (
+            function is not None
+            and parameter in function.parameters
+            and bool(callers)
+            and all(
+                (argument := _argument(site, function, parameter)) is not None
+                and argument[0] == "host"
+                for _, _, site in callers
+            )
+        )
+
     def receives_counter(self, target: Target, parameter: str, kind: str) -> bool:
         """Whether every caller outside tests (one at least) passes, as `parameter` of
         `target`, a counter of a loop around the call (`kind` "counter":
@@ -1842,6 +1859,9 @@ class ProgramFacts:
 
     def _answer_receives_tensor(self, file: str, qualname: str, parameter: str) -> bool:
         return self.receives_tensor(Target(file, qualname, "function"), parameter)
+
+    def _answer_receives_host_values(self, file: str, qualname: str, parameter: str) -> bool:
+        return self.receives_host_values(Target(file, qualname, "function"), parameter)
 
     def _answer_receives_counter(self, file: str, qualname: str, parameter: str, kind: str) -> bool:
         return self.receives_counter(Target(file, qualname, "function"), parameter, kind)

@@ -1162,6 +1162,12 @@ class _Summarizer:
         ) and facts.host_syncs.may_be_device_tensor(expression):
             # Or, bound to several values, may be one; or a name the function backpropagates.
             return ["tensor"]
+        if (
+            isinstance(expression, (cst.Name, cst.Subscript))
+            and not (isinstance(expression, cst.Name) and facts.scopes.holds_argument(expression))
+            and facts.host_syncs.is_host_value(expression, containers=False)
+        ):
+            return ["host"]  # `lm_input_ids = batch["input_ids"]` of a loader's batch, not copied
         if isinstance(expression, cst.Call):
             return None if callee is None else ["call", callee]
         if isinstance(expression, cst.Name):

@@ -84,6 +84,9 @@ class LinkedAnswers(ProgramAnswers):
     def receives_tensor(self, function: cst.FunctionDef, parameter: str) -> bool:
         return bool(self._ask("receives_tensor", self.refs.qualname(function), parameter))
 
+    def receives_host_values(self, function: cst.FunctionDef, parameter: str) -> bool:
+        return bool(self._ask("receives_host_values", self.refs.qualname(function), parameter))
+
     def receives_counter(self, function: cst.FunctionDef, parameter: str, kind: str) -> bool:
         return bool(self._ask("receives_counter", self.refs.qualname(function), parameter, kind))
 

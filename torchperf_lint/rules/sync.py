@@ -356,6 +356,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     of a host tensor, `data[i : i + block_size] for i in ix` with `ix = torch.randint(n,
     (b,))`, nanoGPT's `get_batch`), tensors read from a file into host memory
     (`int(header[2])` with `header = torch.from_file(path, False, 256, dtype=torch.int32)`),
+    a batch as a DataLoader yields it, before its copy (also `next(batches)` or
+    `batches.__next__()` of an iterator over a loader, and a helper's parameter that every
+    caller passes such a batch: PET's `_mask_tokens(lm_input_ids)`, whose `.tolist()` reads
+    the unlabeled batch drawn before it is moved),
     the tensors of an object whose parts the function copies to the device piece by piece
     and never moves whole (`dataset.train_idx.tolist()` beside `dataset.x[nodes].to(device)`),
     reads in the CPU branch of a device test (the `else` of `if device.type == "cuda":` or
