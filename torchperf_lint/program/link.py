@@ -137,6 +137,7 @@ class ProgramFacts:
         # function it calls, which runs it (`gpu_timer` for `gpu_timer(train_step)`).
         self._runners: dict[tuple[str, int, Target], Target] = {}
         self._switches_off: dict[tuple[Target, str, bool], bool] = {}
+        self._unrun_callers: dict[Target, bool] = {}  # `_only_unrun_callers`, per function.
 
     @cached_property
     def tests(self) -> frozenset[str]:
@@ -681,7 +682,7 @@ class ProgramFacts:
     @cached_property
     def _mentioned(self) -> frozenset[str]:
         """Every identifier some file of the project mentions (`ModuleSummary.mentions`)."""
-        return frozenset(name for summary in self.summaries.values() for name in summary.mentions)
+        return frozenset(self._mentioned_in)
 
     def never_called(self, function: Target) -> bool:
         """Whether nothing can run `function`, a method or a private function (a module's
@@ -692,11 +693,30 @@ class ProgramFacts:
         methods: `forward`, `extra_repr`, ...). The methods of an `autograd.Function` that no
         file names run nowhere: PyTorch runs its `forward` and `backward` only through
         `Cls.apply(...)`, and a Function is never built from a config string. The methods
-        of a class that nothing builds run nowhere either (`_unbuilt_classes`)."""
+        of a class that nothing builds run nowhere either (`_unbuilt_classes`), nor does a
+        function, public or not, that only such functions call (`_only_unrun_callers`)."""
         summary = self.summaries.get(function.file)
         record = summary.functions.get(function.qualname) if summary else None
         if record is None or not function.qualname:
             return False
+        if self._never_runs(function, record):
+            return True
+        owner = None if record.owner is None else Target(function.file, record.owner, "class")
+        name = function.qualname.rpartition(".")[2]
+        if record.decorators or name in _MODULE_CALLBACKS:
+            return False
+        if name.startswith("__") and name.endswith("__"):
+            return False
+        if name in self._mentioned:
+            return False
+        if owner is None:  # a module's public function is its API
+            return name.startswith("_")
+        return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
+
+    def _never_runs(self, function: Target, record: FunctionSummary) -> bool:
+        """`never_called` for what the program shows: `function` is in a module that never
+        runs, a method of a class that nothing builds or of an `autograd.Function` that no
+        file names, or only such functions call it (`_only_unrun_callers`)."""
         if function.file in self._unrun_modules:
             return True
         owner = None if record.owner is None else Target(function.file, record.owner, "class")
@@ -704,14 +724,46 @@ class ProgramFacts:
             self._unbuilt_classes.get(owner, False) or self._unnamed_autograd_function(owner)
         ):
             return True
+        return self._only_unrun_callers(function)
+
+    def _only_unrun_callers(self, function: Target) -> bool:
+        """Whether only functions that never run call `function`, and no file but theirs
+        mentions its name (other than a file that defines a function of that name, which
+        names its own): Point-BERT's vendored `farthest_point_sample`, which only the
+        methods of PointNet++ classes that nothing builds call. A cycle of calls runs."""
+        if function.qualname.endswith("__"):
+            return False  # special methods, and what an `__init__` builds, are judged by each rule
+        if function in self._unrun_callers:
+            return self._unrun_callers[function]
+        self._unrun_callers[function] = False  # A cycle of calls: it may run.
+        callers = self._callers.get(function, [])
         name = function.qualname.rpartition(".")[2]
-        if name in self._mentioned or record.decorators or name in _MODULE_CALLBACKS:
-            return False
-        if name.startswith("__") and name.endswith("__"):
-            return False
-        if owner is None:  # a module's public function is its API
-            return name.startswith("_")
-        return all(base in _PLAIN_BASES for base in self._imported_bases(owner))
+        # Files that define a function of that name mention their own.
+        elsewhere = {
+            file for file in self._mentioned_in.get(name, frozenset())
+            if name not in self.summaries[file].functions
+        }
+        found = (
+            bool(callers)
+            and elsewhere <= {file for file, _, _ in callers}
+            and all(
+                caller.qualname
+                and not caller.qualname.endswith("__")
+                and self._never_runs(Target(file, caller.qualname, "function"), caller)
+                for file, caller, _ in callers
+            )
+        )
+        self._unrun_callers[function] = found
+        return found
+
+    @cached_property
+    def _mentioned_in(self) -> dict[str, frozenset[str]]:
+        """Per name, the files that mention it (`ModuleSummary.mentions`)."""
+        files: dict[str, set[str]] = defaultdict(set)
+        for file, summary in self.summaries.items():
+            for name in summary.mentions:
+                files[name].add(file)
+        return {name: frozenset(found) for name, found in files.items()}
 
     @cached_property
     def _unbuilt_classes(self) -> dict[Target, bool]:
