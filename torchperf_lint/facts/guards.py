@@ -912,11 +912,12 @@ class Guards:
     def initializes_once(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in a lazy initialisation of an attribute or a module global
         (`_initialized_once` of `self.x`, or of `X` that its function declares `global` or
-        only reads): a call runs it the first time only. A local name (`if mask is None:
-        mask = ...`, a parameter's default) is bound again on every call."""
+        only reads): a call runs it the first time only; also after a builder's early
+        return while the cache is built (`_after_built_cache_exit`). A local name (`if mask
+        is None: mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
-                return False
+                return type(parent) is cst.FunctionDef and _after_built_cache_exit(parent, node)
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
                 if initialized is not None and (
@@ -1650,6 +1651,49 @@ def _latch_tested(test: cst.BaseExpression) -> str | None:
         return None
     name = dotted_name(test.expression)
     return name if name is not None and name.startswith("self.") else None
+
+
+def _after_built_cache_exit(function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """`node` follows, in `function`'s body, an early return while `self.x` is built and
+    large enough, and the function then builds `self.x`: `if self.cos_cached is not None and
+    x.shape[0] <= self.cos_cached.shape[0]: return` (Matcha-TTS' rotary `_build_cache`): the
+    rest runs the first time and when an input outgrows the cache."""
+    statements = statements_of(function.body)
+    for position, statement in enumerate(statements):
+        cache = _built_cache_exit(statement)
+        if cache is None:
+            continue
+        rest = [node for later in statements[position + 1:] for node in (later, *descendants(later))]
+        return any(found is node for found in rest) and any(_sets(found, cache) for found in rest)
+    return False
+
+
+def _built_cache_exit(statement: cst.CSTNode) -> str | None:
+    """`self.x` for `if self.x is not None and <tests that read self.x>: return`."""
+    if type(statement) is not cst.If or statement.orelse is not None:
+        return None
+    body = statements_of(statement.body)
+    if len(body) != 1 or not _returns_nothing(body[0]):
+        return None
+    tests = conjuncts(statement.test)
+    for test in tests:
+        compared = none_compared(test)
+        cache = dotted_name(compared[0]) if compared is not None and compared[1] else None
+        if cache is not None and cache.startswith("self.") and all(
+            test is other or any(dotted_name(node) == cache for node in descendants(other))
+            for other in tests
+        ):
+            return cache
+    return None
+
+
+def _returns_nothing(statement: cst.CSTNode) -> bool:
+    """`return` (or `return None`) alone."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return False
+    returned = statement.body[0]
+    value = returned.value if type(returned) is cst.Return else None
+    return type(returned) is cst.Return and (value is None or dotted_name(value) == "None")
 
 
 def _sets(node: cst.CSTNode, name: str) -> bool:

@@ -886,7 +886,9 @@ class TensorCreatedThenMoved(Rule):
     or again when the shape changes:
     `if self.mask is None or self.mask.size(0) != n: self.mask = ...`, or when an input
     outgrows a cache, `if seq_len > self.max_seq_len_cached: self._set_cos_sin_cache(...)`,
-    also through a method it calls on `self` that assigns the attribute, or of a module
+    also written as an early return that a builder starts with (`if self.cos_cached is not
+    None and x.shape[0] <= self.cos_cached.shape[0]: return`, then the code that sets
+    `self.cos_cached`), also through a method it calls on `self` that assigns the attribute, or of a module
     global, also through a function of the module that assigns it after `global KERNEL`
     (`if KERNEL is None: load_kernel()`); what a function that
     runs a model's `generate(...)` with autograd off prepares for it, also in its loops over
