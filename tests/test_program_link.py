@@ -672,6 +672,13 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
     assert not linked.never_called(function("quantize.py", "VectorQuantizer2.forward"))
     files["model.py"] = summary("from quantize import VectorQuantizer\n", "model.py")
     assert not ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
+    # A file that defines its own class of that name and builds it names its own (LlamaGen's
+    # `vq_model.py` beside taming's legacy quantizer).
+    files["model.py"] = summary(
+        "import torch\nclass VectorQuantizer(torch.nn.Module):\n    pass\nq = VectorQuantizer()\n",
+        "model.py",
+    )
+    assert ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
     del files["model.py"]
     linked = ProgramFacts(files)
     assert linked.never_called(function("quantize.py", "VectorQuantizer.forward"))

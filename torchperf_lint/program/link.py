@@ -779,7 +779,7 @@ class ProgramFacts:
             name = cls.qualname.rpartition(".")[2]
             if cls.file in self._unrun_modules:
                 return True
-            if record.decorated or name in self._mentioned or not self._used_module(cls.file):
+            if record.decorated or self._named_elsewhere(cls) or not self._used_module(cls.file):
                 return False
             return all(unbuilt(subclass) for subclass in self._named_as_base.get(name, ()))
 
@@ -789,6 +789,16 @@ class ProgramFacts:
             for qualname in summary.classes
         )
         return _solve(classes, compute, unknown=True)
+
+    def _named_elsewhere(self, cls: Target) -> bool:
+        """Some file names the class `cls`: its own, or one that does not define a class of
+        that name (whose mentions name its own: LlamaGen's `vq_model.py` builds its own
+        `VectorQuantizer`, not the legacy one of `vqgan/quantize.py`)."""
+        name = cls.qualname.rpartition(".")[2]
+        return any(
+            file == cls.file or name not in self.summaries[file].classes
+            for file in self._mentioned_in.get(name, ())
+        )
 
     @cached_property
     def _named_as_base(self) -> dict[str, list[Target]]:

@@ -907,7 +907,8 @@ class TensorCreatedThenMoved(Rule):
     decorator registers, in a module another file imports, but as the base of such classes
     (a legacy `VectorQuantizer` beside the improved class every model imports, also as
     `from .quantize import VectorQuantizer2 as VectorQuantizer`, which names the improved
-    one; `super(VectorQuantizer, self)` in its own methods names no use), a function, public
+    one; `super(VectorQuantizer, self)` in its own methods names no use, nor does another
+    file that defines and builds its own class of that name), a function, public
     or not, that only such methods (or functions like it) call and that no other file
     names (Point-BERT's vendored `farthest_point_sample`, called only by `sample_and_group`
     and the `forward` of PointNet++ classes that nothing builds; a file that defines its own
