@@ -36,6 +36,7 @@ import libcst as cst
 
 from torchperf_lint.conventions import framework_hook_kind
 from torchperf_lint.diagnostics import Related
+from torchperf_lint.facts.arguments import UNKNOWN, literal_value
 from torchperf_lint.facts.guards import Guards
 from torchperf_lint.facts.index import (
     SCOPE_TYPES,
@@ -566,7 +567,8 @@ class Steps:
     def unreachable(self, node: cst.CSTNode) -> bool:
         """After a `return`, `raise`, `break` or `continue` of its block, or of a block
         around it in its function: no path reaches it (`def sync(device): return`, then
-        `torch.cuda.synchronize(device)`, a profiling helper switched off by hand)."""
+        `torch.cuda.synchronize(device)`, a profiling helper switched off by hand); or in the
+        branch of an `if` that a constant rules out (`_decided_by_a_constant`)."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
                 return False
@@ -578,7 +580,25 @@ class Steps:
                     for line in earlier
                 ):
                     return True
+            if type(parent) is cst.If and child is not parent.test:
+                decided = self._decided_by_a_constant(parent.test)
+                if decided is not None and decided is not (child is parent.body):
+                    return True
         return False
+
+    def _decided_by_a_constant(self, test: cst.BaseExpression) -> bool | None:
+        """Whether `test` holds, when a literal decides it: `if 0:`, or `if intra_list:` (or
+        `if not intra_list:`) right after `intra_list = 1`, the value that reaches the test
+        (ReChorus' MIR, whose `else` branch a hand-set switch disables)."""
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        tested = test.expression if negated else test
+        if type(tested) is cst.Name and tested.value not in ("True", "False", "None"):
+            value = self.scopes.reaching_value(tested)
+            tested = value if value is not None else tested
+        constant = literal_value(tested)
+        if constant is UNKNOWN:
+            return None
+        return bool(constant) is not negated
 
     def _after_exit_before_raise(self, block: cst.IndentedBlock, statement: cst.CSTNode) -> bool:
         """`statement` follows an `if` that leaves (`if ok: return`) in a block that ends by

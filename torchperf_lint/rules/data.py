@@ -915,7 +915,8 @@ class TensorCreatedThenMoved(Rule):
     function of that name names its own), the `forward` of an
     `autograd.Function` that no file names (it runs only through `Cls.apply`), the
     `forward` of an operator for ONNX export (a class that defines `symbolic`: its forward
-    only makes up outputs while `torch.onnx.export` traces the model), and a branch
+    only makes up outputs while `torch.onnx.export` traces the model), a branch that a
+    constant rules out (`intra_list = 1` just before `if intra_list: ... else:`), and a branch
     that needs a switch nothing turns on (`if self.gradient_checkpointing:` after
     `self.gradient_checkpointing = False`, set to nothing else by any code that may run),
     a branch that needs a value of the run's settings no shipped run gives them (`if

@@ -288,7 +288,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     self.skip_log: log_loss(); return` with `self.skip_log = batch_idx % n != 0` set by
     the hook before each step), code after a
     `return`, `raise`, `break` or `continue` of its block (no path reaches it: `def
-    sync(device): return` above a `torch.cuda.synchronize(device)`), a
+    sync(device): return` above a `torch.cuda.synchronize(device)`) or in the branch of an
+    `if` that a constant rules out (`debug = 0` just before `if debug:`), a
     lazy initialisation (`if buffer is None: buffer = ...`), in a branch whose body ends by
     leaving the loop (`if updates == max_updates: save(); break`, or `return`: it runs
     once), or behind a latch (`if
