@@ -486,6 +486,12 @@ def _copied_name(call: cst.Call) -> str | None:
     return copied.value if type(copied) is cst.Name else None
 
 
+def _generic_origin(base: cst.BaseExpression) -> cst.BaseExpression:
+    """The class a base names, without its type arguments: `LLMAlgorithm` for
+    `LLMAlgorithm[PreferencePrompts]` (AgileRL's generic algorithms)."""
+    return base.value if type(base) is cst.Subscript else base
+
+
 def _mentions(facts: FileFacts) -> list[str]:
     """Every identifier `facts`' module mentions but the names its definitions bind and the
     name of a class where it is only a base of another (`class OneWay(SF2M):`: the linker
@@ -724,7 +730,7 @@ class _Summarizer:
             summary.functions[self.refs.qualname(function)] = self._function(function)
         for cls in facts.index.classes:
             qualname = self.refs.qualname(cls)
-            bases = [self.refs.of_expression(base.value, cls) for base in cls.bases]
+            bases = [self.refs.of_expression(_generic_origin(base.value), cls) for base in cls.bases]
             summary.classes[qualname] = ClassSummary(
                 qualname,
                 [b for b in bases if b],
