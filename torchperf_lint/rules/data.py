@@ -866,7 +866,8 @@ class TensorCreatedThenMoved(Rule):
     `z = z.type_as(imgs)`; `.type_as(t)` moves to `t`'s device), reported at the factory, and
     one computed on with PyTorch math and Python numbers before the move
     (`torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`, `(torch.ones(n) *
-    i).to(device)` with `i` a loop's index), which `device=` would compute on the device;
+    i).to(device)` with `i` a loop's index, or a view of it by literal indices,
+    `torch.arange(n)[None, :].to(device)`), which `device=` would compute on the device;
     these two shapes get no fix.
 
     It stays silent where passing `device=` gains nothing: code that runs once (`__init__`,
@@ -1186,12 +1187,22 @@ def _counts_iterations(facts: FileFacts, name: cst.Name) -> bool:
     )
 
 
+def _constant_index(element: cst.SubscriptElement) -> bool:
+    """An index of literals: `None`, a number, `...`, or a slice of numbers (`[None, :]`)."""
+    index = element.slice
+    if type(index) is cst.Slice:
+        parts = (index.lower, index.upper, index.step)
+        return all(part is None or isinstance(part, cst.BaseNumber) for part in parts)
+    value = index.value
+    return isinstance(value, (cst.BaseNumber, cst.Ellipsis)) or dotted_name(value) == "None"
+
+
 def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -> cst.Call | None:
     """The host factory a moved value was computed from on the host, with PyTorch math and
     Python numbers only, when the factory's `device=` would have computed it all on the
     device: `torch.exp(-math.log(p) * torch.arange(half) / half).to(t.device)`,
-    `torch.arange(n).float().to(d)`."""
-    if not isinstance(moved, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
+    `torch.arange(n).float().to(d)`, `torch.arange(n)[None, :].to(d)`."""
+    if not isinstance(moved, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
         return None
     factories: list[cst.Call] = []
 
@@ -1207,6 +1218,9 @@ def _computed_from_a_host_factory(facts: FileFacts, moved: cst.BaseExpression) -
             if not values:
                 return _counts_iterations(facts, node)
             return not any(facts.tensors.is_tensor(v) for v in values)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call):
+            # `torch.arange(n)[None, :]`: a view of the factory's tensor.
+            return host_math(node.value) and all(map(_constant_index, node.slice))
         if isinstance(node, (cst.Attribute, cst.Subscript)):
             return not facts.tensors.is_tensor(node)
         if isinstance(node, cst.Call):
