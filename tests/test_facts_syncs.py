@@ -771,6 +771,32 @@ def test_a_read_at_the_end_of_the_step_names_the_next_steps_blocking_copy() -> N
     )
 
 
+def test_a_read_before_the_next_upload_of_a_host_factory_names_that_copy() -> None:
+    source = (
+        "import torch\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)\n"
+        "        loss = model(x, y)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        print(loss.item())\n"
+        "        restored = torch.zeros(*x.shape).to(x.device)\n"
+    )
+    read = next(
+        finding
+        for finding in lint_text(source, "train.py", LintSettings(rules=(BY_CODE["TPL201"],)))
+        if finding.location == Location(8, 15)
+    )
+    assert read.message.endswith(
+        ", and build the tensor copied next on the device (`device=`) or copy it"
+        " asynchronously: removing one of the two waits alone gains little"
+    )
+    assert read.related == (
+        Related("train.py", Location(9, 20), "the next blocking copy of host memory to the GPU waits here too"),
+    )
+
+
 def test_a_read_before_the_steps_barrier_names_the_barrier() -> None:
     source = (
         "import torch\n"

@@ -44,7 +44,8 @@ _STEP_UPKEEP = frozenset({
 
 class NextWait(NamedTuple):
     """What makes the host wait for the device next in a training step
-    (`StepWaits.next_after`): a blocking copy of host data to the device (`kind` "copy"), the
+    (`StepWaits.next_after`): a blocking copy of the batch to the device (`kind` "copy") or
+    of other host memory ("upload": `torch.zeros(*shape).to(device)`), the
     loader whose batches Accelerate copies with its blocking default ("accelerate"), or a
     barrier of the ranks ("barrier")."""
 
@@ -300,7 +301,9 @@ class StepWaits:
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
                 if any(map(_prepares_data, receiver_calls)):
                     return barriers
-                return [*barriers, NextWait(call, "copy")]
+                # `torch.zeros(*shape).to(device)`: host memory, but not the batch.
+                batch = not self.host_syncs.uploads_and_waits(call) or self.host_syncs.copies_a_batch(call, loop)
+                return [*barriers, NextWait(call, "copy" if batch else "upload")]
             elif self._uploads_the_batch_first(call):
                 return [*barriers, NextWait(call, "copy")]
             elif (mapped := self._copy_mapped_over_the_batch(call, loop)) is not None:

@@ -19,6 +19,7 @@ from torchperf_lint.rules.base import Finding, Rule
 _NEXT_WAIT_NOTES = {
     "copy": "the next step's blocking batch copy waits for the GPU here too",
     "accelerate": "the next step's blocking batch copy waits for the GPU here too",
+    "upload": "the next blocking copy of host memory to the GPU waits here too",
     "barrier": "this barrier waits for the GPU here too",
 }
 _NEXT_WAIT_ADVICE = {
@@ -30,6 +31,7 @@ _NEXT_WAIT_ADVICE = {
         "let Accelerate copy batches asynchronously (`pin_memory=True` on the loader,"
         " `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`)"
     ),
+    "upload": "build the tensor copied next on the device (`device=`) or copy it asynchronously",
     "barrier": (
         "drop the barrier the step reaches next (the gradients' all-reduce already keeps the"
         " ranks in step)"
