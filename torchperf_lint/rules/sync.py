@@ -428,7 +428,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     the same work, so removing the read alone gives back only the time the host spends
     fetching the next batch. The finding points at the copy too, and its advice is to make
     both go: accumulate on the device, and copy from pinned memory with `non_blocking=True`
-    (with Accelerate, `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`).
+    (with Accelerate, `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`;
+    for a copy of other host memory, `torch.zeros(*shape).to(device)`, build it on the device).
     Where the host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`,
     a processor, a transform), the read alone costs that work's overlap, and the finding
     stays as it is. A copy that a setting may skip (`if not args.prefetcher: x = x.cuda()`,
