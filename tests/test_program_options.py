@@ -52,6 +52,15 @@ def test_command_line_options_declare_their_defaults_by_destination() -> None:
     assert given == []
     aliases = declared_settings(ast.parse('parser.add_argument("-r", "--l2-reg", "--reg")')).aliases
     assert aliases == [["r", "l2_reg"], ["reg", "l2_reg"]]
+    flags = declared_settings(ast.parse(textwrap.dedent(
+        """
+        parser.add_argument("-v", "--verbose", action="store_true")
+        parser.add_argument("--fp16", action="store_true", default=True)
+        parser.add_argument("--no-ema", action="store_false", dest="ema")
+        parser.add_argument("--qa-mask", type=int, default=0)
+        """
+    ))).flags
+    assert flags == [["verbose", True], ["fp16", True], ["ema", False]]
 
 
 def test_a_config_tree_declares_each_entry_it_sets_at_its_top_level() -> None:
@@ -119,7 +128,7 @@ def test_a_python_launcher_names_the_options_of_the_commands_it_builds() -> None
 
 def test_a_file_that_declares_nothing_is_not_walked_and_a_broken_one_gives_nothing() -> None:
     source = "import torch\nx = 1 - -2\n"
-    assert python_settings(source, ast.parse(source)) == ([], [], [])
+    assert python_settings(source, ast.parse(source)) == ([], [], [], [])
     assert summarize_plain("parser.add_argument('--x', default=1\n") is None
 
 

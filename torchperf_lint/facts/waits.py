@@ -197,13 +197,16 @@ class StepWaits:
             if scaled is not None and wait > position:
                 continue  # inside the block, before its backward ends
             if (
-                not self.guards.runs_on_every_iteration(call, region)
+                not (self.guards.runs_on_every_iteration(call, region) or self._always_taken(call))
                 or self.guards.periodic_guard(call, within=region) is not None
                 or loops and self.guards.sparse_guard(call, region) is not None
             ):
                 continue  # `if (i + 1) % accumulation == 0: scaler.step(optimizer)`
             low, high = sorted((wait, position))
-            between = [other for other in calls if low < order[other] < high]
+            between = [
+                other for other in calls
+                if low < order[other] < high and not self._left_off_by_settings(other)
+            ]
             upkeep = [other for other in between if last_identifier(other.func) in _STEP_UPKEEP]
             if all(
                 self.index.contains(other, node)  # the read's own statement
@@ -212,6 +215,20 @@ class StepWaits:
             ):
                 return True
         return False
+
+    def _always_taken(self, node: cst.CSTNode) -> bool:
+        """`node` needs settings that every shipped run gives it (`if args.fp16:` for a
+        `--fp16` flag stored with `action="store_true", default=True`, SlotCon's): the other
+        way is never passed (`ProgramAnswers.never_passed`)."""
+        tests = self.guards.setting_tests(node)
+        return bool(tests) and all(
+            self.program.never_passed([*test[:3], not test[3]]) for test in tests
+        )
+
+    def _left_off_by_settings(self, node: cst.CSTNode) -> bool:
+        """`node` needs a value of the settings that no shipped run gives (the `else` of
+        `if args.fp16:` above)."""
+        return any(self.program.never_passed(test) for test in self.guards.setting_tests(node))
 
     @cached_property
     def _syncing_scaler(self) -> bool:

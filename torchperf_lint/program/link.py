@@ -110,6 +110,8 @@ class _ProjectSettings(NamedTuple):
     given: dict[str, list[list]]
     # Per option, its other names.
     aliases: dict[str, set[str]]
+    # Per flag option, the values giving it stores.
+    flags: dict[str, set[bool]]
 
 
 class ProgramFacts:
@@ -977,7 +979,8 @@ class ProgramFacts:
         """The values a setting holds in the runs the project ships: its defaults
         (`ModuleSummary.setting_defaults`) and what launchers give it (`.settings_given`,
         matched by its last part, `CLIP_GRAD` of `TRAIN.CLIP_GRAD`, or by another name of
-        its option, `-r` of `--regularization`); None when one is not
+        its option, `-r` of `--regularization`; a bare flag, `--fp16`, gives what its
+        `store_true` option stores); None when one is not
         known, when no default is declared, or when code of the project may set it
         (`args.verbose = True`, `_set_on_settings`). An attribute of the same name that
         a constructor sets on the object it builds (`self.kl_threshold = kl_threshold` in a
@@ -989,7 +992,11 @@ class ProgramFacts:
         if not declared or leaf in self._set_on_settings:
             return None
         names = (leaf, *settings.aliases.get(leaf, ()))  # `-r` of `--regularization`
-        values = [*declared, *(value for name in names for value in settings.given.get(name, ()))]
+        given = [value for name in names for value in settings.given.get(name, ())]
+        stored = settings.flags.get(leaf, set())
+        if len(stored) == 1:  # a launcher's bare `--fp16`, for a `store_true` flag
+            given = [value or [next(iter(stored))] for value in given]
+        values = [*declared, *given]
         if not all(values):
             return None
         return [value[0] for value in values]
@@ -1000,16 +1007,19 @@ class ProgramFacts:
         defaults: dict[str, list[list]] = defaultdict(list)
         given: dict[str, list[list]] = defaultdict(list)
         aliases: dict[str, set[str]] = defaultdict(set)
+        flags: dict[str, set[bool]] = defaultdict(set)
         for file, summary in self.summaries.items():
             if file in self.tests:
                 continue
+            for name, stored in summary.setting_flags:
+                flags[name].add(stored)
             for name, *value in summary.setting_defaults:
                 defaults[name].append(value)
             for name, *value in summary.settings_given:
                 given[name].append(value)
             for alias, name in summary.setting_aliases:
                 aliases[name].add(alias)
-        return _ProjectSettings(defaults, given, aliases)
+        return _ProjectSettings(defaults, given, aliases, flags)
 
     @cached_property
     def switched_on(self) -> frozenset[str]:

@@ -92,13 +92,16 @@ class DeclaredSettings(NamedTuple):
     given: list[list]
     # `[alias, name]` for an option's other names (`-r` of `--regularization`).
     aliases: list[list[str]]
+    # `[name, value]` for a flag option, with the value that giving it stores (`True` for
+    # `action="store_true"`): what a launcher's bare `--fp16` gives.
+    flags: list[list]
 
 
 def python_settings(text: str, tree: ast.Module) -> DeclaredSettings:
     """`declared_settings` of Python `text`, parsed as `tree`; nothing, without walking the
     tree, for a text that names nothing that declares or gives a setting."""
     if not any(marker in text for marker in _PYTHON_MARKERS) and not _OPTION_IN_TEXT.search(text):
-        return DeclaredSettings([], [], [])
+        return DeclaredSettings([], [], [], [])
     return declared_settings(tree)
 
 
@@ -116,6 +119,7 @@ def declared_settings(tree: ast.Module) -> DeclaredSettings:
     options) and those it gives a value, as a launcher does."""
     defaults: list[list] = []
     aliases: list[list[str]] = []
+    flags: list[list] = []
     strings: list[ast.Constant] = []
     declaring: set[int] = set()  # the strings of `add_argument` calls: names and help
     for node in ast.walk(tree):
@@ -127,6 +131,7 @@ def declared_settings(tree: ast.Module) -> DeclaredSettings:
                 declaring.update(id(inner) for inner in ast.walk(node))
                 defaults.extend(_option_default(node))
                 aliases.extend(_option_aliases(node))
+                flags.extend(_option_flag(node))
             elif node.func.attr == _SETTING_DEFAULTS:
                 defaults.extend(
                     _entry(keyword.arg, keyword.value) for keyword in node.keywords if keyword.arg
@@ -140,7 +145,7 @@ def declared_settings(tree: ast.Module) -> DeclaredSettings:
         for name, _ in _options_in(node.value)
     ]
     defaults.extend(_config_tree_defaults(tree))
-    return DeclaredSettings(defaults, given, aliases)
+    return DeclaredSettings(defaults, given, aliases, flags)
 
 
 def settings_in_launcher(text: str) -> list[list]:
@@ -230,6 +235,18 @@ def _option_default(call: ast.Call) -> list[list]:
     if kind in ("store_true", "store_false"):
         return [[name, kind == "store_false"]]
     return [[name, None]] if action is None or kind in ("store", "append", "count") else [[name]]
+
+
+def _option_flag(call: ast.Call) -> list[list]:
+    """`[dest, value]` for a flag, `parser.add_argument("--fp16", action="store_true")`:
+    the value giving it stores."""
+    names = _option_strings(call)
+    action = next((keyword.value for keyword in call.keywords if keyword.arg == "action"), None)
+    kind = action.value if isinstance(action, ast.Constant) else None
+    if not names or kind not in ("store_true", "store_false"):
+        return []
+    dest = next((keyword.value for keyword in call.keywords if keyword.arg == "dest"), None)
+    return [[_destination(names, dest), kind == "store_true"]]
 
 
 def _option_aliases(call: ast.Call) -> list[list[str]]:

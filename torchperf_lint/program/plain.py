@@ -73,6 +73,7 @@ def summarize_plain(text: str) -> ModuleSummary | None:
         setting_defaults=settings.defaults,
         settings_given=settings.given,
         setting_aliases=settings.aliases,
+        setting_flags=settings.flags,
     )
 
 

@@ -438,7 +438,7 @@ def _declared_settings(facts: FileFacts) -> DeclaredSettings:
         cls for cls in facts.index.classes
         if is_argument_class(cls.name.value, [last_identifier(base.value) for base in cls.bases])
     )
-    nothing = DeclaredSettings([], [], [])
+    nothing = DeclaredSettings([], [], [], [])
     if not nodes:
         return nothing
     snippet = "\n".join(module.code_for_node(node).strip() for node in nodes)
@@ -724,6 +724,7 @@ class _Summarizer:
             imports_only_below=_imports_only_below(facts.module),
             setting_defaults=self.settings.defaults,
             setting_aliases=self.settings.aliases,
+            setting_flags=self.settings.flags,
         )
         summary.functions[""] = FunctionSummary("")
         for function in facts.index.functions:

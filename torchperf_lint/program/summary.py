@@ -219,6 +219,9 @@ class ModuleSummary:
     settings_given: list[list] = field(default_factory=list)
     # `[alias, name]` for the other names of its options (`-r` of `--regularization`).
     setting_aliases: list[list[str]] = field(default_factory=list)
+    # `[name, value]` for its flag options, with the value giving one stores (`--fp16` of
+    # `action="store_true"` stores `True`).
+    setting_flags: list[list] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

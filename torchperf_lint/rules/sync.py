@@ -397,7 +397,10 @@ class SyncInTrainingLoop(_PerIterationRule):
     (reads in a row, which one change removes, in one finding). The exception is a read
     right next to the step of an enabled `GradScaler` (`scaler.step(optimizer)`, or a
     `loss_scaler(loss, optimizer)` helper before it), with nothing but the step's upkeep
-    between them (`scaler.update()`, `optimizer.zero_grad()`, a meter's `update`): the
+    between them (`scaler.update()`, `optimizer.zero_grad()`, a meter's `update`; also
+    when the scaler's step is in the branch of a setting every shipped run takes, `if
+    args.fp16:` for a `store_true` flag that defaults on, and the other branch's backward
+    runs in no run): the
     scaler reads its inf check on the host there on every step, after the same backward, so
     the read waits for little more (the optimizer's kernels) and is not reported. With a
     fused optimizer (`fused=True`), which takes the check on the device, with a scaler that
