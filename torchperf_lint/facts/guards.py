@@ -1324,7 +1324,8 @@ class Guards:
 
     def in_compatibility_shim(self, node: cst.CSTNode) -> bool:
         """Inside an `except` that catches a missing API (`ImportError`, `AttributeError`,
-        `TypeError`) or the `try` it guards, or under an `if`/conditional expression that
+        `TypeError`) or the `try` it guards (also a bare `except:` that defines the same name
+        again, `_falls_back`), or under an `if`/conditional expression that
         tests the PyTorch version or `hasattr`: code that picks an API for old releases."""
         for parent, child in self.scopes.ancestors_with_child(node):
             kind = type(parent)
@@ -1333,6 +1334,7 @@ class Guards:
             elif kind is cst.Try:
                 shim = child is parent.body and any(
                     handler.type is not None and _catches_compatibility_error(handler)
+                    or _falls_back(parent, handler)
                     for handler in parent.handlers
                 )
             elif kind is cst.If or kind is cst.IfExp:
@@ -1517,6 +1519,37 @@ def caught_errors(handler: cst.ExceptHandler) -> list[cst.BaseExpression]:
     if isinstance(handler.type, cst.Tuple):
         return [element.value for element in handler.type.elements]
     return [handler.type]
+
+
+def _falls_back(statement: cst.Try, handler: cst.ExceptHandler) -> bool:
+    """A bare `except:` that defines again a name the `try` defines: a fallback for releases
+    without the API (FlowFormer's `try: autocast = torch.cuda.amp.autocast` / `except: class
+    autocast: ...`). A bare `except:` around other code is no shim."""
+    return handler.type is None and bool(_names_defined(statement.body) & _names_defined(handler.body))
+
+
+def _names_defined(block: cst.BaseSuite) -> set[str]:
+    """The names a block's own statements bind: assigned, imported, or defined by `def` and
+    `class`."""
+    names: set[str] = set()
+    for statement in statements_of(block):
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)):
+            names.add(statement.name.value)
+            continue
+        for small in statement.body if type(statement) is cst.SimpleStatementLine else ():
+            if type(small) is cst.Assign:
+                names.update(name for target in small.targets for name in target_names(target.target))
+            elif type(small) is cst.ImportFrom and not isinstance(small.names, cst.ImportStar):
+                names.update(
+                    dotted_name(alias.asname.name if alias.asname else alias.name) or ""
+                    for alias in small.names
+                )
+            elif type(small) is cst.Import:
+                names.update(
+                    (dotted_name(alias.asname.name) if alias.asname else dotted_name(alias.name) or "").split(".")[0]
+                    for alias in small.names
+                )
+    return names - {""}
 
 
 def _catches_compatibility_error(handler: cst.ExceptHandler) -> bool:

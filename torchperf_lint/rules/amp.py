@@ -170,7 +170,9 @@ class DeprecatedCudaAmp(Rule):
     nothing. An import inside a function binds only there:
     the fix of its uses never touches another function's. Compatibility shims are left
     alone: code inside
-    `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards), or under an
+    `except ImportError`/`AttributeError`/`TypeError` (or the `try` it guards; also a `try`
+    whose bare `except:` defines the same name again, `try: autocast = torch.cuda.amp.autocast`
+    / `except: class autocast: ...`), or under an
     `if` that tests the PyTorch version or `hasattr` (also a call given a version string,
     `X if ppe.requires("2.3.0") else Y`). Test files are checked too: a
     deprecation warns there as well; but not when the oldest PyTorch the project supports
