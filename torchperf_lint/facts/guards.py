@@ -1191,6 +1191,26 @@ class Guards:
         pass none."""
         return [name for name, given in self._parameter_tests(node) if not given]
 
+    def parameters_left_on(self, node: cst.CSTNode) -> list[str]:
+        """The parameters of `node`'s function, `True` by default, that a caller must not
+        pass as `None` or `False` for `node` to run: the `else` of `if not infer: return
+        self.p_losses(...)` in `def forward(self, condition, gt_spec=None, infer=True)`,
+        whose sampling a training step's `infer=False` never runs (so-vits-svc's diffusion
+        decoder)."""
+        function = self.scopes.enclosing_function(node)
+        if function is None:
+            return []
+        on = {
+            param.name.value
+            for param in (*function.params.params, *function.params.kwonly_params)
+            if param.default is not None and literal_value(param.default) is True
+        }
+        found: list[str] = []
+        for name, given in self._tested_parameters(node, function):
+            if given and name in on and name not in found:
+                found.append(name)
+        return found
+
     def _parameter_tests(self, node: cst.CSTNode) -> list[tuple[str, bool]]:
         """(parameter, whether it must be given) for each optional parameter of `node`'s
         function that an `if` (or a conditional expression: `x.item() if dim is None else
@@ -1208,6 +1228,16 @@ class Guards:
         # it must be given a value (`if validation_dataset:`); no caller can leave it out.
         without_default = {param.name.value for param in parameters if param.default is None}
         tests: list[tuple[str, bool]] = []
+        for name, given in self._tested_parameters(node, function):
+            if (name in optional or given and name in without_default) and (name, given) not in tests:
+                tests.append((name, given))
+        return tests
+
+    def _tested_parameters(
+        self, node: cst.CSTNode, function: cst.FunctionDef
+    ) -> Iterator[tuple[str | None, bool]]:
+        """(name, whether it must be given or true) for each name that an `if` (or a
+        conditional expression) around `node`, in `function`, tests for presence or truth."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if parent is function:
                 break
@@ -1215,18 +1245,11 @@ class Guards:
                 continue
             if child is parent.body:
                 operands = conjuncts(parent.test)
-                found = [(_presence_tested(test) or _true_tested(test), True) for test in operands]
-                found += [(_absence_tested(test), False) for test in operands]
+                yield from ((_presence_tested(test) or _true_tested(test), True) for test in operands)
+                yield from ((_absence_tested(test), False) for test in operands)
             elif child is parent.orelse:
-                found = [(_absence_tested(parent.test), True), (_presence_tested(parent.test), False)]
-            else:
-                continue
-            tests.extend(
-                (name, given) for name, given in found
-                if (name in optional or given and name in without_default)
-                and (name, given) not in tests
-            )
-        return tests
+                yield _absence_tested(parent.test), True
+                yield _presence_tested(parent.test), False
 
     def switch_default(self, switch: cst.BaseExpression) -> bool | None:
         """Whether a switch an `if` tests is on when its function or object is built with

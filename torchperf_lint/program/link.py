@@ -1220,8 +1220,10 @@ class ProgramFacts:
                     if self._sparse(site, current) or target in paths:
                         continue
                     route = paths[current]
-                    if site.needs:  # `if normals is not None: gather(normals)`
-                        route = self._route_passing(paths, current, site.needs, kind)
+                    if site.needs or site.needs_left_on:  # `if normals is not None: gather(normals)`
+                        route = self._route_passing(
+                            paths, current, site.needs, kind, left_on=site.needs_left_on
+                        )
                         if route is None:
                             continue
                     if kind == "train" and (site.evaluation_only or self._evaluates(site, target)):
@@ -1238,7 +1240,7 @@ class ProgramFacts:
 
     def _route_passing(
         self, paths: dict[Target, tuple[Hop, ...]], function: Target, parameters: list[str],
-        kind: str, depth: int = 0,
+        kind: str, depth: int = 0, left_on: list[str] = (),
     ) -> tuple[Hop, ...] | None:
         """A per-step path to `function` whose last call passes it every one of
         `parameters`: its own path (a framework's hook, with no call on it, may be passed
@@ -1246,16 +1248,18 @@ class ProgramFacts:
         and passes them; None when no caller passes them on every step. A parameter the
         caller passes on from its own (`compute_loss(labels, output, valid)` in `def
         multi_crit(criterion, output, labels, valid)`) must be given to the caller in turn
-        (`multi_crit(criterion, output, labels, None)` turns it off)."""
+        (`multi_crit(criterion, output, labels, None)` turns it off). The parameters
+        `left_on` are on by default: a call that leaves them out passes them
+        (`self.decoder(x, infer=infer)` from a step given `infer=False` turns one off)."""
         path = paths[function]
         last = self._sites.get((path[-1].file, path[-1].call)) if path else None
         caller = Target(path[-1].file, path[-2].callee, "function") if len(path) > 1 else None
-        if last is None or self._gives(paths, caller, last, function, parameters, kind, depth):
+        if last is None or self._gives(paths, caller, last, function, parameters, kind, depth, left_on):
             return path
         for file, caller_summary, site in self._callers.get(function, ()):
             caller_target = Target(file, caller_summary.qualname, "function")
             if self._sparse(site) or not self._gives(
-                paths, caller_target, site, function, parameters, kind, depth
+                paths, caller_target, site, function, parameters, kind, depth, left_on
             ):
                 continue
             hop = self._hop(file, site, function)
@@ -1267,31 +1271,40 @@ class ProgramFacts:
 
     def _gives(
         self, paths: dict[Target, tuple[Hop, ...]], caller: Target | None, site: CallSite,
-        function: Target, parameters: list[str], kind: str, depth: int,
+        function: Target, parameters: list[str], kind: str, depth: int, left_on: list[str] = (),
     ) -> bool:
         """Whether `site`, a call of `function` in `caller`, passes it every one of
         `parameters` (`_passes`), those it passes on from `caller`'s own parameters given
         to `caller` on a per-step path in turn (`_MAX_PASS_THROUGH` deep)."""
-        if not self._passes(site, function, parameters):
+        if not self._passes(site, function, parameters, left_on):
             return False
         summary = self.function(function)
         if summary is None or caller is None or caller not in paths or depth >= _MAX_PASS_THROUGH:
             return True
-        forwarded = [
-            argument[1]
-            for argument in (_argument(site, summary, name) for name in parameters)
-            if argument is not None and argument[0] == "param"
-        ]
-        return not forwarded or self._route_passing(
-            paths, caller, forwarded, kind, depth + 1
+
+        def passed_on(names: list[str]) -> list[str]:
+            return [
+                argument[1]
+                for argument in (_argument(site, summary, name) for name in names)
+                if argument is not None and argument[0] == "param"
+            ]
+
+        forwarded, forwarded_on = passed_on(parameters), passed_on(left_on)
+        return not (forwarded or forwarded_on) or self._route_passing(
+            paths, caller, forwarded, kind, depth + 1, forwarded_on
         ) is not None
 
-    def _passes(self, site: CallSite, function: Target, parameters: list[str]) -> bool:
+    def _passes(
+        self, site: CallSite, function: Target, parameters: list[str], left_on: list[str] = ()
+    ) -> bool:
         """Whether `site`, a call of `function`, passes every one of its `parameters` (or
-        may: it unpacks `*args` or `**kwargs`), none of them as `None` or `False`."""
+        may: it unpacks `*args` or `**kwargs`), none of them as `None` or `False`, and turns
+        none of `left_on` off."""
         summary = self.function(function)
         if summary is None:
             return True
+        if any(_argument(site, summary, name) == ["off"] for name in left_on):
+            return False
         names = summary.parameters
         bound = _bound(site, summary)
         return all(
@@ -1412,7 +1425,8 @@ class ProgramFacts:
     @cached_property
     def _per_forward(self) -> frozenset[Target]:
         """The functions every forward pass runs: those a class's `forward` calls (outside
-        tests), directly or through other functions, outside sparse guards."""
+        tests), directly or through other functions, outside sparse guards and modes that a
+        caller turns off (`_mode_off`)."""
         found: set[Target] = set()
         queue: deque[Target] = deque()
         for file, function in self._functions:
@@ -1423,10 +1437,40 @@ class ProgramFacts:
         while queue:
             current = queue.popleft()
             for site, target in self._edges.get((current.file, current.qualname), ()):
-                if not self._sparse(site) and target not in found:
+                if not self._sparse(site) and target not in found and not self._mode_off(current, site):
                     found.add(target)
                     queue.append(target)
         return frozenset(found)
+
+    def _mode_off(self, function: Target, site: CallSite) -> bool:
+        """`site` needs a parameter of `function` that is on by default left on
+        (`CallSite.needs_left_on`), and a caller outside tests turns it off: a mode of the
+        forward pass, not every pass (so-vits-svc's diffusion decoder samples only with
+        `infer=True`, and its training step passes `infer=False`)."""
+        return any(self._turned_off_by_a_caller(function, name) for name in site.needs_left_on)
+
+    def _turned_off_by_a_caller(self, function: Target, parameter: str, depth: int = 0) -> bool:
+        """Some caller outside tests passes `parameter` of `function` as `None` or `False`,
+        itself or through a parameter of its own that its callers turn off in turn
+        (`self.decoder(x, infer=infer)` in a forward that the training step calls with
+        `infer=False`)."""
+        summary = self.function(function)
+        if summary is None:
+            return False
+        for file, caller, site in self._callers.get(function, ()):
+            argument = _argument(site, summary, parameter)
+            if argument == ["off"]:
+                return True
+            if (
+                argument is not None
+                and argument[0] == "param"
+                and depth < _MAX_PASS_THROUGH
+                and self._turned_off_by_a_caller(
+                    Target(file, caller.qualname, "function"), argument[1], depth + 1
+                )
+            ):
+                return True
+        return False
 
     def per_step(self, target: Target) -> tuple[str, tuple[Hop, ...]] | None:
         """The kind of step ("train" first) and the call path of a per-step function."""

@@ -351,7 +351,16 @@ class References:
         return ref if ref is not None and not is_external(ref) else None
 
     def _construction(self, value: cst.BaseExpression) -> Ref | None:
-        """The class `value` constructs: `Net(args)`, `models.ResNet()`."""
+        """The class `value` constructs: `Net(args)`, `models.ResNet()`, also moved or
+        switched on the way (`Net(args).cuda()`, `Net().to(device).eval()`), which returns
+        the same module."""
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _SAME_MODULE_METHODS
+            and isinstance(value.func.value, cst.Call)
+        ):
+            value = value.func.value
         if not isinstance(value, cst.Call):
             return None
         dotted = dotted_name(value.func)
@@ -484,6 +493,13 @@ def _copied_name(call: cst.Call) -> str | None:
     else:
         return None
     return copied.value if type(copied) is cst.Name else None
+
+
+# `nn.Module` methods that return the module itself.
+_SAME_MODULE_METHODS = frozenset({
+    "cuda", "cpu", "to", "train", "eval", "float", "half", "bfloat16", "double",
+    "requires_grad_", "to_empty",
+})
 
 
 def _generic_origin(base: cst.BaseExpression) -> cst.BaseExpression:
@@ -1003,6 +1019,7 @@ class _Summarizer:
                 if arg.star == "**" or arg.keyword is not None
             ],
             needs=facts.guards.required_parameters(call),
+            needs_left_on=facts.guards.parameters_left_on(call),
             predicates=[] if sparse else facts.guards.predicate_guards(call),
             counter_guards=[] if sparse else facts.guards.counter_parameter_tests(call),
             settings=[] if sparse else facts.guards.setting_tests(call),

@@ -89,6 +89,9 @@ class CallSite:
     # caller must pass, and not as None or False, for it to run (`if normals is not None:
     # gather(normals)`).
     needs: list[str] = field(default_factory=list)
+    # Parameters of its own function, `True` by default, that its caller must not pass as
+    # None or False for it to run (the `else` of `if not infer: return ...`, with `infer=True`).
+    needs_left_on: list[str] = field(default_factory=list)
     # The calls whose result decides whether it runs (`Guards.predicate_guards`): when one is
     # a project function returning a periodic test (`if step_check(step, n):`), it is sparse.
     predicates: list[str] = field(default_factory=list)
