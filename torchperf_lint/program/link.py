@@ -730,20 +730,24 @@ class ProgramFacts:
 
     def _only_unrun_callers(self, function: Target) -> bool:
         """Whether only functions that never run call `function`, and no file but theirs
-        mentions its name (other than a file that defines a function of that name, which
-        names its own): Point-BERT's vendored `farthest_point_sample`, which only the
-        methods of PointNet++ classes that nothing builds call. A cycle of calls runs."""
-        if function.qualname.endswith("__"):
-            return False  # special methods, and what an `__init__` builds, are judged by each rule
+        mentions its name (`_may_name`: not a file that defines or imports another function
+        of that name): Point-BERT's vendored `farthest_point_sample`, which only the
+        methods of PointNet++ classes that nothing builds call; for an `__init__`, its
+        class's name (TFB's copy of `ProbMask`, built only by a copied `ProbAttention` that
+        nothing builds). A cycle of calls runs."""
+        if function.qualname.endswith("__") and not function.qualname.endswith(".__init__"):
+            return False  # Python runs special methods; a construction calls `__init__`
         if function in self._unrun_callers:
             return self._unrun_callers[function]
         self._unrun_callers[function] = False  # A cycle of calls: it may run.
         callers = self._callers.get(function, [])
-        name = function.qualname.rpartition(".")[2]
-        # Files that define a function of that name mention their own.
+        named = function
+        if function.qualname.endswith(".__init__"):  # named by its class: `ProbMask(B, ...)`
+            named = Target(function.file, function.qualname.rpartition(".")[0], "class")
+        name = named.qualname.rpartition(".")[2]
         elsewhere = {
             file for file in self._mentioned_in.get(name, frozenset())
-            if name not in self.summaries[file].functions
+            if self._may_name(file, name, named)
         }
         found = (
             bool(callers)
@@ -793,14 +797,27 @@ class ProgramFacts:
         return _solve(classes, compute, unknown=True)
 
     def _named_elsewhere(self, cls: Target) -> bool:
-        """Some file names the class `cls`: its own, or one that does not define a class of
-        that name (whose mentions name its own: LlamaGen's `vq_model.py` builds its own
-        `VectorQuantizer`, not the legacy one of `vqgan/quantize.py`)."""
+        """Some file names the class `cls` (`_may_name`)."""
         name = cls.qualname.rpartition(".")[2]
-        return any(
-            file == cls.file or name not in self.summaries[file].classes
-            for file in self._mentioned_in.get(name, ())
-        )
+        return any(self._may_name(file, name, cls) for file in self._mentioned_in.get(name, ()))
+
+    def _may_name(self, file: str, name: str, target: Target) -> bool:
+        """Whether the mentions of `name` in `file` may name `target`: they do in its own
+        file; elsewhere, not when the file defines its own class or function of that name
+        (LlamaGen's `vq_model.py` builds its own `VectorQuantizer`, not the legacy one of
+        `vqgan/quantize.py`) or imports the name from a module where it is another one (TFB's
+        Time-Series-Library models import their own `ProbAttention`, not the copy in a
+        baseline's package)."""
+        if file == target.file:
+            return True
+        summary = self.summaries[file]
+        if name in summary.classes or name in summary.functions:
+            return False
+        imported = summary.imports.get(name)
+        if imported is None:
+            return True
+        found = self.resolve(file, f"import:{imported}")
+        return found is None or found == target
 
     @cached_property
     def _named_as_base(self) -> dict[str, list[Target]]:

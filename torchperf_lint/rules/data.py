@@ -909,11 +909,14 @@ class TensorCreatedThenMoved(Rule):
     (a legacy `VectorQuantizer` beside the improved class every model imports, also as
     `from .quantize import VectorQuantizer2 as VectorQuantizer`, which names the improved
     one; `super(VectorQuantizer, self)` in its own methods names no use, nor does another
-    file that defines and builds its own class of that name), a function, public
-    or not, that only such methods (or functions like it) call and that no other file
-    names (Point-BERT's vendored `farthest_point_sample`, called only by `sample_and_group`
-    and the `forward` of PointNet++ classes that nothing builds; a file that defines its own
-    function of that name names its own), the `forward` of an
+    file that defines its own class of that name or imports that name from a module where
+    it is another class: TFB's baselines carry copies of Time-Series-Library's
+    `ProbAttention` that their packages never build, while the library's models import
+    its own), a function, public or not, that only such methods (or functions like it)
+    call and that no other file names (Point-BERT's vendored `farthest_point_sample`, called
+    only by `sample_and_group` and the `forward` of PointNet++ classes that nothing builds;
+    also the `__init__` of a class only such code builds, TFB's copied `ProbMask`), the
+    `forward` of an
     `autograd.Function` that no file names (it runs only through `Cls.apply`), the
     `forward` of an operator for ONNX export (a class that defines `symbolic`: its forward
     only makes up outputs while `torch.onnx.export` traces the model), a branch that a
