@@ -270,7 +270,7 @@ class _BiasBeforeBatchNorm(Rule):
             cls = facts.scopes.enclosing_class(layer)
             if cls is not None and facts.program.builds_released_weights(cls):
                 continue  # a block of a released architecture another module loads
-            if _builds_no_model(facts, layer):
+            if _builds_no_model(facts, layer) or _stored_but_never_read(facts, layer):
                 continue
             switch = _norm_switch(facts, layer, norm)
             if switch is not None and facts.guards.switch_default(switch.test) is (not switch.on):
@@ -341,7 +341,10 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     _projection_mlp(...)`) that no code of the project calls, tests included, or the
     `__init__` of a class that no file of the project names, configs and launchers
     included, but as the base of such classes, in a module another file imports (a leftover
-    `SimpleDenseNet`); and where the BatchNorm
+    `SimpleDenseNet`); for a layer that `__init__` stores on `self` (`self.te_patch =
+    nn.Sequential(...)`, or appends to `self.up_sample`) and no method of its class reads
+    back, nor walks by name (`getattr(self, ...)`, `self.children()`): it never runs; and
+    where the BatchNorm
     is built only under a switch that is off by default and the layer is built either way
     (`layers.append(nn.Conv2d(...)); if use_bn: layers.append(nn.BatchNorm2d(c))`): a
     parameter whose default is off (`use_bn=False`, `None`, `0`), or without a default one
@@ -432,6 +435,63 @@ def _readable_at(facts: FileFacts, switch: cst.BaseExpression, layer: cst.Call) 
     return facts.scopes.enclosing_function(switch) is facts.scopes.enclosing_function(layer)
 
 
+def _stored_but_never_read(facts: FileFacts, layer: cst.Call) -> bool:
+    """`__init__` stores the layer on `self` (`self.te_patch = nn.Sequential(...)`, or a
+    name bound to it appended to `self.up_sample_conv`) and no code of its class reads that
+    attribute back, nor walks its children by name (`getattr(self, ...)`, `self.children()`):
+    a layer built and never run (TFB's ModernTCN)."""
+    init = facts.scopes.enclosing_function(layer)
+    cls = facts.scopes.enclosing_class(layer)
+    if init is None or cls is None or init.name.value != "__init__":
+        return False
+    stored = _stored_attribute(facts, layer, init)
+    if stored is None:
+        return False
+    for node in descendants(cls):
+        if type(node) is cst.Call and dotted_name(node.func) in ("getattr", "self.children"):
+            return False
+        if type(node) is cst.Attribute and dotted_name(node) == stored:
+            parent = facts.index.parents.get(node)
+            if type(parent) is cst.AssignTarget:
+                continue  # `self.up_sample_conv = nn.ModuleList()`
+            if (
+                type(parent) is cst.Attribute
+                and parent.attr.value == "append"
+                and facts.scopes.enclosing_function(node) is init
+            ):
+                continue  # `self.up_sample_conv.append(up_conv)`
+            return False
+    return True
+
+
+def _stored_attribute(facts: FileFacts, layer: cst.Call, init: cst.FunctionDef) -> str | None:
+    """`self.x` that the statement building `layer` stores it in, directly or through a name
+    it binds and then appends to `self.x` in `init`."""
+    for parent in facts.scopes.ancestors(layer):
+        if type(parent) is not cst.Assign:
+            continue
+        if len(parent.targets) != 1:
+            return None
+        target = parent.targets[0].target
+        name = dotted_name(target)
+        if name is not None and name.startswith("self.") and name.count(".") == 1:
+            return name
+        if type(target) is not cst.Name:
+            return None
+        appended = {
+            dotted_name(call.func.value)
+            for call in facts.index.calls
+            if type(call.func) is cst.Attribute
+            and call.func.attr.value == "append"
+            and len(call.args) == 1
+            and dotted_name(call.args[0].value) == target.value
+            and facts.scopes.enclosing_function(call) is init
+        }
+        found = appended.pop() if len(appended) == 1 else None
+        return found if found is not None and found.startswith("self.") and found.count(".") == 1 else None
+    return None
+
+
 def _builds_no_model(facts: FileFacts, layer: cst.Call) -> bool:
     """In a function nothing in the project calls (`ProgramAnswers.never_called`): a private
     module-level builder (`def _projection_mlp(...)`), or a method of a class nothing names,
@@ -454,8 +514,8 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     built only under a switch that is off by default (`if use_bn: layers.append(...)` with
     `use_bn=False`, or `use_batchnorm=config.get("use_batchnorm", False)` at every call) or
     in a branch that an object built with its defaults never takes (`elif self.graph_pooling
-    == "attention":` with `graph_pooling="mean"`); under a switch that is on by default it
-    offers `bias=not use_bn`.
+    == "attention":` with `graph_pooling="mean"`), or for a layer stored on `self` that no
+    method reads back; under a switch that is on by default it offers `bias=not use_bn`.
     Test files are not checked.
 
     ## Why is this bad?
