@@ -27,6 +27,7 @@ from torchperf_lint.facts.index import (
     LOOP_TYPES,
     SCOPE_TYPES,
     SyntaxIndex,
+    descendants,
     final_simple_statement,
     statements_of,
 )
@@ -94,14 +95,34 @@ class LoopFacts:
     @property
     def is_training(self) -> bool:
         """Trains itself, or calls a project step helper that does, on data: not over a
-        literal collection of constants, and not a handful of forward and backward passes
+        literal collection of constants, not a handful of forward and backward passes
         that update nothing (`for _ in range(3): model(x).sum().backward()`, the warm-up or
-        the profiled run of a benchmark)."""
+        the profiled run of a benchmark), and not a loop that backpropagates only for the
+        gradient of its input (`differentiates_inputs`)."""
         if self.over_constants:
             return False
         if self.few_passes and not (self.step_calls or self.step_helper_calls):
             return False
+        if self.differentiates_inputs and not self.step_helper_calls:
+            return False
         return self.trains_itself or bool(self.step_helper_calls)
+
+    @property
+    def differentiates_inputs(self) -> bool:
+        """Backpropagates, with no optimizer step, only to read the gradient of a tensor the
+        loop marks itself (`vi.requires_grad_()`, `out.backward()`, then `ni = -vi.grad`):
+        surface normals, a saliency map, an attack; nothing is trained."""
+        if self.step_calls or not self.backward_calls:
+            return False
+        marked = {
+            dotted_name(call.func.value)
+            for call in self.own_calls
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_"
+        }
+        return bool(marked) and any(
+            type(node) is cst.Attribute and node.attr.value == "grad" and dotted_name(node.value) in marked
+            for node in descendants(self.node.body)
+        )
 
     @property
     def is_hot(self) -> bool:
