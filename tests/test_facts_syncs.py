@@ -789,11 +789,13 @@ def test_a_read_before_the_next_upload_of_a_host_factory_names_that_copy() -> No
         if finding.location == Location(8, 15)
     )
     assert read.message.endswith(
-        ", and build the tensor copied next on the device (`device=`) or copy it"
-        " asynchronously: removing one of the two waits alone gains little"
+        ", and build the tensor copied next on the device (`device=`): removing one of the"
+        " two waits alone gains little"
     )
     assert read.related == (
-        Related("train.py", Location(9, 20), "the next blocking copy of host memory to the GPU waits here too"),
+        Related(
+            "train.py", Location(9, 20), "the next blocking copy of a tensor made on the host waits for the GPU here too"
+        ),
     )
 
 

@@ -23,7 +23,7 @@ from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifie
 from torchperf_lint.facts.program import ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
 from torchperf_lint.facts.syncs import BARRIER_METHODS, HostSyncs, receiver_of_chain
-from torchperf_lint.facts.tensors import TensorExpressions
+from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
 # How the words of the name of a call that prepares data on the host begin (`tokenizer(text)`,
 # `image_processor(images)`; not `is_main_process()`).
@@ -44,8 +44,8 @@ _STEP_UPKEEP = frozenset({
 
 class NextWait(NamedTuple):
     """What makes the host wait for the device next in a training step
-    (`StepWaits.next_after`): a blocking copy of the batch to the device (`kind` "copy") or
-    of other host memory ("upload": `torch.zeros(*shape).to(device)`), the
+    (`StepWaits.next_after`): a blocking copy of host data to the device (`kind` "copy"), or
+    of a tensor a factory has just made on the host ("upload": `torch.zeros(*shape).to(device)`), the
     loader whose batches Accelerate copies with its blocking default ("accelerate"), or a
     barrier of the ranks ("barrier")."""
 
@@ -318,14 +318,21 @@ class StepWaits:
                 receiver_calls = [node for node in descendants(call.func) if type(node) is cst.Call]
                 if any(map(_prepares_data, receiver_calls)):
                     return barriers
-                # `torch.zeros(*shape).to(device)`: host memory, but not the batch.
-                batch = not self.host_syncs.uploads_and_waits(call) or self.host_syncs.copies_a_batch(call, loop)
-                return [*barriers, NextWait(call, "copy" if batch else "upload")]
+                # `torch.zeros(*shape).to(device)`: a tensor made on the host, not the batch.
+                return [*barriers, NextWait(call, "upload" if self._copies_a_new_tensor(call) else "copy")]
             elif self._uploads_the_batch_first(call):
                 return [*barriers, NextWait(call, "copy")]
             elif (mapped := self._copy_mapped_over_the_batch(call, loop)) is not None:
                 return [*barriers, NextWait(mapped, "copy")]
         return barriers
+
+    def _copies_a_new_tensor(self, move: cst.Call) -> bool:
+        """The move copies what a PyTorch factory has just made on the host
+        (`torch.zeros(*prediction.shape).to(prediction.device)`)."""
+        made = move.func.value if isinstance(move.func, cst.Attribute) else None
+        return isinstance(made, cst.Call) and (
+            (self.names.call_name(made) or "").removeprefix("torch.") in TENSOR_FACTORIES
+        )
 
     def _copy_mapped_over_the_batch(self, call: cst.Call, loop: LoopFacts) -> cst.Call | None:
         """The blocking move of `map(lambda x: x.float().to(device), batch)`, a lambda

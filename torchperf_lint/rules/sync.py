@@ -19,7 +19,7 @@ from torchperf_lint.rules.base import Finding, Rule
 _NEXT_WAIT_NOTES = {
     "copy": "the next step's blocking batch copy waits for the GPU here too",
     "accelerate": "the next step's blocking batch copy waits for the GPU here too",
-    "upload": "the next blocking copy of host memory to the GPU waits here too",
+    "upload": "the next blocking copy of a tensor made on the host waits for the GPU here too",
     "barrier": "this barrier waits for the GPU here too",
 }
 _NEXT_WAIT_ADVICE = {
@@ -31,7 +31,7 @@ _NEXT_WAIT_ADVICE = {
         "let Accelerate copy batches asynchronously (`pin_memory=True` on the loader,"
         " `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`)"
     ),
-    "upload": "build the tensor copied next on the device (`device=`) or copy it asynchronously",
+    "upload": "build the tensor copied next on the device (`device=`)",
     "barrier": (
         "drop the barrier the step reaches next (the gradients' all-reduce already keeps the"
         " ranks in step)"
@@ -432,7 +432,8 @@ class SyncInTrainingLoop(_PerIterationRule):
     fetching the next batch. The finding points at the copy too, and its advice is to make
     both go: accumulate on the device, and copy from pinned memory with `non_blocking=True`
     (with Accelerate, `Accelerator(dataloader_config=DataLoaderConfiguration(non_blocking=True))`;
-    for a copy of other host memory, `torch.zeros(*shape).to(device)`, build it on the device).
+    for the copy of a tensor a factory has just made on the host, `torch.zeros(*shape).to(device)`,
+    build it on the device).
     Where the host prepares data on the way (`tokenizer(text, return_tensors="pt").to(device)`,
     a processor, a transform), the read alone costs that work's overlap, and the finding
     stays as it is. A copy that a setting may skip (`if not args.prefetcher: x = x.cuda()`,
