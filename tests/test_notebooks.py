@@ -398,15 +398,21 @@ def test_invalid_json_and_non_notebooks_are_file_errors_and_left_untouched(tmp_p
     broken.write_bytes(b'{"cells": [')
     wrong = tmp_path / "wrong.ipynb"
     wrong.write_bytes(b'{"nbformat": 4}')
+    pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n"
+    (tmp_path / "lfs.ipynb").write_bytes(pointer)
     completed = torchperf_lint(
         "--no-cache", "--fix", "--output-format", "concise", ".", cwd=tmp_path
     )
     assert completed.returncode == 1
     lines = completed.stdout.splitlines()
     assert lines[0].startswith("broken.ipynb:1:1: E902 not a notebook: invalid JSON: ")
-    assert lines[1] == "wrong.ipynb:1:1: E902 not a notebook: no list of `cells`"
+    assert lines[1] == (
+        "lfs.ipynb:1:1: E902 not a notebook: a Git LFS pointer to one (`git lfs pull` fetches it)"
+    )
+    assert lines[2] == "wrong.ipynb:1:1: E902 not a notebook: no list of `cells`"
     assert broken.read_bytes() == b'{"cells": ['
     assert wrong.read_bytes() == b'{"nbformat": 4}'
+    assert (tmp_path / "lfs.ipynb").read_bytes() == pointer
 
 
 def test_other_kernels_are_not_linted():

@@ -150,6 +150,10 @@ class Notebook:
         return rows
 
 
+# How a file that Git LFS stands in for begins, until `git lfs pull` fetches it.
+_LFS_POINTER = "version https://git-lfs.github.com/spec/v1"
+
+
 def read_notebook(data: bytes) -> Notebook:
     """Parse a notebook's bytes; raises `NotebookError` for anything that is not one."""
     try:
@@ -158,6 +162,10 @@ def read_notebook(data: bytes) -> Notebook:
     except UnicodeDecodeError as error:
         raise NotebookError(f"cannot decode the notebook as UTF-8: {error}") from None
     except json.JSONDecodeError as error:
+        if text.startswith(_LFS_POINTER):
+            raise NotebookError(
+                "not a notebook: a Git LFS pointer to one (`git lfs pull` fetches it)"
+            ) from None
         raise NotebookError(f"not a notebook: invalid JSON: {error}") from None
     except RecursionError:
         raise NotebookError("not a notebook: JSON nested too deeply") from None
