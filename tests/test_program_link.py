@@ -679,7 +679,23 @@ def test_the_methods_of_a_class_nothing_names_never_run() -> None:
         "model.py",
     )
     assert ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
-    del files["model.py"]
+    # One that imports the name from a module where it is another class names that one
+    # (TFB's Time-Series-Library models and the copies in its baselines' packages)...
+    files["other.py"] = summary("import torch\nclass VectorQuantizer(torch.nn.Module):\n    pass\n", "other.py")
+    files["model.py"] = summary("from other import VectorQuantizer\nq = VectorQuantizer()\n", "model.py")
+    assert ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
+    # ... unless it also imports this one (U-ViT's `get_nnet`, one import per model name).
+    files["model.py"] = summary(
+        "def get(name):\n"
+        "    if name == 'a':\n"
+        "        from other import VectorQuantizer\n"
+        "        return VectorQuantizer()\n"
+        "    from quantize import VectorQuantizer\n"
+        "    return VectorQuantizer()\n",
+        "model.py",
+    )
+    assert not ProgramFacts(files).never_called(function("quantize.py", "VectorQuantizer.forward"))
+    del files["model.py"], files["other.py"]
     linked = ProgramFacts(files)
     assert linked.never_called(function("quantize.py", "VectorQuantizer.forward"))
     assert linked.never_called(function("quantize.py", "VectorQuantizer2.forward"))

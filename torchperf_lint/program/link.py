@@ -814,8 +814,8 @@ class ProgramFacts:
         if name in summary.classes or name in summary.functions:
             return False
         imported = summary.imports.get(name)
-        if imported is None:
-            return True
+        if imported is None or target.file in self._imports.get(file, ()):
+            return True  # also `from libs.uvit_t2i import UViT` beside another import of it
         found = self.resolve(file, f"import:{imported}")
         return found is None or found == target
 

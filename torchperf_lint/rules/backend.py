@@ -10,7 +10,7 @@ import libcst as cst
 from torchperf_lint.diagnostics import Applicability
 from torchperf_lint.facts import FileFacts
 from torchperf_lint.facts.arguments import MISSING, SIGNATURES, argument_value, bound_argument
-from torchperf_lint.facts.index import ScopeNode, descendants
+from torchperf_lint.facts.index import ScopeNode, descendants, methods_of
 from torchperf_lint.facts.models import BiasReads
 from torchperf_lint.facts.names import dotted_name
 from torchperf_lint.facts.scopes import single_assignment
@@ -342,8 +342,9 @@ class ConvBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     `__init__` of a class that no file of the project names, configs and launchers
     included, but as the base of such classes, in a module another file imports (a leftover
     `SimpleDenseNet`); for a layer that `__init__` stores on `self` (`self.te_patch =
-    nn.Sequential(...)`, or appends to `self.up_sample`) and no method of its class reads
-    back, nor walks by name (`getattr(self, ...)`, `self.children()`): it never runs; and
+    nn.Sequential(...)`, or appends to `self.up_sample`) in a class with a `forward`, when
+    no code of the module reads an attribute of that name back, nor walks children by name
+    (`getattr(self, ...)`, `self.children()`): it never runs; and
     where the BatchNorm
     is built only under a switch that is off by default and the layer is built either way
     (`layers.append(nn.Conv2d(...)); if use_bn: layers.append(nn.BatchNorm2d(c))`): a
@@ -437,20 +438,24 @@ def _readable_at(facts: FileFacts, switch: cst.BaseExpression, layer: cst.Call) 
 
 def _stored_but_never_read(facts: FileFacts, layer: cst.Call) -> bool:
     """`__init__` stores the layer on `self` (`self.te_patch = nn.Sequential(...)`, or a
-    name bound to it appended to `self.up_sample_conv`) and no code of its class reads that
-    attribute back, nor walks its children by name (`getattr(self, ...)`, `self.children()`):
-    a layer built and never run (TFB's ModernTCN)."""
+    name bound to it appended to `self.up_sample_conv`), its class defines `forward`, and no
+    code of the module reads an attribute of that name back, nor walks children by name
+    (`getattr(self, ...)`, `self.children()`): a layer built and never run (TFB's
+    ModernTCN)."""
     init = facts.scopes.enclosing_function(layer)
     cls = facts.scopes.enclosing_class(layer)
     if init is None or cls is None or init.name.value != "__init__":
         return False
+    if not methods_of(cls, ("forward",)):
+        return False  # a base class: its subclasses' `forward` reads what it builds
     stored = _stored_attribute(facts, layer, init)
     if stored is None:
         return False
-    for node in descendants(cls):
+    attribute = stored.partition(".")[2]
+    for node in descendants(facts.module):
         if type(node) is cst.Call and dotted_name(node.func) in ("getattr", "self.children"):
             return False
-        if type(node) is cst.Attribute and dotted_name(node) == stored:
+        if type(node) is cst.Attribute and node.attr.value == attribute:
             parent = facts.index.parents.get(node)
             if type(parent) is cst.AssignTarget:
                 continue  # `self.up_sample_conv = nn.ModuleList()`
@@ -514,8 +519,8 @@ class LinearBiasBeforeBatchNorm(_BiasBeforeBatchNorm):
     built only under a switch that is off by default (`if use_bn: layers.append(...)` with
     `use_bn=False`, or `use_batchnorm=config.get("use_batchnorm", False)` at every call) or
     in a branch that an object built with its defaults never takes (`elif self.graph_pooling
-    == "attention":` with `graph_pooling="mean"`), or for a layer stored on `self` that no
-    method reads back; under a switch that is on by default it offers `bias=not use_bn`.
+    == "attention":` with `graph_pooling="mean"`), or for a layer stored on `self` that
+    nothing reads back; under a switch that is on by default it offers `bias=not use_bn`.
     Test files are not checked.
 
     ## Why is this bad?
