@@ -1465,12 +1465,23 @@ def _last_grad_switch(block: cst.CSTNode, child: cst.CSTNode) -> cst.Call | None
 def is_evaluation_branch(branch: cst.If, child: cst.CSTNode) -> bool:
     """Whether `child` of `branch` runs only when not training, by its test's own words: the
     body of `if stage != Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, or the
-    `else` of `if stage == Stage.TRAIN:` / `if self.training:`, and the body of `if
+    `else` of `if stage == Stage.TRAIN:` / `if self.training:` / `if mode != "test":`, and the body of `if
     opt.test:` / `if args.eval_only:`, a setting for a run that evaluates instead of
     training."""
     if child is branch.body:
         return _tests_not_training(branch.test)
-    return child is branch.orelse and _tests_training(branch.test)
+    return child is branch.orelse and (
+        _tests_training(branch.test) or _excludes_an_evaluation_stage(branch.test)
+    )
+
+
+def _excludes_an_evaluation_stage(test: cst.BaseExpression) -> bool:
+    """`mode != "test"`: its `else` runs for that evaluation stage only (CRSLab's shared
+    `step(batch, stage, mode)`)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    comparison = test.comparisons[0]
+    return isinstance(comparison.operator, cst.NotEqual) and _stage(comparison.comparator) == "eval"
 
 
 def _tests_training(test: cst.BaseExpression) -> bool:

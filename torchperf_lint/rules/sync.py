@@ -298,8 +298,9 @@ class SyncInTrainingLoop(_PerIterationRule):
     use_queue or not torch.all(queue[-1] == 0): use_queue = True`: the tensor test runs
     only until the flag is set); in a branch of a step function
     that training and evaluation share which runs only when not training
-    (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, or a
-    setting for a run that evaluates instead of training: `if opt.test:`), and in
+    (`if stage != sb.Stage.TRAIN:`, `if mode == "val":`, `if not self.training:`, the `else`
+    of `if mode == "train":` or of `if mode != "test":`, or a setting for a run that
+    evaluates instead of training: `if opt.test:`), and in
     what that branch calls; in an evaluation the training loop runs (a function that calls
     `model.eval()` and trains nothing: `test()` in the epoch loop of a full-batch training),
     whose reads belong to TPL202, and in the step of a training loop that runs such an
