@@ -38,6 +38,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
+from torchperf_lint.config import DEFAULT_EXCLUDE
 from torchperf_lint.conventions import (
     LIBRARY_SWITCHES,
     framework_hook_kind,
@@ -719,7 +720,7 @@ class ProgramFacts:
         """`never_called` for what the program shows: `function` is in a module that never
         runs, a method of a class that nothing builds or of an `autograd.Function` that no
         file names, or only such functions call it (`_only_unrun_callers`)."""
-        if function.file in self._unrun_modules:
+        if function.file in self._dead_modules:
             return True
         owner = None if record.owner is None else Target(function.file, record.owner, "class")
         if owner is not None and (
@@ -783,7 +784,7 @@ class ProgramFacts:
         def compute(cls: Target, unbuilt) -> bool:
             record = self.summaries[cls.file].classes[cls.qualname]
             name = cls.qualname.rpartition(".")[2]
-            if cls.file in self._unrun_modules:
+            if cls.file in self._dead_modules:
                 return True
             if record.decorated or self._named_elsewhere(cls) or not self._used_module(cls.file):
                 return False
@@ -807,9 +808,12 @@ class ProgramFacts:
         (LlamaGen's `vq_model.py` builds its own `VectorQuantizer`, not the legacy one of
         `vqgan/quantize.py`) or imports the name from a module where it is another one (TFB's
         Time-Series-Library models import their own `ProbAttention`, not the copy in a
-        baseline's package)."""
+        baseline's package), nor in a module that cannot be imported (`_broken_modules`; a
+        config that no entry point imports names classes for a framework that reads it)."""
         if file == target.file:
             return True
+        if file in self._broken_modules:
+            return False  # TALENT's `pretraining.py`, which cannot be imported
         summary = self.summaries[file]
         if name in summary.classes or name in summary.functions:
             return False
@@ -903,6 +907,46 @@ class ProgramFacts:
                 or any(f"/{parent.as_posix()}".endswith(f"/{package}") for package in named)
             )
         return frozenset(file for file in self.summaries if file not in reached)
+
+    @cached_property
+    def _dead_modules(self) -> frozenset[str]:
+        """The modules that never run: no entry point reaches them (`_unrun_modules`), or
+        nothing imports them and they cannot be imported (`_broken_modules`)."""
+        return self._unrun_modules | self._broken_modules
+
+    @cached_property
+    def _broken_modules(self) -> frozenset[str]:
+        """The Python modules that cannot be imported and that nothing imports: no script,
+        and at their top level, outside any `try` or `if`, an import of a module of the
+        project's own packages whose package is gone (`from TALENT.model.tabnet.utils import
+        ...` in TALENT's copies of pytorch-tabnet, where the package is now
+        `TALENT.model.lib.tabnet`). A missing last part may be a compiled extension
+        (`detectron2._C`), and a missing folder the linter skips (`third_party`) may be
+        there: neither makes a module broken."""
+        imported = {target for targets in self._imports.values() for target in targets}
+        return frozenset(
+            file
+            for file, summary in self.summaries.items()
+            if file.endswith(".py")
+            and file not in imported
+            and not summary.runs_as_script
+            and not summary.works_at_top_level
+            and any(self._missing_package(file, module) for module in summary.unguarded_imports)
+        )
+
+    def _missing_package(self, file: str, module: str) -> bool:
+        """`module`, imported by `file`, names a package of the project that does not exist:
+        its longest existing prefix is a project package (`TALENT.model`), and at least two
+        parts follow it (`tabnet.utils`), the first not a folder the linter skips."""
+        found = self.modules.resolve(file, module)
+        if found is None:
+            return False
+        target, rest = found
+        return (
+            len(rest) >= 2
+            and target.endswith("__init__.py")
+            and rest[0] not in DEFAULT_EXCLUDE
+        )
 
     def _used_module(self, file: str) -> bool:
         """Another file imports `file`, or names it (`_target_:
@@ -1982,7 +2026,7 @@ class ProgramFacts:
         }
 
     def _answer_runs_nowhere(self, file: str) -> bool:
-        return file in self._unrun_modules
+        return file in self._dead_modules
 
     def _answer_knows_what_runs(self, file: str) -> bool:
         return self._entry_points is not None

@@ -669,26 +669,35 @@ def _imports_only_below(module: cst.Module) -> list[int] | None:
     `from torch._six import inf`, `from torch import _six`, `from
     colossalai.gemini.chunk import ChunkManager`); a guarded import (`try: from torch._six
     import inf` / `except ImportError: from torch import inf`) runs on any release."""
-    removed = []
+    removed = [
+        _MODULES_ONLY_BELOW[prefix]
+        for _, names in _unguarded_imports(module)
+        for name in names
+        for prefix in _dotted_prefixes(name)
+        if prefix in _MODULES_ONLY_BELOW
+    ]
+    return min(removed) if removed else None
+
+
+def _unguarded_imports(module: cst.Module) -> Iterator[tuple[str, list[str]]]:
+    """(the module imported, the dotted names the statement reads) for each absolute import
+    at the file's top level, outside any `try` or `if`: `import a.b` gives ("a.b",
+    ["a.b"]), `from a.b import c` gives ("a.b", ["a.b", "a.b.c"])."""
     for statement in module.body:
         if type(statement) is not cst.SimpleStatementLine:
             continue
         for small in statement.body:
             if type(small) is cst.Import:
-                names = [dotted_name(alias.name) for alias in small.names]
+                for alias in small.names:
+                    name = dotted_name(alias.name)
+                    if name:
+                        yield name, [name]
             elif type(small) is cst.ImportFrom and small.module is not None and not small.relative:
                 source = dotted_name(small.module)
+                if not source:
+                    continue
                 aliases = small.names if isinstance(small.names, (list, tuple)) else ()
-                names = [source, *(f"{source}.{dotted_name(alias.name)}" for alias in aliases)]
-            else:
-                continue
-            removed.extend(
-                _MODULES_ONLY_BELOW[prefix]
-                for name in names
-                for prefix in _dotted_prefixes(name)
-                if prefix in _MODULES_ONLY_BELOW
-            )
-    return min(removed) if removed else None
+                yield source, [source, *(f"{source}.{dotted_name(alias.name)}" for alias in aliases)]
 
 
 def _dotted_prefixes(name: str | None) -> list[str]:
@@ -738,6 +747,7 @@ class _Summarizer:
                 and not isinstance(call.args[0].value, cst.SimpleString)
             }),
             imports_only_below=_imports_only_below(facts.module),
+            unguarded_imports=sorted({source for source, _ in _unguarded_imports(facts.module)}),
             setting_defaults=self.settings.defaults,
             setting_aliases=self.settings.aliases,
             setting_flags=self.settings.flags,

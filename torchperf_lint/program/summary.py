@@ -194,6 +194,9 @@ class ModuleSummary:
     # unguarded at its top level, a module PyTorch removed (`from torch._six import inf`
     # gives [2, 0, 0]); None when it imports none.
     imports_only_below: list[int] | None = None
+    # The modules it imports, absolutely, at its top level outside any `try` or `if`: a
+    # project module among them that does not exist makes importing the file fail.
+    unguarded_imports: list[str] = field(default_factory=list)
     cuda_names: list[str] = field(default_factory=list)  # Module-level names bound to CUDA.
     device_refs: list[Ref] = field(default_factory=list)  # Project values used as devices.
     # Every identifier the file mentions, other than the names its `def`s and classes define:
