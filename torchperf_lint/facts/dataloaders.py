@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -117,6 +118,8 @@ _TEXT_COLLATORS = frozenset({
 })
 # A tokenizer's padding id, handed to a collate function that pads token sequences.
 _PADDING_IDS = frozenset({"pad_token_id", "pad_id", "padding_idx", "pad_idx"})
+# The name of a set of sample indices: `train_idx`, `val_indices`, `test_index`.
+_INDEX_SET = re.compile(r"(?:^|_)(?:idx|indices|index)$")
 # Words that say a collate function also handles images or audio.
 _PIXEL_WORDS = ("image", "pixel", "processor", "audio", "feature", "video")
 # Words in a class name that say the dataset stands in for real data.
@@ -750,6 +753,9 @@ class DataLoaders:
     def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self.is_preprocessed(expression):
             return True
+        if isinstance(expression, (cst.Name, cst.Attribute)):
+            # `DataLoader(self.__dataset.train_idx, ...)`: a set of node indices (SGL's).
+            return bool(_INDEX_SET.search(last_identifier(expression) or ""))
         if not isinstance(expression, cst.Call):
             return False
         qualified = self.names.call_name(expression) or ""

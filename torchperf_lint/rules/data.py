@@ -60,7 +60,8 @@ class DataLoaderNoWorkers(Rule):
     and is left alone, like an explicit `pin_memory=False` for TPL102.
 
     It stays silent where workers would gain nothing: datasets that already hold their
-    samples in memory (a `TensorDataset`, a `range`, a list or other literal, a list built by
+    samples in memory (a `TensorDataset`, a `range`, a set of sample indices named so,
+    `self.dataset.train_idx`, a list or other literal, a list built by
     an expression such as `list(InputExample(...) for ...)` or `gold + silver`, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
     batch_size=1024)` over node indices), a NumPy array (`np.asarray(rows)`, scikit-learn's
