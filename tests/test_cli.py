@@ -244,6 +244,24 @@ def test_broken_files_are_reported_and_the_rest_still_linted(tmp_path):
     assert lines[4] == "Found 4 errors."
 
 
+def test_a_file_python_parses_but_libcst_does_not_says_so(tmp_path):
+    # Indentation that mixes a tab into spaces in a way CPython tolerates (deepsnap's
+    # examples): LibCST's tokenizer rejects it.
+    source = (
+        "import torch\n\n\nclass GNN(torch.nn.Module):\n    def build(self, kind):\n"
+        "        if kind == 'GCN':\n            return 1\n        elif kind == 'GAT':\n"
+        "       \t    return 2\n        else:\n            raise ValueError(kind)\n"
+    )
+    write_files(tmp_path, {"mixed.py": source})
+    result = torchperf_lint("--output-format", "concise", "mixed.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (
+        "mixed.py:1:1: E902 cannot parse (LibCST's parser; Python parses it): tokenizer error:"
+        " no matching outer block for dedent"
+    )
+    assert (tmp_path / "mixed.py").read_text() == source
+
+
 def test_parallel_output_is_identical_to_serial(tmp_path):
     files = {f"pkg{i % 3}/file{i}.py": LOADER if i % 2 else MOVED_TENSOR for i in range(12)}
     files["pkg1/broken.py"] = "import torch\nif:\n"

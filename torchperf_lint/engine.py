@@ -169,9 +169,12 @@ def parse(text: str) -> cst.Module:
 
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
     """Python's own message and position where it has one (`'(' was never closed`); LibCST's
-    otherwise (syntax Python accepts but LibCST does not know yet)."""
+    otherwise, said as LibCST's where Python parses the file (syntax LibCST does not know
+    yet, or indentation that mixes tabs and spaces in a way Python tolerates)."""
+    python_parses = False
     try:
         ast.parse(text)
+        python_parses = True
     except SyntaxError as python_error:
         if python_error.lineno is not None:
             column = max(python_error.offset or 1, 1)
@@ -185,6 +188,8 @@ def _syntax_error(text: str, error: cst.ParserSyntaxError) -> SourceError:
         if match
         else Location(error.raw_line, 1)
     )
+    if python_parses:
+        return SourceError(f"cannot parse (LibCST's parser; Python parses it): {error.message}", location)
     return SourceError(f"syntax error: {error.message}", location)
 
 
