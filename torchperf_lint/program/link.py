@@ -936,17 +936,28 @@ class ProgramFacts:
 
     def _missing_package(self, file: str, module: str) -> bool:
         """`module`, imported by `file`, names a package of the project that does not exist:
-        its longest existing prefix is a project package (`TALENT.model`), and at least two
-        parts follow it (`tabnet.utils`), the first not a folder the linter skips."""
+        its longest existing prefix is a project package or folder (`TALENT.model`), and at
+        least two parts follow it (`tabnet.utils`), the first not a folder the linter skips."""
         found = self.modules.resolve(file, module)
         if found is None:
             return False
-        target, rest = found
-        return (
-            len(rest) >= 2
-            and target.endswith("__init__.py")
-            and rest[0] not in DEFAULT_EXCLUDE
-        )
+        path = module.replace(".", "/")
+        if any(
+            f"/{other}".endswith((f"/{path}.py", f"/{path}/__init__.py")) for other in self.summaries
+        ):
+            return False  # there, but where the linker looked for another package of that name
+        target, missing = found
+        if len(missing) < 2 or not target.endswith("__init__.py"):
+            return False
+        # Folders without `__init__.py` are namespace packages that import fine (axolotl's
+        # `monkeypatch/utils.py`, TALENT's `model/`): what is gone starts where no file is.
+        folder = PurePosixPath(target).parent
+        while missing and any(
+            other.startswith(f"{folder / missing[0]}/") or other == f"{folder / missing[0]}.py"
+            for other in self.summaries
+        ):
+            folder, missing = folder / missing[0], missing[1:]
+        return len(missing) >= 2 and missing[0] not in DEFAULT_EXCLUDE
 
     def _used_module(self, file: str) -> bool:
         """Another file imports `file`, or names it (`_target_:
