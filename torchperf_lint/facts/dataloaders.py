@@ -357,7 +357,8 @@ class DataLoaders:
         self, loader: DataLoaderConstruction, elsewhere: SamplesElsewhere = _unknown_elsewhere
     ) -> bool:
         """The loader's dataset holds its samples in memory, so loading a batch is indexing:
-        a `TensorDataset`, a `range`, a list or other literal, a list built by a call of
+        a `TensorDataset`, a `range`, a set of sample indices named so when no collate
+        function loads from them (`self.dataset.train_idx`), a list or other literal, a list built by a call of
         `list`/`tuple`/`sorted` or by `+` of such lists, a mock or other stand-in
         (`MagicMock()`, `DummyDataset()`), a dataset class of this module whose
         `__getitem__` (or `__iter__`) calls nothing but PyTorch's factories, builtins and
@@ -368,9 +369,13 @@ class DataLoaders:
         one of those (also as an item of the tuple it returns: `train, val =
         create_dataset(...)`), or a `Subset`/`ConcatDataset` of those."""
         dataset = loader.argument("dataset")
+        # `DataLoader(self.dataset.train_idx, ...)`: a set of node indices (SGL's), unless a
+        # collate function does the loading (`collate_fn=sampler.sample_subgraph`).
+        indices = loader.value("collate_fn") in (MISSING, None)
         return dataset is not None and self.every_source(
             dataset.value,
             lambda source: self._held_in_memory(source)
+            or indices and _names_an_index_set(source)
             or _said_elsewhere(source, elsewhere, ("made_up", "in_memory", "rows")),
         )
 
@@ -753,9 +758,6 @@ class DataLoaders:
     def _held_in_memory(self, expression: cst.BaseExpression) -> bool:
         if isinstance(expression, _LITERALS) or self.is_preprocessed(expression):
             return True
-        if isinstance(expression, (cst.Name, cst.Attribute)):
-            # `DataLoader(self.__dataset.train_idx, ...)`: a set of node indices (SGL's).
-            return bool(_INDEX_SET.search(last_identifier(expression) or ""))
         if not isinstance(expression, cst.Call):
             return False
         qualified = self.names.call_name(expression) or ""
@@ -1797,6 +1799,13 @@ def _reads(expression: cst.CSTNode, names: set[str]) -> bool:
 
 
 __all__ = ["DATALOADER", "MISSING", "UNKNOWN", "DataLoaderConstruction", "DataLoaders"]
+
+
+def _names_an_index_set(expression: cst.BaseExpression) -> bool:
+    """A name or attribute of a set of sample indices: `train_idx`, `self.val_indices`."""
+    return isinstance(expression, (cst.Name, cst.Attribute)) and bool(
+        _INDEX_SET.search(last_identifier(expression) or "")
+    )
 
 
 def _names_a_tokenizer(identifier: str) -> bool:

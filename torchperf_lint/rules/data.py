@@ -61,7 +61,7 @@ class DataLoaderNoWorkers(Rule):
 
     It stays silent where workers would gain nothing: datasets that already hold their
     samples in memory (a `TensorDataset`, a `range`, a set of sample indices named so,
-    `self.dataset.train_idx`, a list or other literal, a list built by
+    `self.dataset.train_idx`, when no `collate_fn` loads from them, a list or other literal, a list built by
     an expression such as `list(InputExample(...) for ...)` or `gold + silver`, a mock or other
     stand-in such as `MagicMock()` or `DummyDataset()`, a tensor (`DataLoader(train_idx,
     batch_size=1024)` over node indices), a NumPy array (`np.asarray(rows)`, scikit-learn's
