@@ -156,7 +156,7 @@ class FileFacts:
         """Where a step waits for the device anyway, and where it waits next after a node."""
         return StepWaits(
             self.index, self.scopes, self.names, self.loops, self.guards, self.dataloaders,
-            self.tensors, self.host_syncs, self.autocast, self.program,
+            self.tensors, self.host_syncs, self.autocast, self.program, self.steps,
         )
 
     @cached_property

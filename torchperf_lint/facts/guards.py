@@ -917,13 +917,29 @@ class Guards:
         is None: mask = ...`, a parameter's default) is bound again on every call."""
         for parent, child in self.scopes.ancestors_with_child(node):
             if type(parent) in SCOPE_TYPES:
-                return type(parent) is cst.FunctionDef and _after_built_cache_exit(parent, node)
+                return type(parent) is cst.FunctionDef and self._after_built_cache_exit(parent, node)
             if type(parent) is cst.If and child is parent.body:
                 initialized = self._initialized_once(parent)
                 if initialized is not None and (
                     initialized.startswith("self.") or self._module_global(initialized, parent)
                 ):
                     return True
+        return False
+
+    def _after_built_cache_exit(self, function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+        """`node` follows, in `function`'s body, an early return while `self.x` is built and
+        large enough, and the function then builds `self.x`: `if self.cos_cached is not None
+        and x.shape[0] <= self.cos_cached.shape[0]: return` (Matcha-TTS' rotary
+        `_build_cache`): the rest runs the first time and when an input outgrows the cache."""
+        statements = statements_of(function.body)
+        for position, statement in enumerate(statements):
+            cache = _built_cache_exit(statement)
+            if cache is None:
+                continue
+            later = statements[position + 1:]
+            return any(self.index.contains(after, node) for after in later) and any(
+                _sets(found, cache) for after in later for found in (after, *descendants(after))
+            )
         return False
 
     def _module_global(self, name: str, node: cst.CSTNode) -> bool:
@@ -1573,16 +1589,10 @@ def _names_defined(block: cst.BaseSuite) -> set[str]:
         for small in statement.body if type(statement) is cst.SimpleStatementLine else ():
             if type(small) is cst.Assign:
                 names.update(name for target in small.targets for name in target_names(target.target))
-            elif type(small) is cst.ImportFrom and not isinstance(small.names, cst.ImportStar):
-                names.update(
-                    dotted_name(alias.asname.name if alias.asname else alias.name) or ""
-                    for alias in small.names
-                )
-            elif type(small) is cst.Import:
-                names.update(
-                    (dotted_name(alias.asname.name) if alias.asname else dotted_name(alias.name) or "").split(".")[0]
-                    for alias in small.names
-                )
+            elif type(small) in (cst.Import, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = dotted_name(alias.asname.name if alias.asname else alias.name) or ""
+                    names.add(bound if alias.asname else bound.split(".")[0])  # `import a.b` binds `a`
     return names - {""}
 
 
@@ -1718,21 +1728,6 @@ def _latch_tested(test: cst.BaseExpression) -> str | None:
         return None
     name = dotted_name(test.expression)
     return name if name is not None and name.startswith("self.") else None
-
-
-def _after_built_cache_exit(function: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    """`node` follows, in `function`'s body, an early return while `self.x` is built and
-    large enough, and the function then builds `self.x`: `if self.cos_cached is not None and
-    x.shape[0] <= self.cos_cached.shape[0]: return` (Matcha-TTS' rotary `_build_cache`): the
-    rest runs the first time and when an input outgrows the cache."""
-    statements = statements_of(function.body)
-    for position, statement in enumerate(statements):
-        cache = _built_cache_exit(statement)
-        if cache is None:
-            continue
-        rest = [node for later in statements[position + 1:] for node in (later, *descendants(later))]
-        return any(found is node for found in rest) and any(_sets(found, cache) for found in rest)
-    return False
 
 
 def _built_cache_exit(statement: cst.CSTNode) -> str | None:

@@ -107,11 +107,12 @@ class LoopFacts:
             return False
         return self.trains_itself or bool(self.step_helper_calls)
 
-    @property
+    @cached_property
     def differentiates_inputs(self) -> bool:
         """Backpropagates, with no optimizer step, only to read the gradient of a tensor the
         loop marks itself (`vi.requires_grad_()`, `out.backward()`, then `ni = -vi.grad`):
-        surface normals, a saliency map, an attack; nothing is trained."""
+        surface normals, a saliency map, an attack; nothing is trained. Asked on every
+        `is_training`: walked once per loop."""
         if self.step_calls or not self.backward_calls:
             return False
         marked = {

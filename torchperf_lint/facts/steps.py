@@ -237,6 +237,15 @@ class Steps:
             or self.left_off_by_settings(node)
         )
 
+    def taken_by_every_run(self, node: cst.CSTNode) -> bool:
+        """`node` needs values of the run's settings that every shipped run gives (`if
+        args.fp16:` for a `--fp16` flag stored with `action="store_true", default=True`,
+        SlotCon's): the other way is never passed (`ProgramAnswers.never_passed`)."""
+        tests = self.guards.setting_tests(node)
+        return bool(tests) and all(
+            self.program.never_passed([*test[:3], not test[3]]) for test in tests
+        )
+
     def left_off_by_settings(self, node: cst.CSTNode) -> bool:
         """In a branch that needs a value of the run's settings that no shipped run gives
         (`ProgramAnswers.never_passed`): the body of `if args.verbose:` where `--verbose` is

@@ -22,6 +22,7 @@ from torchperf_lint.facts.loops import LoopFacts, LoopNode, Loops, iterated_expr
 from torchperf_lint.facts.names import NameResolver, dotted_name, last_identifier, root_name
 from torchperf_lint.facts.program import ProgramAnswers
 from torchperf_lint.facts.scopes import Scopes
+from torchperf_lint.facts.steps import Steps
 from torchperf_lint.facts.syncs import BARRIER_METHODS, HostSyncs, receiver_of_chain
 from torchperf_lint.facts.tensors import TENSOR_FACTORIES, TensorExpressions
 
@@ -68,6 +69,7 @@ class StepWaits:
         host_syncs: HostSyncs,
         autocast: AutocastFacts,
         program: ProgramAnswers,
+        steps: Steps,
     ) -> None:
         self.index = index
         self.scopes = scopes
@@ -79,6 +81,7 @@ class StepWaits:
         self.host_syncs = host_syncs
         self.autocast = autocast
         self.program = program
+        self.steps = steps
 
     def anyway(self, node: cst.CSTNode) -> bool:
         """The step waits for the device next to `node` whatever the code does with it: at
@@ -197,7 +200,7 @@ class StepWaits:
             if scaled is not None and wait > position:
                 continue  # inside the block, before its backward ends
             if (
-                not (self.guards.runs_on_every_iteration(call, region) or self._always_taken(call))
+                not (self.guards.runs_on_every_iteration(call, region) or self.steps.taken_by_every_run(call))
                 or self.guards.periodic_guard(call, within=region) is not None
                 or loops and self.guards.sparse_guard(call, region) is not None
             ):
@@ -205,7 +208,7 @@ class StepWaits:
             low, high = sorted((wait, position))
             between = [
                 other for other in calls
-                if low < order[other] < high and not self._left_off_by_settings(other)
+                if low < order[other] < high and not self.steps.left_off_by_settings(other)
             ]
             upkeep = [other for other in between if last_identifier(other.func) in _STEP_UPKEEP]
             if all(
@@ -215,20 +218,6 @@ class StepWaits:
             ):
                 return True
         return False
-
-    def _always_taken(self, node: cst.CSTNode) -> bool:
-        """`node` needs settings that every shipped run gives it (`if args.fp16:` for a
-        `--fp16` flag stored with `action="store_true", default=True`, SlotCon's): the other
-        way is never passed (`ProgramAnswers.never_passed`)."""
-        tests = self.guards.setting_tests(node)
-        return bool(tests) and all(
-            self.program.never_passed([*test[:3], not test[3]]) for test in tests
-        )
-
-    def _left_off_by_settings(self, node: cst.CSTNode) -> bool:
-        """`node` needs a value of the settings that no shipped run gives (the `else` of
-        `if args.fp16:` above)."""
-        return any(self.program.never_passed(test) for test in self.guards.setting_tests(node))
 
     @cached_property
     def _syncing_scaler(self) -> bool:

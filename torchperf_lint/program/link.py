@@ -923,12 +923,11 @@ class ProgramFacts:
         `TALENT.model.lib.tabnet`). A missing last part may be a compiled extension
         (`detectron2._C`), and a missing folder the linter skips (`third_party`) may be
         there: neither makes a module broken."""
-        imported = {target for targets in self._imports.values() for target in targets}
         return frozenset(
             file
             for file, summary in self.summaries.items()
             if file.endswith(".py")
-            and file not in imported
+            and file not in self._imported_files
             and not summary.runs_as_script
             and not summary.works_at_top_level
             and any(self._missing_package(file, module) for module in summary.unguarded_imports)
